@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto";
+import http2 from "node:http2";
+import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import type { Db } from "mongodb";
+import type { Config } from "./config/config.ts";
+import { registerBodyParsers } from "./rest/body-parsers.ts";
+import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
+import { messageRoutes } from "./rest/messages.ts";
+import { senderNameRoutes } from "./rest/sender-names.ts";
+import { inProcessClients } from "./rest/service-clients.ts";
+import { AccountDirectory } from "./services/account-directory.ts";
+import { routes } from "./services/routes.ts";
+import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
+import { ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
+import { IdAllocator } from "./store/sequences.ts";
+import { startBackgroundWork } from "./background.ts";
+
+export interface BuildOptions {
+  config: Config;
+  db: Db;
+  logger?: FastifyServerOptions["logger"];
+}
+
+export interface Service {
+  /** HTTP/1.1: REST, Connect and gRPC-Web. Not listening yet. */
+  app: FastifyInstance;
+  /** HTTP/2 cleartext: gRPC and Connect. Not listening yet; closed with `app`. */
+  grpc: http2.Http2Server;
+  store: Store;
+}
+
+/** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
+export async function build({ config, db, logger }: BuildOptions): Promise<Service> {
+  const store = openStore(db);
+  await ensureIndexes(store);
+  const instanceId = randomUUID();
+
+  const app = Fastify({
+    logger: logger ?? { level: config.logLevel },
+    bodyLimit: 1024 * 1024,
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+    return503OnClosing: true,
+  });
+
+  const directory = new AccountDirectory(store.accounts, store.senderNames);
+  const confirmations = new ChargeConfirmations(store.accounts);
+  const background = startBackgroundWork({ config, store, instanceId, logger: app.log });
+  const serviceRoutes = routes({
+    store,
+    directory,
+    messageIds: new IdAllocator(store.counters, "message"),
+    confirmations,
+    policy: {
+      sharedSender: config.sharedSender,
+      maxParts: config.maxParts,
+      pricePerPartMicros: config.pricePerPartMicros,
+    },
+    onAccepted: background.wake,
+    adminToken: config.adminToken,
+    sharedSender: config.sharedSender,
+  });
+
+  // Charges are confirmed off the request path, and any a crash left pending are settled.
+  const confirmTimer = setInterval(() => {
+    confirmations.flush().catch((err) => app.log.warn({ err }, "confirming charges failed"));
+  }, 250);
+  const settleTimer = setInterval(() => {
+    settleAbandonedCharges(store, 120_000).catch((err) =>
+      app.log.warn({ err }, "settling abandoned charges failed"),
+    );
+  }, 30_000);
+
+  const grpc = http2.createServer(connectNodeAdapter({ routes: serviceRoutes }));
+
+  app.addHook("onClose", async () => {
+    clearInterval(confirmTimer);
+    clearInterval(settleTimer);
+    await new Promise<void>((resolve) => grpc.close(() => resolve()));
+    await background.stop();
+    await confirmations.flush();
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "SMS API",
+        version: "1.0.0",
+        description:
+          "Send SMS one at a time or in batches of up to 10000, read batch progress, manage sender names. Status webhooks: GET <status URL>?id=<id>&status=<STATUS>[&batch_id=<id>], signed with Standard Webhooks headers.",
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: "/docs" });
+  await app.register(fastifyConnectPlugin, { routes: serviceRoutes });
+
+  await app.register(async (rest) => {
+    registerBodyParsers(rest);
+    registerErrorHandler(rest);
+    const clients = inProcessClients(serviceRoutes);
+    messageRoutes(rest, clients, config.bodyLimitBytes);
+    senderNameRoutes(rest, clients);
+  });
+  registerErrorHandler(app);
+  registerNotFoundHandler(app);
+
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  app.get("/health", { schema: { hide: true } }, async (_request, reply) => {
+    const mongodb = (await isReachable(db)) ? "reachable" : "unreachable";
+    return reply.code(mongodb === "reachable" ? 200 : 503).send({ status: mongodb === "reachable" ? "ok" : "degraded", mongodb });
+  });
+
+  return { app, grpc, store };
+}

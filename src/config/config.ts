@@ -1,0 +1,133 @@
+// Configuration from environment variables, validated once at start. Every bad value is reported
+// with its variable name and what was expected, all at once.
+
+export interface Config {
+  port: number;
+  grpcPort: number;
+  host: string;
+  /** Unset: the embedded database chain (mongodb-memory-server, else the emulator). */
+  mongodbUri: string | undefined;
+  mongodbDatabase: string;
+  adminToken: string;
+  logLevel: string;
+  production: boolean;
+  /** The sender literal every account may use, and the fallback `from`. */
+  sharedSender: string;
+  pricePerPartMicros: number;
+  maxParts: number;
+  bodyLimitBytes: number;
+  simSendDelayMs: number;
+  simReceiptDelayMs: number;
+  webhookRetrySchedule: string | undefined;
+  webhookTimeoutMs: number;
+  webhookConcurrency: number;
+  webhookAllowPrivate: boolean;
+  /** Whether this instance runs the delivery worker and the notifier. */
+  runWorkers: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join("\n  - ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+export const DEV_ADMIN_TOKEN = "dev-admin-token";
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const problems: string[] = [];
+  const read = new EnvReader(env, problems);
+  const production = env.NODE_ENV === "production";
+
+  const adminToken = read.string("SMS_ADMIN_TOKEN", production ? undefined : DEV_ADMIN_TOKEN);
+  if (production && adminToken !== undefined && adminToken.length < 16) {
+    problems.push("SMS_ADMIN_TOKEN: must be at least 16 characters in production");
+  }
+  const sharedSender = read.string("SMS_SHARED_SENDER", "SMSINFO");
+  if (sharedSender !== undefined && !/^[A-Za-z0-9]{1,11}$/.test(sharedSender)) {
+    problems.push("SMS_SHARED_SENDER: must be 1 to 11 letters and digits");
+  }
+  const price = read.number("SMS_PRICE_PER_PART", 1, { min: 0, max: 1_000_000 });
+
+  const config: Config = {
+    port: read.integer("PORT", 8080, { min: 0, max: 65535 }),
+    grpcPort: read.integer("GRPC_PORT", 8081, { min: 0, max: 65535 }),
+    host: read.string("HOST", "0.0.0.0") ?? "",
+    mongodbUri: env.MONGODB_URI || undefined,
+    mongodbDatabase: read.string("MONGODB_DATABASE", "sms") ?? "",
+    adminToken: adminToken ?? "",
+    logLevel: read.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),
+    production,
+    sharedSender: sharedSender ?? "",
+    pricePerPartMicros: Math.round(price * 1_000_000),
+    maxParts: read.integer("SMS_MAX_PARTS", 10, { min: 1, max: 255 }),
+    bodyLimitBytes: read.integer("SMS_BODY_LIMIT_BYTES", 32 * 1024 * 1024, { min: 1024, max: 1024 ** 3 }),
+    simSendDelayMs: read.integer("SMS_SIM_SEND_DELAY_MS", 200, { min: 0, max: 3_600_000 }),
+    simReceiptDelayMs: read.integer("SMS_SIM_RECEIPT_DELAY_MS", 1000, { min: 0, max: 86_400_000 }),
+    webhookRetrySchedule: env.SMS_WEBHOOK_RETRY_SCHEDULE || undefined,
+    webhookTimeoutMs: read.integer("SMS_WEBHOOK_TIMEOUT_MS", 5000, { min: 100, max: 60_000 }),
+    webhookConcurrency: read.integer("SMS_WEBHOOK_CONCURRENCY", 64, { min: 1, max: 10_000 }),
+    webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
+    runWorkers: read.boolean("SMS_RUN_WORKERS", true),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+class EnvReader {
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly problems: string[],
+  ) {}
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === "" ? undefined : value;
+  }
+
+  string(name: string, fallback: string | undefined): string | undefined {
+    const value = this.raw(name) ?? fallback;
+    if (value === undefined) this.problems.push(`${name}: required`);
+    return value;
+  }
+
+  integer(name: string, fallback: number, range: { min: number; max: number }): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isSafeInteger(parsed) || parsed < range.min || parsed > range.max) {
+      this.problems.push(`${name}: expected an integer from ${range.min} to ${range.max}, got "${value}"`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  number(name: string, fallback: number, range: { min: number; max: number }): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
+    if (!Number.isFinite(parsed) || parsed < range.min || parsed > range.max) {
+      this.problems.push(`${name}: expected a number from ${range.min} to ${range.max}, got "${value}"`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (value === "true" || value === "1") return true;
+    if (value === "false" || value === "0") return false;
+    this.problems.push(`${name}: expected true or false, got "${value}"`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(value)) return value as T;
+    this.problems.push(`${name}: expected one of ${allowed.join(", ")}, got "${value}"`);
+    return fallback;
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * Message statuses, non-delivery reasons, the status machine and the multi-part rule
+ * (spec "States and transitions", design "Message lifecycle", "Multi-part status", "Batch counters").
+ */
+
+export const MessageStatus = {
+  ACCEPTED: "ACCEPTED",
+  SENT: "SENT",
+  DELIVERED: "DELIVERED",
+  SEND_ERROR: "SEND_ERROR",
+  DELIVERY_ERROR: "DELIVERY_ERROR",
+} as const;
+export type MessageStatus = (typeof MessageStatus)[keyof typeof MessageStatus];
+export const MESSAGE_STATUSES: readonly MessageStatus[] = Object.values(MessageStatus);
+
+/** Reasons for non-delivery; they go with DELIVERY_ERROR only. */
+export const NonDeliveryReason = {
+  UNDELIVERED: "Undelivered",
+  UNREACHABLE: "Unreachable",
+  EXPIRED: "Expired",
+  SIM_CARD_FULL: "SIM card full",
+  UNROUTABLE: "Unroutable",
+} as const;
+export type NonDeliveryReason = (typeof NonDeliveryReason)[keyof typeof NonDeliveryReason];
+export const NON_DELIVERY_REASONS: readonly NonDeliveryReason[] = Object.values(NonDeliveryReason);
+
+export function isMessageStatus(s: string): s is MessageStatus {
+  return (MESSAGE_STATUSES as readonly string[]).includes(s);
+}
+
+export function isNonDeliveryReason(s: string): s is NonDeliveryReason {
+  return (NON_DELIVERY_REASONS as readonly string[]).includes(s);
+}
+
+/** Spec rule: resending an Expired message may succeed; for any other reason it most likely fails. */
+export function isRetryableReason(reason: NonDeliveryReason): boolean {
+  return reason === NonDeliveryReason.EXPIRED;
+}
+
+/**
+ * Allowed moves. No self-transitions (a repeated receipt is a no-op for the caller, not a change):
+ * - ACCEPTED → SENT, ACCEPTED → SEND_ERROR (carrier refused the submission);
+ * - ACCEPTED → DELIVERY_ERROR: the ttl ran out before the message could be sent (reason Expired),
+ *   or, for a multi-part message, one part failed while another was not sent yet;
+ * - SENT → DELIVERED, SENT → DELIVERY_ERROR (receipt with a reason, or Expired when no receipt within ttl).
+ * DELIVERED, SEND_ERROR and DELIVERY_ERROR are final.
+ */
+const TRANSITIONS: Readonly<Record<MessageStatus, readonly MessageStatus[]>> = {
+  ACCEPTED: ["SENT", "SEND_ERROR", "DELIVERY_ERROR"],
+  SENT: ["DELIVERED", "DELIVERY_ERROR"],
+  DELIVERED: [],
+  SEND_ERROR: [],
+  DELIVERY_ERROR: [],
+};
+
+export function canTransition(from: MessageStatus, to: MessageStatus): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function isFinal(status: MessageStatus): boolean {
+  return TRANSITIONS[status].length === 0;
+}
+
+/** DELIVERY_ERROR must carry a reason; every other status carries none. */
+export function isValidReasonFor(status: MessageStatus, reason: NonDeliveryReason | undefined): boolean {
+  return status === MessageStatus.DELIVERY_ERROR ? reason !== undefined : reason === undefined;
+}
+
+/**
+ * One status for a message from the statuses of its parts (at least one), by precedence:
+ * 1. DELIVERY_ERROR if any part has it ("any part fails");
+ * 2. SEND_ERROR if any part's submission failed (the recipient cannot get the whole text);
+ * 3. DELIVERED if every part is;
+ * 4. SENT if every part is SENT or DELIVERED;
+ * 5. ACCEPTED otherwise (some part is not sent yet).
+ * A single part's status is the message's. The result of this memoryless rule can move from
+ * SEND_ERROR to DELIVERY_ERROR as later parts fail; use `nextMessageStatus` to keep a final status.
+ */
+export function combinePartStatuses(partStatuses: readonly MessageStatus[]): MessageStatus {
+  if (partStatuses.length === 0) throw new RangeError("a message has at least one part");
+  let sendError = false;
+  let allDelivered = true;
+  let allSent = true;
+  for (const s of partStatuses) {
+    if (s === "DELIVERY_ERROR") return "DELIVERY_ERROR";
+    if (s === "SEND_ERROR") sendError = true;
+    if (s !== "DELIVERED") allDelivered = false;
+    if (s !== "SENT" && s !== "DELIVERED") allSent = false;
+  }
+  if (sendError) return "SEND_ERROR";
+  if (allDelivered) return "DELIVERED";
+  if (allSent) return "SENT";
+  return "ACCEPTED";
+}
+
+/**
+ * The message's status after its parts changed: once final it stays (the first final status wins,
+ * it is the one notified); otherwise `combinePartStatuses`. From ACCEPTED the result may be DELIVERED
+ * directly if several parts moved at once; whether to notify the skipped SENT is the caller's choice.
+ */
+export function nextMessageStatus(current: MessageStatus, partStatuses: readonly MessageStatus[]): MessageStatus {
+  return isFinal(current) ? current : combinePartStatuses(partStatuses);
+}
+
+export interface BatchCounters {
+  sentCount: number;
+  deliveredCount: number;
+  undeliveredCount: number;
+  isActive: boolean;
+}
+
+/**
+ * Batch counters over the statuses of its accepted messages (design "Batch counters"):
+ * sentCount = at SENT or later (SENT, DELIVERED, DELIVERY_ERROR; SEND_ERROR was never sent);
+ * deliveredCount = DELIVERED; undeliveredCount = DELIVERY_ERROR + SEND_ERROR;
+ * isActive while delivered + undelivered < accepted.
+ */
+export function batchCounters(acceptedStatuses: Iterable<MessageStatus>): BatchCounters {
+  let accepted = 0;
+  let sentCount = 0;
+  let deliveredCount = 0;
+  let undeliveredCount = 0;
+  for (const s of acceptedStatuses) {
+    accepted++;
+    if (s === "SENT" || s === "DELIVERED" || s === "DELIVERY_ERROR") sentCount++;
+    if (s === "DELIVERED") deliveredCount++;
+    else if (s === "DELIVERY_ERROR" || s === "SEND_ERROR") undeliveredCount++;
+  }
+  return { sentCount, deliveredCount, undeliveredCount, isActive: deliveredCount + undeliveredCount < accepted };
+}

@@ -1,0 +1,69 @@
+import type { FastifyInstance } from "fastify";
+import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
+import { authHeaders } from "./messages.ts";
+import {
+  createSenderNameSchema,
+  deleteSenderNameSchema,
+  listSenderNamesSchema,
+} from "./schemas.ts";
+import type { ServiceClients } from "./service-clients.ts";
+
+interface Credentials {
+  apiKey: string;
+  apiSecret: string;
+}
+
+interface CreateSenderNameBody extends Credentials {
+  name: string;
+  purpose: keyof typeof PURPOSES;
+  ownerType: keyof typeof OWNER_TYPES;
+  owner: string;
+  exampleMsg: string;
+}
+
+export function renderSenderName(senderName: SenderName | undefined) {
+  if (!senderName) throw new Error("the service returned no sender name");
+  return {
+    name: senderName.name,
+    pending: senderName.pending,
+    reliable: senderName.reliable,
+    default: senderName.isDefault,
+  };
+}
+
+export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients): void {
+  app.post<{ Body: CreateSenderNameBody }>(
+    "/sender_names",
+    { schema: createSenderNameSchema },
+    async (request) => {
+      const { name, purpose, ownerType, owner, exampleMsg } = request.body;
+      const { senderName } = await clients.senderNames.createSenderName(
+        { name, purpose: PURPOSES[purpose], ownerType: OWNER_TYPES[ownerType], owner, exampleMsg },
+        authHeaders(request.body),
+      );
+      return renderSenderName(senderName);
+    },
+  );
+
+  app.get<{ Querystring: Credentials }>(
+    "/sender_names",
+    { schema: listSenderNamesSchema },
+    async (request) => {
+      const { senderNames } = await clients.senderNames.listSenderNames({}, authHeaders(request.query));
+      return { sender_names: senderNames.map(renderSenderName) };
+    },
+  );
+
+  app.delete<{ Params: { name: string }; Querystring: Credentials }>(
+    "/sender_names/:name",
+    { schema: deleteSenderNameSchema },
+    async (request) => {
+      const { senderName } = await clients.senderNames.deleteSenderName(
+        { name: request.params.name },
+        authHeaders(request.query),
+      );
+      return renderSenderName(senderName);
+    },
+  );
+}

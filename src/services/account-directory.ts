@@ -1,0 +1,61 @@
+import type { Collection } from "mongodb";
+import type { AccountDoc, SenderNameDoc } from "../store/documents.ts";
+
+export interface AccountView {
+  apiKey: string;
+  secretHash: string;
+  statusUrl?: string;
+  defaultSender?: string;
+  /** Approved sender names of the account. */
+  approvedSenders: ReadonlySet<string>;
+}
+
+/**
+ * Accounts as the request path needs them (credentials, default sender, approved names), cached
+ * for a short time so a send costs no account read. Changes made through this instance are seen
+ * at once (`forget`); other instances see them within `ttlMs`.
+ */
+export class AccountDirectory {
+  private readonly cache = new Map<string, { view: AccountView | null; until: number }>();
+
+  constructor(
+    private readonly accounts: Collection<AccountDoc>,
+    private readonly senderNames: Collection<SenderNameDoc>,
+    private readonly ttlMs = 2000,
+  ) {}
+
+  async get(apiKey: string): Promise<AccountView | null> {
+    const now = Date.now();
+    const hit = this.cache.get(apiKey);
+    if (hit && hit.until > now) return hit.view;
+    const view = await this.load(apiKey);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(apiKey, { view, until: now + this.ttlMs });
+    return view;
+  }
+
+  forget(apiKey: string): void {
+    this.cache.delete(apiKey);
+  }
+
+  private async load(apiKey: string): Promise<AccountView | null> {
+    const [account, approved] = await Promise.all([
+      this.accounts.findOne(
+        { _id: apiKey },
+        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1 } },
+      ),
+      this.senderNames
+        .find({ accountId: apiKey, pending: false }, { projection: { name: 1 } })
+        .toArray(),
+    ]);
+    if (!account) return null;
+    const view: AccountView = {
+      apiKey,
+      secretHash: account.secretHash,
+      approvedSenders: new Set(approved.map((s) => s.name)),
+    };
+    if (account.statusUrl) view.statusUrl = account.statusUrl;
+    if (account.defaultSender) view.defaultSender = account.defaultSender;
+    return view;
+  }
+}

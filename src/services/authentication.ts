@@ -1,0 +1,50 @@
+import { timingSafeEqual } from "node:crypto";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { secretMatches } from "../store/credentials.ts";
+import type { AccountDirectory, AccountView } from "./account-directory.ts";
+import { cannotBeEmpty, invalidArgument, unauthenticated } from "./errors.ts";
+
+const WRONG_CREDENTIALS = "apiKey and apiSecret do not match an account";
+
+/** The calling account, from `Authorization: Basic base64(apiKey:apiSecret)`. */
+export async function authenticateAccount(
+  ctx: HandlerContext,
+  directory: AccountDirectory,
+): Promise<AccountView> {
+  const { apiKey, apiSecret } = basicCredentials(ctx.requestHeader.get("authorization"));
+  const missing: Record<string, string> = {};
+  if (!apiKey) missing.apiKey = cannotBeEmpty("apiKey");
+  if (!apiSecret) missing.apiSecret = cannotBeEmpty("apiSecret");
+  if (Object.keys(missing).length > 0) throw invalidArgument(missing);
+  const account = await directory.get(apiKey);
+  if (!account || !secretMatches(apiSecret, account.secretHash)) {
+    throw unauthenticated(WRONG_CREDENTIALS);
+  }
+  return account;
+}
+
+function basicCredentials(header: string | null): { apiKey: string; apiSecret: string } {
+  const match = header?.match(/^Basic\s+([A-Za-z0-9+/=]*)\s*$/i);
+  if (!match?.[1]) return { apiKey: "", apiSecret: "" };
+  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  if (colon < 0) return { apiKey: decoded, apiSecret: "" };
+  return { apiKey: decoded.slice(0, colon), apiSecret: decoded.slice(colon + 1) };
+}
+
+/** The header an account caller sends; used by the REST façade and clients. */
+export function basicAuthorization(apiKey: string, apiSecret: string): string {
+  return `Basic ${Buffer.from(`${apiKey}:${apiSecret}`, "utf8").toString("base64")}`;
+}
+
+/** Checks `Authorization: Bearer <SMS_ADMIN_TOKEN>` in constant time. */
+export function authenticateOperator(ctx: HandlerContext, adminToken: string): void {
+  const header = ctx.requestHeader.get("authorization") ?? "";
+  const presented = Buffer.from(header.replace(/^Bearer\s+/i, ""));
+  const expected = Buffer.from(adminToken);
+  const ok =
+    /^Bearer\s+/i.test(header) &&
+    presented.length === expected.length &&
+    timingSafeEqual(presented, expected);
+  if (!ok) throw new ConnectError("operator token missing or wrong", Code.Unauthenticated);
+}

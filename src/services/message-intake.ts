@@ -1,0 +1,86 @@
+import { PHONE_NUMBER_ERROR, isValidPhoneNumber } from "../domain/phone-numbers.ts";
+import { segmentText, textErrorMessage } from "../domain/segments.ts";
+import type { AccountView } from "./account-directory.ts";
+import { cannotBeEmpty, type FieldMessages } from "./errors.ts";
+
+// Validation of one message's fields, shared by single sends and every message of a batch.
+
+export interface IntakePolicy {
+  sharedSender: string;
+  maxParts: number;
+}
+
+export interface CheckedMessage {
+  to: string;
+  from: string;
+  text: string;
+  /** The parts when the text is split; undefined for a single-part message. */
+  parts: string[] | undefined;
+  partCount: number;
+}
+
+export type SenderCheck = { sender: string } | { error: string };
+
+/**
+ * The sender of a message: the given `from` when it is the shared literal or an approved name of
+ * the account; when omitted, the account's default sender if it is still allowed, else the
+ * shared literal.
+ */
+export function resolveSender(
+  from: string | undefined,
+  account: AccountView,
+  policy: IntakePolicy,
+): SenderCheck {
+  const allowed = (name: string) =>
+    name === policy.sharedSender || account.approvedSenders.has(name);
+  if (from === undefined || from === "") {
+    const fallback = account.defaultSender;
+    return { sender: fallback && allowed(fallback) ? fallback : policy.sharedSender };
+  }
+  if (allowed(from)) return { sender: from };
+  return {
+    error: `from must be the shared sender ${policy.sharedSender} or an approved sender name of the account`,
+  };
+}
+
+export function checkMessage(
+  input: { to: string; from: string | undefined; text: string },
+  account: AccountView,
+  policy: IntakePolicy,
+): { message: CheckedMessage } | { errors: FieldMessages } {
+  const errors: FieldMessages = {};
+  if (input.to === "") errors.to = cannotBeEmpty("to");
+  else if (!isValidPhoneNumber(input.to)) errors.to = PHONE_NUMBER_ERROR;
+
+  let parts: string[] | undefined;
+  let partCount = 0;
+  if (input.text === "") errors.text = cannotBeEmpty("text");
+  else {
+    const segmented = segmentText(input.text, policy.maxParts);
+    if (segmented.ok) {
+      partCount = segmented.parts.length;
+      parts = partCount > 1 ? segmented.parts : undefined;
+    } else errors.text = textErrorMessage(segmented.error, policy.maxParts);
+  }
+
+  const sender = resolveSender(input.from, account, policy);
+  if ("error" in sender) errors.from = sender.error;
+
+  if (Object.keys(errors).length > 0 || "error" in sender) return { errors };
+  return { message: { to: input.to, from: sender.sender, text: input.text, parts, partCount } };
+}
+
+/** A status callback must be an absolute http(s) URL. Addresses are checked when sending. */
+export function checkStatusCallback(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "statusCallback must be an absolute http or https URL";
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return "statusCallback must be an absolute http or https URL";
+  }
+  if (parsed.username || parsed.password) return "statusCallback must not carry credentials";
+  return undefined;
+}

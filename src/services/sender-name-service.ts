@@ -1,0 +1,115 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { MongoServerError } from "mongodb";
+import type { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+import {
+  type SenderName,
+  SenderNameOwnerType,
+  SenderNamePurpose,
+  SenderNameSchema,
+} from "../../gen/sms/v1/types_pb.ts";
+import { isValidSenderName } from "../domain/limits.ts";
+import type { Store } from "../store/database.ts";
+import type { SenderNameDoc } from "../store/documents.ts";
+import type { AccountDirectory } from "./account-directory.ts";
+import { authenticateAccount } from "./authentication.ts";
+import { cannotBeEmpty, type FieldMessages, invalidArgument, notFound } from "./errors.ts";
+
+export const PURPOSES: Record<SenderNameDoc["purpose"], SenderNamePurpose> = {
+  OTP: SenderNamePurpose.OTP,
+  NOTIFICATION: SenderNamePurpose.NOTIFICATION,
+  MARKETING: SenderNamePurpose.MARKETING,
+};
+
+export const OWNER_TYPES: Record<SenderNameDoc["ownerType"], SenderNameOwnerType> = {
+  COMPANY: SenderNameOwnerType.COMPANY,
+  NAME: SenderNameOwnerType.NAME,
+  WEBSITE: SenderNameOwnerType.WEBSITE,
+};
+
+const nameOf = <K extends string, V>(table: Record<K, V>, value: V): K | undefined =>
+  (Object.keys(table) as K[]).find((key) => table[key] === value);
+
+export function senderNameMessage(doc: SenderNameDoc, defaultSender: string | undefined): SenderName {
+  return create(SenderNameSchema, {
+    name: doc.name,
+    pending: doc.pending,
+    reliable: doc.reliable,
+    isDefault: doc.name === defaultSender,
+    purpose: PURPOSES[doc.purpose],
+    ownerType: OWNER_TYPES[doc.ownerType],
+    owner: doc.owner,
+    exampleMsg: doc.exampleMsg,
+  });
+}
+
+export interface SenderNameDeps {
+  store: Store;
+  directory: AccountDirectory;
+}
+
+export function createSenderNameService(deps: SenderNameDeps): ServiceImpl<typeof SenderNameService> {
+  const { store, directory } = deps;
+  return {
+    async createSenderName(req, ctx) {
+      const account = await authenticateAccount(ctx, directory);
+      const errors: FieldMessages = {};
+      if (req.name === "") errors.name = cannotBeEmpty("name");
+      else if (!isValidSenderName(req.name)) {
+        errors.name = "name must be at most 11 characters, letters and digits only";
+      }
+      const purpose = nameOf(PURPOSES, req.purpose);
+      if (!purpose) errors.purpose = "purpose must be one of OTP, NOTIFICATION, MARKETING";
+      const ownerType = nameOf(OWNER_TYPES, req.ownerType);
+      if (!ownerType) errors.ownerType = "ownerType must be one of COMPANY, NAME, WEBSITE";
+      if (req.owner.trim() === "") errors.owner = cannotBeEmpty("owner");
+      if (req.exampleMsg.trim() === "") errors.exampleMsg = cannotBeEmpty("exampleMsg");
+      if (Object.keys(errors).length > 0 || !purpose || !ownerType) throw invalidArgument(errors);
+      const doc: SenderNameDoc = {
+        accountId: account.apiKey,
+        name: req.name,
+        pending: true,
+        reliable: false,
+        purpose,
+        ownerType,
+        owner: req.owner,
+        exampleMsg: req.exampleMsg,
+        createdAt: new Date(),
+      };
+      try {
+        await store.senderNames.insertOne(doc);
+      } catch (error) {
+        if ((error as MongoServerError).code === 11000) {
+          throw invalidArgument({ name: `sender name ${req.name} already exists on this account` });
+        }
+        throw error;
+      }
+      return { senderName: senderNameMessage(doc, account.defaultSender) };
+    },
+
+    async listSenderNames(_req, ctx) {
+      const account = await authenticateAccount(ctx, directory);
+      const docs = await store.senderNames
+        .find({ accountId: account.apiKey }, { sort: { createdAt: 1, name: 1 } })
+        .toArray();
+      return { senderNames: docs.map((doc) => senderNameMessage(doc, account.defaultSender)) };
+    },
+
+    async deleteSenderName(req, ctx) {
+      const account = await authenticateAccount(ctx, directory);
+      const doc = await store.senderNames.findOneAndDelete({
+        accountId: account.apiKey,
+        name: req.name,
+      });
+      if (!doc) throw notFound("name", `no sender name ${req.name} on this account`);
+      if (account.defaultSender === req.name) {
+        await store.accounts.updateOne(
+          { _id: account.apiKey, defaultSender: req.name },
+          { $unset: { defaultSender: "" } },
+        );
+      }
+      directory.forget(account.apiKey);
+      return { senderName: senderNameMessage(doc, account.defaultSender) };
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import type { Collection } from "mongodb";
+import type { AccountDoc, BatchDoc, MessageDoc, PendingCharge } from "./documents.ts";
+import { commitBatchMessages } from "./messages.ts";
+
+// Credit is debited before anything is stored, together with a pending-charge record in the same
+// atomic update. The stored message (or batch document) confirms the charge; a charge left
+// pending by a crash is settled by `settleAbandonedCharges`: confirmed when its message or batch
+// exists, refunded otherwise. No multi-document transaction is needed.
+
+export type DebitResult = { creditMicros: number } | "insufficient";
+
+export async function debit(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  charge: PendingCharge,
+): Promise<DebitResult> {
+  const updated = await accounts.findOneAndUpdate(
+    { _id: apiKey, creditMicros: { $gte: charge.amountMicros } },
+    { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
+    { returnDocument: "after", projection: { creditMicros: 1 } },
+  );
+  return updated ? { creditMicros: updated.creditMicros } : "insufficient";
+}
+
+/** Gives a charge back when its request failed before storing anything. */
+export async function refund(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  charge: PendingCharge,
+): Promise<void> {
+  await accounts.updateOne(
+    { _id: apiKey, pendingCharges: { $elemMatch: { ref: charge.ref, kind: charge.kind } } },
+    {
+      $inc: { creditMicros: charge.amountMicros },
+      $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } },
+    },
+  );
+}
+
+/**
+ * Removes the pending records of charges whose messages are stored. Confirmations are buffered
+ * and written per account in one bulk write, off the request path.
+ */
+export class ChargeConfirmations {
+  /** Refs to confirm, by account and kind. */
+  private buffered = new Map<string, { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }>();
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly accounts: Collection<AccountDoc>) {}
+
+  add(apiKey: string, charge: PendingCharge): void {
+    const key = `${charge.kind}:${apiKey}`;
+    const entry = this.buffered.get(key);
+    if (entry) entry.refs.push(charge.ref);
+    else this.buffered.set(key, { apiKey, kind: charge.kind, refs: [charge.ref] });
+  }
+
+  /** Writes what is buffered. Failures keep the records pending, which the settler resolves. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.buffered.size === 0) return;
+      const batch = this.buffered;
+      this.buffered = new Map();
+      await this.accounts.bulkWrite(
+        [...batch.values()].map(({ apiKey, kind, refs }) => ({
+          updateOne: {
+            filter: { _id: apiKey },
+            update: { $pull: { pendingCharges: { kind: { $eq: kind }, ref: { $in: refs } } } },
+          },
+        })),
+        { ordered: false },
+      );
+    });
+    return this.flushing;
+  }
+}
+
+/**
+ * Settles charges left pending longer than `olderThanMs` (a crash between debit and store):
+ * a single send is confirmed if its message exists, else refunded; a batch whose document exists
+ * is committed, else its partly stored messages are deleted and the charge refunded.
+ */
+export async function settleAbandonedCharges(
+  collections: {
+    accounts: Collection<AccountDoc>;
+    messages: Collection<MessageDoc>;
+    batches: Collection<BatchDoc>;
+  },
+  olderThanMs: number,
+  now = new Date(),
+): Promise<{ confirmed: number; refunded: number }> {
+  const cutoff = new Date(now.getTime() - olderThanMs);
+  const result = { confirmed: 0, refunded: 0 };
+  const stale = collections.accounts.find(
+    { "pendingCharges.at": { $lt: cutoff } },
+    { projection: { pendingCharges: 1 } },
+  );
+  for await (const account of stale) {
+    for (const charge of account.pendingCharges) {
+      if (charge.at >= cutoff) continue;
+      const stored =
+        charge.kind === "message"
+          ? await collections.messages.countDocuments({ _id: charge.ref }, { limit: 1 })
+          : await collections.batches.countDocuments({ _id: charge.ref }, { limit: 1 });
+      if (stored) {
+        if (charge.kind === "batch") await commitBatchMessages(collections.messages, charge.ref, now);
+        await collections.accounts.updateOne(
+          { _id: account._id },
+          { $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } } },
+        );
+        result.confirmed++;
+      } else {
+        if (charge.kind === "batch") await collections.messages.deleteMany({ batchId: charge.ref });
+        await refund(collections.accounts, account._id, charge);
+        result.refunded++;
+      }
+    }
+  }
+  return result;
+}

@@ -1,0 +1,63 @@
+import { type Collection, type Db, MongoClient } from "mongodb";
+import type {
+  AccountDoc,
+  BatchDoc,
+  CounterDoc,
+  MessageDoc,
+  SenderNameDoc,
+  StateDoc,
+} from "./documents.ts";
+
+/** The collections of the service, typed. */
+export interface Store {
+  db: Db;
+  accounts: Collection<AccountDoc>;
+  messages: Collection<MessageDoc>;
+  batches: Collection<BatchDoc>;
+  senderNames: Collection<SenderNameDoc>;
+  counters: Collection<CounterDoc>;
+  /** Small named documents: the notifier's resume token and the like. */
+  state: Collection<StateDoc>;
+}
+
+export function openStore(db: Db): Store {
+  return {
+    db,
+    accounts: db.collection<AccountDoc>("accounts"),
+    messages: db.collection<MessageDoc>("messages"),
+    batches: db.collection<BatchDoc>("batches"),
+    senderNames: db.collection<SenderNameDoc>("sender_names"),
+    counters: db.collection<CounterDoc>("counters"),
+    state: db.collection<StateDoc>("state"),
+  };
+}
+
+export async function connect(uri: string): Promise<MongoClient> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 64 });
+  await client.connect();
+  return client;
+}
+
+/** Creates every index the service queries by. createIndex is a no-op when it exists already. */
+export async function ensureIndexes(store: Store): Promise<void> {
+  await Promise.all([
+    store.messages.createIndex({ batchId: 1, _id: 1 }, { name: "batch_messages" }),
+    store.messages.createIndex({ notifyAt: 1 }, { name: "notify_due", sparse: true }),
+    store.messages.createIndex({ deliveryAt: 1 }, { name: "delivery_due", sparse: true }),
+    store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),
+    store.senderNames.createIndex(
+      { accountId: 1, name: 1 },
+      { name: "account_sender_name", unique: true },
+    ),
+  ]);
+}
+
+/** True when the database answers a ping. */
+export async function isReachable(db: Db): Promise<boolean> {
+  try {
+    await db.command({ ping: 1 }, { timeoutMS: 2000 });
+    return true;
+  } catch {
+    return false;
+  }
+}

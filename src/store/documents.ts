@@ -1,0 +1,137 @@
+import type { ObjectId } from "mongodb";
+
+// Shapes of the documents in MongoDB. Ids are integers from the sequences; status and reason names
+// are the spec's strings so the database reads like the API.
+
+export type StatusName = "ACCEPTED" | "SENT" | "DELIVERED" | "SEND_ERROR" | "DELIVERY_ERROR";
+export type ReasonName = "Undelivered" | "Unreachable" | "Expired" | "SIM card full" | "Unroutable";
+
+export interface AccountDoc {
+  /** The apiKey. */
+  _id: string;
+  name: string;
+  /** scrypt hash of the apiSecret: `scrypt$<salt b64>$<hash b64>`. */
+  secretHash: string;
+  /** Standard Webhooks secret (`whsec_...`), needed in clear to sign. */
+  webhookSecret: string;
+  /** Credit in millionths of the account currency, so sums stay exact. */
+  creditMicros: number;
+  statusUrl?: string;
+  defaultSender?: string;
+  /** Debits not yet confirmed by their stored messages; see store/charges.ts. */
+  pendingCharges: PendingCharge[];
+  createdAt: Date;
+}
+
+export interface PendingCharge {
+  /** Message id for a single send, batch id for a batch. */
+  ref: number;
+  kind: "message" | "batch";
+  amountMicros: number;
+  at: Date;
+}
+
+export type NotificationState = "pending" | "delivered" | "gave_up" | "skipped";
+
+export interface WebhookAttemptDoc {
+  at: Date;
+  /** 0 when no HTTP answer came. */
+  httpStatus: number;
+  error?: string;
+  durationMs: number;
+}
+
+export interface NotificationDoc {
+  status: StatusName;
+  state: NotificationState;
+  createdAt: Date;
+  /** Resolved when the notification is sent: statusCallback, else the account's status URL. */
+  url?: string;
+  attempts: WebhookAttemptDoc[];
+  nextAttemptAt?: Date;
+}
+
+export interface SegmentDoc {
+  id: number;
+  text: string;
+}
+
+export interface MessageDoc {
+  _id: number;
+  accountId: string;
+  batchId?: number;
+  to: string;
+  from: string;
+  text: string;
+  /** Present only when the text was split. */
+  segments?: SegmentDoc[];
+  parts: number;
+  ttl: number;
+  statusCallback?: string;
+  status: StatusName;
+  reason?: ReasonName;
+  createdAt: Date;
+  updatedAt: Date;
+  /** createdAt + ttl: not DELIVERED by then means DELIVERY_ERROR / Expired. */
+  expiresAt: Date;
+  /**
+   * Set while the batch that carries the message is being stored: the delivery worker and the
+   * notifier leave held messages alone until the batch commits (or is rolled back).
+   */
+  hold?: true;
+  /** Status history notifications, in order; one per status change, ACCEPTED included. */
+  notifications: NotificationDoc[];
+  /** Due time of the first pending notification; absent when none is pending. Indexed. */
+  notifyAt?: Date;
+  /** Lease of the notifier instance sending the first pending notification. */
+  notifyLease?: Lease;
+  /** Due time of the next delivery step (submit or expiry); absent once final. Indexed. */
+  deliveryAt?: Date;
+  deliveryLease?: Lease;
+  /** Carrier's ids of the parts, recorded with SENT. */
+  carrierIds?: string[];
+  /** Carrier ids of the parts with a DELIVERED receipt so far (multi-part messages only). */
+  deliveredParts?: string[];
+  /** The carrier's refusal, recorded with SEND_ERROR. */
+  sendError?: string;
+}
+
+export interface Lease {
+  owner: string;
+  until: Date;
+}
+
+export interface BatchDoc {
+  _id: number;
+  accountId: string;
+  name: string;
+  totalCount: number;
+  acceptedCount: number;
+  rejectedCount: number;
+  /** Progress counters are not stored: GetBatch derives them from the messages it reads anyway. */
+  createdAt: Date;
+}
+
+export interface SenderNameDoc {
+  _id?: ObjectId;
+  accountId: string;
+  name: string;
+  pending: boolean;
+  reliable: boolean;
+  purpose: "OTP" | "NOTIFICATION" | "MARKETING";
+  ownerType: "COMPANY" | "NAME" | "WEBSITE";
+  owner: string;
+  exampleMsg: string;
+  createdAt: Date;
+}
+
+export interface CounterDoc {
+  _id: string;
+  seq: number;
+}
+
+export interface StateDoc {
+  _id: string;
+  value: unknown;
+  updatedAt: Date;
+}

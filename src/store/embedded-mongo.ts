@@ -1,0 +1,353 @@
+/**
+ * Provides a MongoDB when none is configured, for `npm start` (data under `.data/`) and the test
+ * global setup. In order:
+ *
+ *   1. `MONGODB_URI`, used as is;
+ *   2. a single-node replica set from `mongodb-memory-server` (a real mongod), only when a mongod
+ *      binary is cached or its download host answers; otherwise skipped within a few seconds;
+ *   3. the emulator `de.bwaldvogel:mongo-java-server` (oplog on, so change streams work), built
+ *      with `mvn` from `test/mongo-emulator/` on first use and started with `java -jar`.
+ *
+ * `EMBEDDED_MONGO=memory-server|emulator` skips straight to one of the two (an explicit choice
+ * fails loudly instead of falling through).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export type DatabaseKind = "uri" | "memory-server" | "emulator";
+
+export interface StartDatabaseOptions {
+  /** Keep data here between runs (a real mongod's dbPath, or the emulator's H2 file). Unset: in memory. */
+  dataDir?: string;
+  logger?: (msg: string) => void;
+  /** Port for the started server; 0 (default) picks a free one. */
+  port?: number;
+}
+
+export interface StartedDatabase {
+  uri: string;
+  kind: DatabaseKind;
+  /** One line saying what was started (version, persistence). */
+  description: string;
+  stop(): Promise<void>;
+}
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const emulatorDir = join(repoRoot, "test", "mongo-emulator");
+const emulatorJar = join(emulatorDir, "target", "mongo-emulator.jar");
+
+const PROBE_TIMEOUT_MS = 3_000;
+const DOWNLOAD_TIMEOUT_MS = Number(process.env.EMBEDDED_MONGO_DOWNLOAD_TIMEOUT_MS ?? 300_000);
+const EMULATOR_READY_TIMEOUT_MS = 60_000;
+const MAVEN_TIMEOUT_MS = 570_000;
+
+export async function startDatabase(opts: StartDatabaseOptions = {}): Promise<StartedDatabase> {
+  const log = opts.logger ?? ((msg: string) => console.error(msg));
+
+  const configured = process.env.MONGODB_URI;
+  if (configured) {
+    log("database: using MONGODB_URI");
+    return { uri: configured, kind: "uri", description: "MONGODB_URI", stop: async () => {} };
+  }
+
+  const forced = process.env.EMBEDDED_MONGO?.trim();
+  if (forced && forced !== "memory-server" && forced !== "emulator" && forced !== "auto") {
+    throw new Error(`EMBEDDED_MONGO must be memory-server, emulator or auto (got "${forced}")`);
+  }
+
+  if (forced !== "emulator") {
+    const started = Date.now();
+    try {
+      const db = await startMemoryServer(opts, log);
+      if (db) {
+        log(`database: using mongodb-memory-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`);
+        return db;
+      }
+    } catch (err) {
+      if (forced === "memory-server") throw err;
+      log(`database: mongodb-memory-server failed, falling back to the emulator: ${errorText(err)}`);
+    }
+    if (forced === "memory-server") {
+      throw new Error("EMBEDDED_MONGO=memory-server but no mongod binary is cached or downloadable");
+    }
+  }
+
+  const started = Date.now();
+  const db = await startEmulator(opts, log);
+  log(`database: using emulator mongo-java-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`);
+  return db;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. mongodb-memory-server
+
+async function startMemoryServer(
+  opts: StartDatabaseOptions,
+  log: (msg: string) => void,
+): Promise<StartedDatabase | undefined> {
+  const mms = await import("mongodb-memory-server");
+  const { DryMongoBinary, MongoBinary, MongoMemoryReplSet } = mms;
+
+  const binaryOptions = await DryMongoBinary.generateOptions();
+  let binary = await DryMongoBinary.locateBinary(binaryOptions);
+  if (!binary) {
+    if (/^(0|false|no|off)$/i.test(process.env.MONGOMS_RUNTIME_DOWNLOAD ?? "")) {
+      log("database: no cached mongod and MONGOMS_RUNTIME_DOWNLOAD is off; skipping mongodb-memory-server");
+      return undefined;
+    }
+    const probeUrl = process.env.MONGOMS_DOWNLOAD_URL ?? process.env.MONGOMS_DOWNLOAD_MIRROR ?? "https://fastdl.mongodb.org";
+    const usesProxy = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"].some((k) => process.env[k]);
+    if (!usesProxy) {
+      // fetch() ignores proxies, so probe only without one; with a proxy the download's own timeout applies.
+      try {
+        await fetch(probeUrl, { method: "HEAD", signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      } catch (err) {
+        log(`database: no cached mongod ${binaryOptions.version} and ${new URL(probeUrl).host} is unreachable (${errorText(err)}); skipping mongodb-memory-server`);
+        return undefined;
+      }
+    }
+    log(`database: downloading mongod ${binaryOptions.version} for mongodb-memory-server (first run only)`);
+    binary = await withTimeout(MongoBinary.getPath(), DOWNLOAD_TIMEOUT_MS, "mongod download");
+  }
+
+  let dbPath: string | undefined;
+  if (opts.dataDir) {
+    dbPath = resolve(opts.dataDir, "mongod");
+    await mkdir(dbPath, { recursive: true });
+  }
+  const replSet = await MongoMemoryReplSet.create({
+    binary: { systemBinary: binary, version: binaryOptions.version },
+    replSet: { count: 1, storageEngine: "wiredTiger" },
+    instanceOpts: [{ port: opts.port || undefined, dbPath }],
+  });
+  await replSet.waitUntilRunning();
+  return {
+    uri: replSet.getUri(),
+    kind: "memory-server",
+    description: `mongod ${binaryOptions.version}, single-node replica set, ${dbPath ? `data in ${dbPath}` : "in-memory (temporary dbPath)"}`,
+    stop: async () => {
+      await replSet.stop({ doCleanup: !dbPath, force: false });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. the mongo-java-server emulator
+
+async function startEmulator(opts: StartDatabaseOptions, log: (msg: string) => void): Promise<StartedDatabase> {
+  await ensureEmulatorBuilt(log);
+
+  const args = [
+    // Fast start, small footprint: this is a test/dev database.
+    "-XX:+UseSerialGC",
+    "-Xss512k",
+    "-jar",
+    emulatorJar,
+    "--port",
+    String(opts.port ?? 0),
+  ];
+  let dataDir: string | undefined;
+  if (opts.dataDir) {
+    dataDir = resolve(opts.dataDir, "emulator");
+    args.push("--data-dir", dataDir);
+  }
+
+  const child = spawn("java", args, { stdio: ["pipe", "pipe", "pipe"], cwd: emulatorDir });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+
+  const stderrTail: string[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    stderrTail.push(line);
+    if (stderrTail.length > 50) stderrTail.shift();
+    log(`emulator: ${line}`);
+  });
+  const stdoutLines = createInterface({ input: child.stdout! });
+
+  const exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
+  const spawnFailed = once(child, "error").then(([err]) => err as Error);
+
+  let port: number;
+  try {
+    port = await new Promise<number>((resolvePort, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`emulator did not report ready within ${EMULATOR_READY_TIMEOUT_MS} ms`)),
+        EMULATOR_READY_TIMEOUT_MS,
+      );
+      stdoutLines.on("line", (line) => {
+        const match = /^MONGO_EMULATOR_READY port=(\d+)/.exec(line);
+        if (match) {
+          clearTimeout(timer);
+          resolvePort(Number(match[1]));
+        } else {
+          log(`emulator: ${line}`);
+        }
+      });
+      void exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        reject(new Error(`emulator exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`));
+      });
+      void spawnFailed.then((err) => {
+        clearTimeout(timer);
+        reject(new Error(`cannot start java (is a JDK 17+ on PATH?): ${err.message}`));
+      });
+    });
+  } catch (err) {
+    child.kill("SIGKILL");
+    process.removeListener("exit", killOnExit);
+    throw err;
+  }
+
+  // The JVM watches its stdin: when this process goes away, the pipe closes and the JVM exits, so
+  // the emulator never outlives its parent. Do not let it keep this process alive either.
+  child.unref();
+  for (const stream of [child.stdin, child.stdout, child.stderr]) {
+    (stream as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.stdin?.end();
+        if (!(await settlesWithin(exited, 5_000))) {
+          child.kill("SIGTERM");
+          if (!(await settlesWithin(exited, 5_000))) {
+            child.kill("SIGKILL");
+            await exited;
+          }
+        }
+      }
+      process.removeListener("exit", killOnExit);
+    })();
+    return stopping;
+  };
+
+  return {
+    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    kind: "emulator",
+    description: `mongo-java-server (reports MongoDB 7.0, wire 21; oplog on; no transactions), ${dataDir ? `H2 store in ${dataDir}` : "in-memory"}, pid ${child.pid}`,
+    stop,
+  };
+}
+
+/** Builds target/mongo-emulator.jar (+ target/lib) with Maven when missing or older than its sources. */
+async function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
+  if (await emulatorBuildIsFresh()) return;
+
+  // Several processes (test runs, npm start) may get here at once: one builds, the others wait.
+  await mkdir(join(emulatorDir, "target"), { recursive: true });
+  const lockPath = join(emulatorDir, "target", ".build.lock");
+  const deadline = Date.now() + MAVEN_TIMEOUT_MS + 30_000;
+  for (;;) {
+    try {
+      const handle = await open(lockPath, "wx");
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const age = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0);
+      if (age > MAVEN_TIMEOUT_MS + 30_000) {
+        await rm(lockPath, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lockPath}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    if (await emulatorBuildIsFresh()) return;
+    log("database: building the MongoDB emulator with Maven (first run only; fetches mongo-java-server from Maven Central)");
+    const started = Date.now();
+    await runMaven(["-q", "-B", "package"]);
+    if (!(await emulatorBuildIsFresh())) throw new Error(`Maven finished but ${emulatorJar} is missing`);
+    log(`database: emulator built in ${Date.now() - started} ms`);
+  } finally {
+    await rm(lockPath, { force: true });
+  }
+}
+
+async function emulatorBuildIsFresh(): Promise<boolean> {
+  if (!existsSync(emulatorJar) || !existsSync(join(emulatorDir, "target", "lib"))) return false;
+  const jarTime = (await stat(emulatorJar)).mtimeMs;
+  for (const source of await listFiles([join(emulatorDir, "pom.xml"), join(emulatorDir, "src")])) {
+    if ((await stat(source)).mtimeMs > jarTime) return false;
+  }
+  return true;
+}
+
+async function listFiles(paths: string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const path of paths) {
+    const info = await stat(path).catch(() => undefined);
+    if (!info) continue;
+    if (info.isDirectory()) {
+      const entries = await readdir(path);
+      files.push(...(await listFiles(entries.map((e) => join(path, e)))));
+    } else {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+async function runMaven(args: string[]): Promise<void> {
+  const child: ChildProcess = spawn("mvn", args, { cwd: emulatorDir, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const result = await withTimeout(
+    new Promise<number | null>((resolveCode, reject) => {
+      child.once("error", (err) => reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)));
+      child.once("exit", (code) => resolveCode(code));
+    }),
+    MAVEN_TIMEOUT_MS,
+    "mvn package",
+  ).catch((err) => {
+    child.kill("SIGKILL");
+    throw err;
+  });
+  if (result !== 0) throw new Error(`mvn ${args.join(" ")} failed (exit ${result}):\n${output}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  const result = await Promise.race([promise.then(() => true as const), timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function errorText(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
+  }
+  return String(err);
+}
