@@ -8,7 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import type { Db } from "mongodb";
 import type { Config } from "./config/config.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
-import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
+import { frameworkErrors, registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
 import { messageRoutes } from "./rest/messages.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
@@ -44,6 +44,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
     return503OnClosing: true,
+    frameworkErrors,
   });
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
@@ -75,16 +76,27 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   }, 30_000);
 
   const grpc = http2.createServer(connectNodeAdapter({ routes: serviceRoutes }));
+  // Open client sessions (idle HTTP/2 connections) would keep grpc.close() waiting forever.
+  const sessions = new Set<http2.ServerHttp2Session>();
+  grpc.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
 
   app.addHook("onClose", async () => {
     clearInterval(confirmTimer);
     clearInterval(settleTimer);
-    await new Promise<void>((resolve) => grpc.close(() => resolve()));
+    await new Promise<void>((resolve) => {
+      grpc.close(() => resolve());
+      // GOAWAY: in-flight streams finish, then each session closes.
+      for (const session of sessions) session.close();
+    });
     await background.stop();
     await confirmations.flush();
   });
 
   await app.register(swagger, {
+    hideUntagged: true,
     openapi: {
       openapi: "3.1.0",
       info: {

@@ -62,7 +62,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sharedSender: sharedSender ?? "",
     pricePerPartMicros: Math.round(price * 1_000_000),
     maxParts: read.integer("SMS_MAX_PARTS", 10, { min: 1, max: 255 }),
-    bodyLimitBytes: read.integer("SMS_BODY_LIMIT_BYTES", 32 * 1024 * 1024, { min: 1024, max: 1024 ** 3 }),
+    // POST /sms-batch only. The largest valid batch, 10000 texts of 1530 Latin-1 characters that a
+    // JSON encoder writes as \u00XX escapes (Python's default), is about 92 MB: it must fit.
+    bodyLimitBytes: read.integer("SMS_BODY_LIMIT_BYTES", 96 * 1024 * 1024, {
+      min: 1024,
+      max: 1024 ** 3,
+    }),
     simSendDelayMs: read.integer("SMS_SIM_SEND_DELAY_MS", 200, { min: 0, max: 3_600_000 }),
     simReceiptDelayMs: read.integer("SMS_SIM_RECEIPT_DELAY_MS", 1000, { min: 0, max: 86_400_000 }),
     webhookRetrySchedule: env.SMS_WEBHOOK_RETRY_SCHEDULE || undefined,

@@ -31,7 +31,9 @@ export const TTL_ERROR = `ttl must be an integer from ${TTL_MIN_SECONDS} to ${TT
  * in range; a string must be plain decimal digits (no sign, no fraction, no spaces) in range.
  */
 export function validateTtl(value: unknown): TtlResult {
-  if (value === undefined || value === null || value === "") return { ok: true, ttl: TTL_DEFAULT_SECONDS };
+  if (value === undefined || value === null || value === "") {
+    return { ok: true, ttl: TTL_DEFAULT_SECONDS };
+  }
   let n: number;
   if (typeof value === "number") {
     n = value;
@@ -42,7 +44,9 @@ export function validateTtl(value: unknown): TtlResult {
   } else {
     return { ok: false, error: TTL_ERROR };
   }
-  if (!Number.isInteger(n) || n < TTL_MIN_SECONDS || n > TTL_MAX_SECONDS) return { ok: false, error: TTL_ERROR };
+  if (!Number.isInteger(n) || n < TTL_MIN_SECONDS || n > TTL_MAX_SECONDS) {
+    return { ok: false, error: TTL_ERROR };
+  }
   return { ok: true, ttl: n };
 }
 

@@ -62,7 +62,10 @@ export function isFinal(status: MessageStatus): boolean {
 }
 
 /** DELIVERY_ERROR must carry a reason; every other status carries none. */
-export function isValidReasonFor(status: MessageStatus, reason: NonDeliveryReason | undefined): boolean {
+export function isValidReasonFor(
+  status: MessageStatus,
+  reason: NonDeliveryReason | undefined,
+): boolean {
   return status === MessageStatus.DELIVERY_ERROR ? reason !== undefined : reason === undefined;
 }
 
@@ -98,7 +101,10 @@ export function combinePartStatuses(partStatuses: readonly MessageStatus[]): Mes
  * it is the one notified); otherwise `combinePartStatuses`. From ACCEPTED the result may be DELIVERED
  * directly if several parts moved at once; whether to notify the skipped SENT is the caller's choice.
  */
-export function nextMessageStatus(current: MessageStatus, partStatuses: readonly MessageStatus[]): MessageStatus {
+export function nextMessageStatus(
+  current: MessageStatus,
+  partStatuses: readonly MessageStatus[],
+): MessageStatus {
   return isFinal(current) ? current : combinePartStatuses(partStatuses);
 }
 
@@ -126,5 +132,10 @@ export function batchCounters(acceptedStatuses: Iterable<MessageStatus>): BatchC
     if (s === "DELIVERED") deliveredCount++;
     else if (s === "DELIVERY_ERROR" || s === "SEND_ERROR") undeliveredCount++;
   }
-  return { sentCount, deliveredCount, undeliveredCount, isActive: deliveredCount + undeliveredCount < accepted };
+  return {
+    sentCount,
+    deliveredCount,
+    undeliveredCount,
+    isActive: deliveredCount + undeliveredCount < accepted,
+  };
 }

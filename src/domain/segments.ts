@@ -83,7 +83,9 @@ export function validateText(text: string, maxParts: number = DEFAULT_MAX_PARTS)
   const encoding = textEncoding(text);
   const partCount = countForEncoding(text, encoding);
   if (partCount === 0) return { ok: false, error: "empty", encoding, partCount, maxParts };
-  if (partCount > maxParts) return { ok: false, error: "too_many_parts", encoding, partCount, maxParts };
+  if (partCount > maxParts) {
+    return { ok: false, error: "too_many_parts", encoding, partCount, maxParts };
+  }
   return { ok: true, encoding, partCount };
 }
 

@@ -1,8 +1,11 @@
 import { isUtf8 } from "node:buffer";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { isWellFormedUnicode } from "../domain/unicode-text.ts";
 
 // Bodies are read as bytes and checked before decoding: text must be valid UTF-8, never silently
-// repaired with U+FFFD. Both parsers fail with a RequestParseError, rendered as errors.request.
+// repaired with U+FFFD. JSON can still smuggle in what UTF-8 cannot carry, a `\ud800` escape of a
+// lone surrogate; that is refused too, since storing it would turn it into U+FFFD. Both parsers
+// fail with a RequestParseError, rendered as errors.request.
 
 export class RequestParseError extends Error {
   readonly statusCode = 400;
@@ -18,13 +21,27 @@ export function registerBodyParsers(app: FastifyInstance): void {
     "application/json",
     { parseAs: "buffer" },
     (request: FastifyRequest, body: Buffer, done) => {
-      if (!isUtf8(body)) return done(new RequestParseError("the body is not valid UTF-8"), undefined);
-      parseJson(request, body.toString("utf8"), (error, value) => {
-        if (error) return done(new RequestParseError(`the body is not valid JSON: ${error.message}`), undefined);
+      if (!isUtf8(body)) {
+        return done(new RequestParseError("the body is not valid UTF-8"), undefined);
+      }
+      const text = body.toString("utf8");
+      parseJson(request, text, (error, value) => {
+        if (error) {
+          return done(
+            new RequestParseError(`the body is not valid JSON: ${error.message}`),
+            undefined,
+          );
+        }
         if (value === null || typeof value !== "object" || Array.isArray(value)) {
           return done(new RequestParseError("the body must be a JSON object"), undefined);
         }
-        done(null, value);
+        if (SURROGATE_ESCAPE.test(text) && !stringsAreUnicode(value)) {
+          return done(
+            new RequestParseError("the body is not valid UTF-8 text: it escapes a lone surrogate"),
+            undefined,
+          );
+        }
+        done(null, withoutNulls(value as Record<string, unknown>));
       });
     },
   );
@@ -36,6 +53,38 @@ export function registerBodyParsers(app: FastifyInstance): void {
       done(error as Error, undefined);
     }
   });
+}
+
+/**
+ * JSON encoders commonly write an unset optional field as `null`: a null parameter is taken as
+ * absent, in the body and in the objects of a top-level array (the messages of a batch). A
+ * required parameter that is null is then reported as missing ("cannot be empty").
+ */
+function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
+  for (const [key, value] of Object.entries(body)) {
+    if (value === null) delete body[key];
+    else if (Array.isArray(value)) {
+      for (const item of value) {
+        if (item === null || typeof item !== "object" || Array.isArray(item)) continue;
+        for (const [field, v] of Object.entries(item)) {
+          if (v === null) delete (item as Record<string, unknown>)[field];
+        }
+      }
+    }
+  }
+  return body;
+}
+
+/** A `\uD800`-`\uDFFF` escape: only bodies holding one need the walk below. */
+const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
+
+function stringsAreUnicode(value: unknown): boolean {
+  if (typeof value === "string") return isWellFormedUnicode(value);
+  if (value === null || typeof value !== "object") return true;
+  for (const [key, item] of Object.entries(value)) {
+    if (!isWellFormedUnicode(key) || !stringsAreUnicode(item)) return false;
+  }
+  return true;
 }
 
 /**

@@ -37,7 +37,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const status = HTTP_STATUS[thrown.code];
       if (status) {
         const errors: FieldErrorList = {};
-        for (const { field, message } of fieldErrorsOf(thrown)) (errors[field] ??= []).push(message);
+        for (const { field, message } of fieldErrorsOf(thrown)) add(errors, field, message);
         if (Object.keys(errors).length === 0) errors.request = [thrown.rawMessage];
         return send(request, reply, status, errors);
       }
@@ -46,27 +46,72 @@ export function registerErrorHandler(app: FastifyInstance): void {
     }
     const error = thrown;
     if (error.validation) {
-      return send(request, reply, 400, validationErrors(error.validation as AjvError[], error.validationContext));
+      return send(
+        request,
+        reply,
+        400,
+        validationErrors(request, error.validation as AjvError[], error.validationContext),
+      );
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      const message = status === 415 ? unsupportedMediaType(request) : error.message;
       // 415 from the content-type check is a parse failure in the spec's terms.
-      return send(request, reply, status === 415 ? 400 : status, { request: [message] });
+      if (status === 415) {
+        return send(request, reply, 400, { request: [unsupportedMediaType(request)] });
+      }
+      if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+        return send(request, reply, 413, { request: [bodyTooLarge(request)] });
+      }
+      return send(request, reply, status, { request: [error.message] });
     }
     request.log.error({ err: error }, "request failed");
     return send(request, reply, 500, { request: ["internal error; please retry later"] });
   });
 }
 
+/**
+ * For Fastify's `frameworkErrors` option: errors raised before routing (a path that is not valid
+ * percent-encoded UTF-8, FST_ERR_BAD_URL) get the same body as every other error.
+ */
+export function frameworkErrors(
+  error: FastifyError,
+  _request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  const status =
+    error.statusCode && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 400;
+  const message =
+    error.code === "FST_ERR_BAD_URL"
+      ? "the request path is not correctly percent-encoded UTF-8"
+      : error.message;
+  return reply
+    .code(status)
+    .type("application/json")
+    .serializer(JSON.stringify)
+    .send({ errors: { request: [message] } });
+}
+
 /** Unknown paths answer in the same shape as every other error. */
 export function registerNotFoundHandler(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) =>
-    send(request, reply, 404, { request: [`no such endpoint: ${request.method} ${request.url.split("?")[0]}`] }),
+    send(request, reply, 404, {
+      request: [`no such endpoint: ${request.method} ${request.url.split("?")[0]}`],
+    }),
   );
 }
 
-function send(request: FastifyRequest, reply: FastifyReply, status: number, errors: FieldErrorList) {
+function add(errors: FieldErrorList, field: string, message: string): void {
+  const messages = errors[field] ?? [];
+  errors[field] = messages;
+  if (!messages.includes(message)) messages.push(message);
+}
+
+function send(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  errors: FieldErrorList,
+) {
   const body = request.routeOptions.config?.stringErrors
     ? { errors: Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join("; ")])) }
     : { errors };
@@ -76,52 +121,102 @@ function send(request: FastifyRequest, reply: FastifyReply, status: number, erro
 }
 
 function unsupportedMediaType(request: FastifyRequest): string {
-  const type = request.headers["content-type"] ?? "none";
-  return `cannot parse a body of content type ${type}`;
+  const type = request.headers["content-type"];
+  const accepted = request.routeOptions.config?.stringErrors
+    ? "application/json"
+    : "application/json or application/x-www-form-urlencoded";
+  return type
+    ? `cannot parse a body of content type ${type}: send ${accepted}`
+    : `the body has no content type: send ${accepted}`;
 }
 
-function validationErrors(list: AjvError[], context: string | undefined): FieldErrorList {
+function bodyTooLarge(request: FastifyRequest): string {
+  const limit = request.routeOptions.bodyLimit;
+  return limit
+    ? `the body is larger than the limit of ${limit} bytes for ${request.method} ${request.routeOptions.url}`
+    : "the body is too large";
+}
+
+/** A field with thousands of invalid items (a batch) lists the first few, then a count. */
+const MAX_MESSAGES_PER_FIELD = 10;
+
+function validationErrors(
+  request: FastifyRequest,
+  list: AjvError[],
+  context: string | undefined,
+): FieldErrorList {
   const errors: FieldErrorList = {};
+  const more: Record<string, number> = {};
   for (const error of list) {
-    const [field, message] = describe(error, context);
-    const messages = (errors[field] ??= []);
-    if (!messages.includes(message)) messages.push(message);
+    const [field, message] = describe(request, error, context);
+    const messages = errors[field] ?? [];
+    if (messages.includes(message)) continue;
+    if (messages.length >= MAX_MESSAGES_PER_FIELD) {
+      more[field] = (more[field] ?? 0) + 1;
+      continue;
+    }
+    add(errors, field, message);
+  }
+  for (const [field, count] of Object.entries(more)) {
+    errors[field]?.push(`and ${count} more error${count === 1 ? "" : "s"} in ${field}`);
   }
   return errors;
 }
 
-function describe(error: AjvError, context: string | undefined): [string, string] {
+function describe(
+  request: FastifyRequest,
+  error: AjvError,
+  context: string | undefined,
+): [string, string] {
   const path = error.instancePath.split("/").slice(1);
   const field =
     error.keyword === "required" && path.length === 0
       ? String(error.params.missingProperty)
       : (path[0] ?? "request");
-  if (field === "request") {
-    return ["request", context === "body" ? "the body must be an object of parameters" : `the ${context ?? "request"} is malformed`];
-  }
-  const where = path.length > 1 ? `${field}[${path.slice(1).join("].")}` : field;
-  const name = path.length > 1 && error.keyword === "type" ? `${where}` : where;
+  if (field === "request") return ["request", wholeInputError(request, context)];
+  // messages[3].to, messages[3]
+  const name =
+    path.length > 1
+      ? `${field}[${path[1]}]${path
+          .slice(2)
+          .map((p) => `.${p}`)
+          .join("")}`
+      : field;
+  if (field === "ttl") return [field, TTL_ERROR];
   switch (error.keyword) {
     case "required":
     case "minItems":
-      return [field, `${field} cannot be empty`];
     case "minLength":
       return [field, `${name} cannot be empty`];
     case "type":
       return [field, `${name} must be ${article(String(error.params.type))}`];
-    case "minimum":
-    case "maximum":
-      return [field, field === "ttl" ? TTL_ERROR : `${name} ${error.message}`];
     case "maxItems":
-      return [field, `${field} holds more than ${error.params.limit} messages; at most ${error.params.limit} are allowed`];
+      return [
+        field,
+        `${field} holds more than ${error.params.limit} messages; at most ${error.params.limit} are allowed`,
+      ];
     case "maxLength":
     case "pattern":
       return [field, limitMessage(field, name, error)];
     case "enum":
-      return [field, `${name} must be one of ${(error.params.allowedValues as string[]).join(", ")}`];
+      return [
+        field,
+        `${name} must be one of ${(error.params.allowedValues as string[]).join(", ")}`,
+      ];
     default:
       return [field, `${name} ${error.message ?? "is invalid"}`];
   }
+}
+
+function wholeInputError(request: FastifyRequest, context: string | undefined): string {
+  if (context !== "body") return `the ${context ?? "request"} is malformed`;
+  if (request.body === undefined || request.body === null) {
+    const accepted = request.routeOptions.config?.stringErrors
+      ? "a JSON object"
+      : "a JSON object or a form (application/x-www-form-urlencoded)";
+    return `the request has no body: send the parameters as ${accepted}`;
+  }
+  return "the body must be an object of parameters";
 }
 
 function limitMessage(field: string, name: string, error: AjvError): string {

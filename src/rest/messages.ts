@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { BatchInfo, Batch } from "../../gen/sms/v1/messaging_pb.ts";
+import type { Batch, BatchInfo } from "../../gen/sms/v1/messaging_pb.ts";
 import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
 import { basicAuthorization } from "../services/authentication.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
@@ -41,15 +41,19 @@ export function authHeaders({ apiKey, apiSecret }: Credentials) {
 
 /** Form values are text: a ttl of digits becomes the integer the schema expects; "" is absent. */
 async function formTtlToInteger(request: FastifyRequest): Promise<void> {
-  if (!request.headers["content-type"]?.startsWith(FORM)) return;
+  if (!isForm(request)) return;
   const body = request.body as Record<string, unknown> | undefined;
   if (typeof body?.ttl !== "string") return;
   if (body.ttl === "") delete body.ttl;
   else if (/^[0-9]{1,10}$/.test(body.ttl)) body.ttl = Number(body.ttl);
 }
 
+const isForm = (request: FastifyRequest) =>
+  request.headers["content-type"]?.toLowerCase().startsWith(FORM) ?? false;
+
+/** The body parsers accept forms on every route; POST /sms-batch takes JSON only. */
 async function jsonOnly(request: FastifyRequest): Promise<void> {
-  if (!/^application\/json\b/.test(request.headers["content-type"] ?? "")) {
+  if (!/^application\/json\b/i.test(request.headers["content-type"] ?? "")) {
     throw new RequestParseError(
       `POST /sms-batch accepts application/json only, not ${request.headers["content-type"] ?? "no content type"}`,
     );
@@ -103,7 +107,11 @@ function renderBatchInfo(batch: BatchInfo) {
   };
 }
 
-export function messageRoutes(app: FastifyInstance, clients: ServiceClients, batchBodyLimit: number): void {
+export function messageRoutes(
+  app: FastifyInstance,
+  clients: ServiceClients,
+  batchBodyLimit: number,
+): void {
   app.post<{ Body: SendMessageBody }>(
     "/sms",
     { schema: sendMessageSchema, preValidation: formTtlToInteger },

@@ -14,7 +14,8 @@ const phoneNumber = {
 
 const senderField = {
   type: "string",
-  description: "The shared sender literal or an approved sender name of the account",
+  description:
+    "The service's shared sender literal or an approved sender name of the account. Default: the account's default sender name, else the shared sender literal",
 } as const;
 
 const statusCallback = {
@@ -28,33 +29,45 @@ const messageStatus = {
 } as const;
 
 const fieldErrorsResponse = {
-  description: "Request error: messages grouped by parameter",
+  description:
+    "Request error: messages grouped by parameter (`request` when the whole request is at fault)",
   type: "object",
+  required: ["errors"],
   properties: {
     errors: {
       type: "object",
       additionalProperties: { type: "array", items: { type: "string" } },
     },
   },
+  examples: [{ errors: { to: ["to cannot be empty"] } }],
 } as const;
 
 const batchErrorsResponse = {
-  description: "Request error: one message string per parameter",
+  description:
+    "Request error on POST /sms-batch: one message string per parameter (`request` when the whole request is at fault)",
   type: "object",
+  required: ["errors"],
   properties: {
     errors: { type: "object", additionalProperties: { type: "string" } },
   },
+  examples: [{ errors: { messages: "messages cannot be empty" } }],
 } as const;
 
-function errorResponses(shape: typeof fieldErrorsResponse | typeof batchErrorsResponse) {
-  return {
-    400: shape,
-    401: { ...shape, description: "Wrong credentials" },
-    402: { ...shape, description: "Not enough credit" },
-    404: { ...shape, description: "Unknown resource" },
-    413: { ...shape, description: "Body too large" },
-    429: { ...shape, description: "Rate limited" },
-  };
+type ErrorShape = typeof fieldErrorsResponse | typeof batchErrorsResponse;
+
+const ERROR_DESCRIPTIONS = {
+  400: "The request cannot be parsed (`request`), or a parameter is missing, empty or invalid",
+  401: "apiKey and apiSecret do not match an account (`request`)",
+  402: "Not enough credit (`request`); nothing was stored or charged",
+  404: "No such resource on this account",
+  413: "The body is larger than the endpoint's limit (`request`)",
+} as const;
+
+/** The error responses an endpoint can give, all in the same shape. */
+function errorResponses(shape: ErrorShape, statuses: (keyof typeof ERROR_DESCRIPTIONS)[]) {
+  return Object.fromEntries(
+    statuses.map((status) => [status, { ...shape, description: ERROR_DESCRIPTIONS[status] }]),
+  );
 }
 
 const authQuery = {
@@ -65,6 +78,8 @@ const authQuery = {
 
 export const sendMessageSchema = {
   summary: "Send one message",
+  description:
+    "Form or JSON body; apiKey and apiSecret are body parameters. The account is charged per part before the message is stored; a request that fails stores and charges nothing. Unknown parameters are ignored; a null or empty optional parameter is the same as an absent one.",
   tags: ["messages"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
   body: {
@@ -77,7 +92,7 @@ export const sendMessageSchema = {
         type: "string",
         minLength: 1,
         description:
-          "UTF-8. ISO-Latin-1 text: one part up to 160 characters, else parts of 153. Other text: 70, else parts of 67. At most 10 parts.",
+          "UTF-8. Text of ISO-Latin-1 characters only: one part up to 160 characters, else parts of at most 153. Any other text: one part up to 70 UTF-16 code units, else parts of at most 67 (a surrogate pair is never split). At most 10 parts (the service's configured limit). Each part is charged.",
       },
       ttl: {
         type: "integer",
@@ -116,12 +131,14 @@ export const sendMessageSchema = {
         },
       },
     },
-    ...errorResponses(fieldErrorsResponse),
+    ...errorResponses(fieldErrorsResponse, [400, 401, 402, 413]),
   },
 } as const;
 
 export const sendBatchSchema = {
   summary: "Send a batch of up to 10000 messages",
+  description:
+    "JSON body only; apiKey and apiSecret are body parameters. Invalid messages are rejected by their 0-based index while the others are accepted (HTTP 200, `errors` lists them). The whole batch is charged at once: without enough credit for every accepted part nothing is stored. Error values on this endpoint are strings, not arrays.",
   tags: ["batches"],
   consumes: ["application/json"],
   body: {
@@ -136,7 +153,11 @@ export const sendBatchSchema = {
           type: "object",
           // to and text are not required here: a message without them is rejected on its own,
           // by index, while the rest of the batch is accepted.
-          properties: { to: phoneNumber, from: senderField, text: { type: "string" } },
+          properties: {
+            to: { ...phoneNumber, description: `Required. ${phoneNumber.description}` },
+            from: { ...senderField, description: "Overrides the batch's from" },
+            text: { type: "string", description: "Required. UTF-8; split as on POST /sms" },
+          },
         },
       },
       from: senderField,
@@ -166,12 +187,14 @@ export const sendBatchSchema = {
         },
       },
     },
-    ...errorResponses(batchErrorsResponse),
+    ...errorResponses(batchErrorsResponse, [400, 401, 402, 413]),
   },
 } as const;
 
 export const getBatchSchema = {
   summary: "Batch information",
+  description:
+    "apiKey and apiSecret are query parameters. A batch of another account is answered like an unknown one (404).",
   tags: ["batches"],
   params: {
     type: "object",
@@ -223,7 +246,7 @@ export const getBatchSchema = {
         },
       },
     },
-    ...errorResponses(fieldErrorsResponse),
+    ...errorResponses(fieldErrorsResponse, [400, 401, 404]),
   },
 } as const;
 
@@ -232,14 +255,19 @@ const senderName = {
   required: ["name", "pending", "reliable", "default"],
   properties: {
     name: { type: "string" },
-    pending: { type: "boolean" },
-    reliable: { type: "boolean" },
-    default: { type: "boolean" },
+    pending: { type: "boolean", description: "true while awaiting approval" },
+    reliable: {
+      type: "boolean",
+      description: "Messages from an unreliable sender name are more often blocked as spam",
+    },
+    default: { type: "boolean", description: "Whether it is the account's default sender name" },
   },
 } as const;
 
 export const createSenderNameSchema = {
   summary: "Request a sender name",
+  description:
+    "The new name is pending until the operator approves it (then pending is false) or rejects it (then it is removed). Only approved names may be used as `from`.",
   tags: ["sender names"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
   body: {
@@ -260,11 +288,15 @@ export const createSenderNameSchema = {
       ...credentials,
     },
   },
-  response: { 200: { ...senderName, description: "The requested sender name" }, ...errorResponses(fieldErrorsResponse) },
+  response: {
+    200: { ...senderName, description: "The requested sender name, pending approval" },
+    ...errorResponses(fieldErrorsResponse, [400, 401, 413]),
+  },
 } as const;
 
 export const listSenderNamesSchema = {
   summary: "List sender names",
+  description: "apiKey and apiSecret are query parameters.",
   tags: ["sender names"],
   querystring: authQuery,
   response: {
@@ -274,12 +306,14 @@ export const listSenderNamesSchema = {
       required: ["sender_names"],
       properties: { sender_names: { type: "array", items: senderName } },
     },
-    ...errorResponses(fieldErrorsResponse),
+    ...errorResponses(fieldErrorsResponse, [400, 401]),
   },
 } as const;
 
 export const deleteSenderNameSchema = {
   summary: "Delete a sender name",
+  description:
+    "apiKey and apiSecret are query parameters. Deleting the account's default sender name clears the default: messages without `from` then use the shared sender literal.",
   tags: ["sender names"],
   params: {
     type: "object",
@@ -287,5 +321,8 @@ export const deleteSenderNameSchema = {
     properties: { name: { type: "string", minLength: 1 } },
   },
   querystring: authQuery,
-  response: { 200: { ...senderName, description: "The deleted sender name" }, ...errorResponses(fieldErrorsResponse) },
+  response: {
+    200: { ...senderName, description: "The deleted sender name" },
+    ...errorResponses(fieldErrorsResponse, [400, 401, 404]),
+  },
 } as const;

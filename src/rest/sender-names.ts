@@ -50,7 +50,10 @@ export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients):
     "/sender_names",
     { schema: listSenderNamesSchema },
     async (request) => {
-      const { senderNames } = await clients.senderNames.listSenderNames({}, authHeaders(request.query));
+      const { senderNames } = await clients.senderNames.listSenderNames(
+        {},
+        authHeaders(request.query),
+      );
       return { sender_names: senderNames.map(renderSenderName) };
     },
   );

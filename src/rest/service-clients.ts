@@ -1,4 +1,9 @@
-import { type Client, type ConnectRouter, createClient, createRouterTransport } from "@connectrpc/connect";
+import {
+  type Client,
+  type ConnectRouter,
+  createClient,
+  createRouterTransport,
+} from "@connectrpc/connect";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 

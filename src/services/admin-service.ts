@@ -47,10 +47,15 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
 
   async function checkSender(apiKey: string, sender: string): Promise<void> {
     if (!sender || sender === deps.sharedSender) return;
-    const approved = await store.senderNames.countDocuments(
-      { accountId: apiKey, name: sender, pending: false },
-      { limit: 1 },
-    );
+    const [approved, account] = await Promise.all([
+      store.senderNames.countDocuments(
+        { accountId: apiKey, name: sender, pending: false },
+        { limit: 1 },
+      ),
+      store.accounts.countDocuments({ _id: apiKey }, { limit: 1 }),
+    ]);
+    // An unknown account is the first thing wrong, whatever the name.
+    if (!account) throw notFound("apiKey", `no account with apiKey ${apiKey}`);
     if (!approved) {
       throw invalidArgument({
         senderName: `${sender} is neither the shared sender ${deps.sharedSender} nor an approved sender name of the account`,
@@ -97,7 +102,9 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
     async setStatusUrl(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
       const urlError = req.statusUrl ? checkStatusCallback(req.statusUrl) : undefined;
-      if (urlError) throw invalidArgument({ statusUrl: urlError.replace("statusCallback", "statusUrl") });
+      if (urlError) {
+        throw invalidArgument({ statusUrl: urlError.replace("statusCallback", "statusUrl") });
+      }
       const doc = await updateAccount(store.accounts, req.apiKey, "statusUrl", req.statusUrl);
       return { account: accountMessage(found(doc, req.apiKey)) };
     },
@@ -130,6 +137,16 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
         pending: true,
       });
       if (!doc) {
+        const approved = await store.senderNames.countDocuments(
+          { accountId: req.apiKey, name: req.name },
+          { limit: 1 },
+        );
+        if (approved) {
+          throw new ConnectError(
+            `sender name ${req.name} is approved already: the account may delete it instead`,
+            Code.FailedPrecondition,
+          );
+        }
         throw notFound("name", `no pending sender name ${req.name} on account ${req.apiKey}`);
       }
       directory.forget(req.apiKey);

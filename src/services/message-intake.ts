@@ -1,4 +1,4 @@
-import { PHONE_NUMBER_ERROR, isValidPhoneNumber } from "../domain/phone-numbers.ts";
+import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { segmentText, textErrorMessage } from "../domain/segments.ts";
 import type { AccountView } from "./account-directory.ts";
 import { cannotBeEmpty, type FieldMessages } from "./errors.ts";

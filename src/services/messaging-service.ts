@@ -2,8 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
-  type BatchMessageError,
   BatchInfoSchema,
+  type BatchMessageError,
   BatchSchema,
   type MessagingService,
 } from "../../gen/sms/v1/messaging_pb.ts";
@@ -14,15 +14,15 @@ import {
   NonDeliveryReason,
   NotificationState,
 } from "../../gen/sms/v1/types_pb.ts";
-import { batchCounters } from "../domain/message-status.ts";
 import {
   BATCH_MAX_MESSAGES,
   isValidBatchName,
   TTL_DEFAULT_SECONDS,
   validateTtl,
 } from "../domain/limits.ts";
+import { batchCounters } from "../domain/message-status.ts";
 import { MICROS } from "../store/accounts.ts";
-import { debit, refund, type ChargeConfirmations } from "../store/charges.ts";
+import { type ChargeConfirmations, debit, refund } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
 import type {
   MessageDoc,
@@ -72,8 +72,14 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
   ): Promise<number> {
     const debited = await debit(store.accounts, apiKey, charge);
     if (debited === "insufficient") {
+      // Only on this failure path: one more read, so the caller learns how much is missing.
+      const account = await store.accounts.findOne(
+        { _id: apiKey },
+        { projection: { creditMicros: 1 } },
+      );
+      const left = account ? `; the account has ${account.creditMicros / MICROS}` : "";
       throw insufficientCredit(
-        `not enough credit: this request costs ${charge.amountMicros / MICROS}`,
+        `not enough credit: this request costs ${charge.amountMicros / MICROS}${left}`,
       );
     }
     try {
@@ -91,15 +97,13 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     async sendMessage(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
       const errors: FieldMessages = {};
-      const checked = checkMessage(
-        { to: req.to, from: req.from, text: req.text },
-        account,
-        policy,
-      );
+      const checked = checkMessage({ to: req.to, from: req.from, text: req.text }, account, policy);
       if ("errors" in checked) Object.assign(errors, checked.errors);
       const ttl = validateTtl(req.ttl);
       if (!ttl.ok) errors.ttl = ttl.error;
-      const callbackError = req.statusCallback ? checkStatusCallback(req.statusCallback) : undefined;
+      const callbackError = req.statusCallback
+        ? checkStatusCallback(req.statusCallback)
+        : undefined;
       if (callbackError) errors.statusCallback = callbackError;
       if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok) {
         throw invalidArgument(errors);
@@ -157,7 +161,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         const parent = resolveSender(req.from, account, policy);
         if ("error" in parent) requestErrors.from = parent.error;
       }
-      const callbackError = req.statusCallback ? checkStatusCallback(req.statusCallback) : undefined;
+      const callbackError = req.statusCallback
+        ? checkStatusCallback(req.statusCallback)
+        : undefined;
       if (callbackError) requestErrors.statusCallback = callbackError;
       if (Object.keys(requestErrors).length > 0) throw invalidArgument(requestErrors);
 

@@ -30,7 +30,10 @@ export const OWNER_TYPES: Record<SenderNameDoc["ownerType"], SenderNameOwnerType
 const nameOf = <K extends string, V>(table: Record<K, V>, value: V): K | undefined =>
   (Object.keys(table) as K[]).find((key) => table[key] === value);
 
-export function senderNameMessage(doc: SenderNameDoc, defaultSender: string | undefined): SenderName {
+export function senderNameMessage(
+  doc: SenderNameDoc,
+  defaultSender: string | undefined,
+): SenderName {
   return create(SenderNameSchema, {
     name: doc.name,
     pending: doc.pending,
@@ -46,9 +49,13 @@ export function senderNameMessage(doc: SenderNameDoc, defaultSender: string | un
 export interface SenderNameDeps {
   store: Store;
   directory: AccountDirectory;
+  /** The literal every account may send from: requesting it as a name of one's own is refused. */
+  sharedSender: string;
 }
 
-export function createSenderNameService(deps: SenderNameDeps): ServiceImpl<typeof SenderNameService> {
+export function createSenderNameService(
+  deps: SenderNameDeps,
+): ServiceImpl<typeof SenderNameService> {
   const { store, directory } = deps;
   return {
     async createSenderName(req, ctx) {
@@ -57,6 +64,8 @@ export function createSenderNameService(deps: SenderNameDeps): ServiceImpl<typeo
       if (req.name === "") errors.name = cannotBeEmpty("name");
       else if (!isValidSenderName(req.name)) {
         errors.name = "name must be at most 11 characters, letters and digits only";
+      } else if (req.name === deps.sharedSender) {
+        errors.name = `${req.name} is the shared sender name: every account may send from it already`;
       }
       const purpose = nameOf(PURPOSES, req.purpose);
       if (!purpose) errors.purpose = "purpose must be one of OTP, NOTIFICATION, MARKETING";
@@ -102,14 +111,16 @@ export function createSenderNameService(deps: SenderNameDeps): ServiceImpl<typeo
         name: req.name,
       });
       if (!doc) throw notFound("name", `no sender name ${req.name} on this account`);
-      if (account.defaultSender === req.name) {
-        await store.accounts.updateOne(
-          { _id: account.apiKey, defaultSender: req.name },
-          { $unset: { defaultSender: "" } },
-        );
-      }
+      // The account view may be up to 2 s old (another instance may have just made this name the
+      // default), so the default is cleared on the stored account, not on the cached view.
+      const cleared = await store.accounts.updateOne(
+        { _id: account.apiKey, defaultSender: req.name },
+        { $unset: { defaultSender: "" } },
+      );
       directory.forget(account.apiKey);
-      return { senderName: senderNameMessage(doc, account.defaultSender) };
+      const wasDefault = cleared.modifiedCount > 0 || account.defaultSender === req.name;
+      // The deleted object as it was: `default` says whether it was the default until now.
+      return { senderName: senderNameMessage(doc, wasDefault ? req.name : undefined) };
     },
   };
 }

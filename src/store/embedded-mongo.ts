@@ -65,21 +65,29 @@ export async function startDatabase(opts: StartDatabaseOptions = {}): Promise<St
     try {
       const db = await startMemoryServer(opts, log);
       if (db) {
-        log(`database: using mongodb-memory-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`);
+        log(
+          `database: using mongodb-memory-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`,
+        );
         return db;
       }
     } catch (err) {
       if (forced === "memory-server") throw err;
-      log(`database: mongodb-memory-server failed, falling back to the emulator: ${errorText(err)}`);
+      log(
+        `database: mongodb-memory-server failed, falling back to the emulator: ${errorText(err)}`,
+      );
     }
     if (forced === "memory-server") {
-      throw new Error("EMBEDDED_MONGO=memory-server but no mongod binary is cached or downloadable");
+      throw new Error(
+        "EMBEDDED_MONGO=memory-server but no mongod binary is cached or downloadable",
+      );
     }
   }
 
   const started = Date.now();
   const db = await startEmulator(opts, log);
-  log(`database: using emulator mongo-java-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`);
+  log(
+    `database: using emulator mongo-java-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`,
+  );
   return db;
 }
 
@@ -97,21 +105,32 @@ async function startMemoryServer(
   let binary = await DryMongoBinary.locateBinary(binaryOptions);
   if (!binary) {
     if (/^(0|false|no|off)$/i.test(process.env.MONGOMS_RUNTIME_DOWNLOAD ?? "")) {
-      log("database: no cached mongod and MONGOMS_RUNTIME_DOWNLOAD is off; skipping mongodb-memory-server");
+      log(
+        "database: no cached mongod and MONGOMS_RUNTIME_DOWNLOAD is off; skipping mongodb-memory-server",
+      );
       return undefined;
     }
-    const probeUrl = process.env.MONGOMS_DOWNLOAD_URL ?? process.env.MONGOMS_DOWNLOAD_MIRROR ?? "https://fastdl.mongodb.org";
-    const usesProxy = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"].some((k) => process.env[k]);
+    const probeUrl =
+      process.env.MONGOMS_DOWNLOAD_URL ??
+      process.env.MONGOMS_DOWNLOAD_MIRROR ??
+      "https://fastdl.mongodb.org";
+    const usesProxy = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"].some(
+      (k) => process.env[k],
+    );
     if (!usesProxy) {
       // fetch() ignores proxies, so probe only without one; with a proxy the download's own timeout applies.
       try {
         await fetch(probeUrl, { method: "HEAD", signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
       } catch (err) {
-        log(`database: no cached mongod ${binaryOptions.version} and ${new URL(probeUrl).host} is unreachable (${errorText(err)}); skipping mongodb-memory-server`);
+        log(
+          `database: no cached mongod ${binaryOptions.version} and ${new URL(probeUrl).host} is unreachable (${errorText(err)}); skipping mongodb-memory-server`,
+        );
         return undefined;
       }
     }
-    log(`database: downloading mongod ${binaryOptions.version} for mongodb-memory-server (first run only)`);
+    log(
+      `database: downloading mongod ${binaryOptions.version} for mongodb-memory-server (first run only)`,
+    );
     binary = await withTimeout(MongoBinary.getPath(), DOWNLOAD_TIMEOUT_MS, "mongod download");
   }
 
@@ -139,7 +158,10 @@ async function startMemoryServer(
 // ---------------------------------------------------------------------------------------------
 // 3. the mongo-java-server emulator
 
-async function startEmulator(opts: StartDatabaseOptions, log: (msg: string) => void): Promise<StartedDatabase> {
+async function startEmulator(
+  opts: StartDatabaseOptions,
+  log: (msg: string) => void,
+): Promise<StartedDatabase> {
   await ensureEmulatorBuilt(log);
 
   const args = [
@@ -162,12 +184,12 @@ async function startEmulator(opts: StartDatabaseOptions, log: (msg: string) => v
   process.once("exit", killOnExit);
 
   const stderrTail: string[] = [];
-  createInterface({ input: child.stderr! }).on("line", (line) => {
+  createInterface({ input: child.stderr }).on("line", (line) => {
     stderrTail.push(line);
     if (stderrTail.length > 50) stderrTail.shift();
     log(`emulator: ${line}`);
   });
-  const stdoutLines = createInterface({ input: child.stdout! });
+  const stdoutLines = createInterface({ input: child.stdout });
 
   const exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
   const spawnFailed = once(child, "error").then(([err]) => err as Error);
@@ -176,7 +198,8 @@ async function startEmulator(opts: StartDatabaseOptions, log: (msg: string) => v
   try {
     port = await new Promise<number>((resolvePort, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`emulator did not report ready within ${EMULATOR_READY_TIMEOUT_MS} ms`)),
+        () =>
+          reject(new Error(`emulator did not report ready within ${EMULATOR_READY_TIMEOUT_MS} ms`)),
         EMULATOR_READY_TIMEOUT_MS,
       );
       stdoutLines.on("line", (line) => {
@@ -190,7 +213,11 @@ async function startEmulator(opts: StartDatabaseOptions, log: (msg: string) => v
       });
       void exited.then(({ code, signal }) => {
         clearTimeout(timer);
-        reject(new Error(`emulator exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`));
+        reject(
+          new Error(
+            `emulator exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`,
+          ),
+        );
       });
       void spawnFailed.then((err) => {
         clearTimeout(timer);
@@ -252,7 +279,10 @@ async function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const age = await stat(lockPath).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lockPath).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if (age > MAVEN_TIMEOUT_MS + 30_000) {
         await rm(lockPath, { force: true });
         continue;
@@ -263,10 +293,13 @@ async function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
   }
   try {
     if (await emulatorBuildIsFresh()) return;
-    log("database: building the MongoDB emulator with Maven (first run only; fetches mongo-java-server from Maven Central)");
+    log(
+      "database: building the MongoDB emulator with Maven (first run only; fetches mongo-java-server from Maven Central)",
+    );
     const started = Date.now();
     await runMaven(["-q", "-B", "package"]);
-    if (!(await emulatorBuildIsFresh())) throw new Error(`Maven finished but ${emulatorJar} is missing`);
+    if (!(await emulatorBuildIsFresh()))
+      throw new Error(`Maven finished but ${emulatorJar} is missing`);
     log(`database: emulator built in ${Date.now() - started} ms`);
   } finally {
     await rm(lockPath, { force: true });
@@ -298,7 +331,10 @@ async function listFiles(paths: string[]): Promise<string[]> {
 }
 
 async function runMaven(args: string[]): Promise<void> {
-  const child: ChildProcess = spawn("mvn", args, { cwd: emulatorDir, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn("mvn", args, {
+    cwd: emulatorDir,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-20_000);
@@ -307,7 +343,9 @@ async function runMaven(args: string[]): Promise<void> {
   child.stderr?.on("data", collect);
   const result = await withTimeout(
     new Promise<number | null>((resolveCode, reject) => {
-      child.once("error", (err) => reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)));
+      child.once("error", (err) =>
+        reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)),
+      );
       child.once("exit", (code) => resolveCode(code));
     }),
     MAVEN_TIMEOUT_MS,

@@ -42,7 +42,20 @@ describe("ttl: 1 to 21600 seconds, default 21600", () => {
     expect(validateTtl("21601").ok).toBe(false);
   });
   it("rejects non-integers and anything else", () => {
-    for (const v of [1.5, Number.NaN, Number.POSITIVE_INFINITY, "1.5", "1e3", " 60", "+60", "-1", "abc", true, {}, []]) {
+    for (const v of [
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      "1.5",
+      "1e3",
+      " 60",
+      "+60",
+      "-1",
+      "abc",
+      true,
+      {},
+      [],
+    ]) {
       const r = validateTtl(v);
       expect(r.ok, String(v)).toBe(false);
       if (!r.ok) expect(r.error).toMatch(/1 to 21600/);
@@ -58,7 +71,16 @@ describe("sender name: 1 to 11 ASCII letters and digits", () => {
     expect(isValidSenderName("")).toBe(false);
   });
   it("rejects anything but letters and digits", () => {
-    for (const s of ["Acme Shop", "Acme-Shop", "Acme_Shop", "Acme.", "Café", "Acme\n", "ＡＢＣ", "+1234"]) {
+    for (const s of [
+      "Acme Shop",
+      "Acme-Shop",
+      "Acme_Shop",
+      "Acme.",
+      "Café",
+      "Acme\n",
+      "ＡＢＣ",
+      "+1234",
+    ]) {
       expect(isValidSenderName(s), s).toBe(false);
     }
   });

@@ -16,8 +16,20 @@ import {
 
 describe("statuses and reasons", () => {
   it("are the five statuses and five reasons of the spec", () => {
-    expect(MESSAGE_STATUSES).toEqual(["ACCEPTED", "SENT", "DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
-    expect(NON_DELIVERY_REASONS).toEqual(["Undelivered", "Unreachable", "Expired", "SIM card full", "Unroutable"]);
+    expect(MESSAGE_STATUSES).toEqual([
+      "ACCEPTED",
+      "SENT",
+      "DELIVERED",
+      "SEND_ERROR",
+      "DELIVERY_ERROR",
+    ]);
+    expect(NON_DELIVERY_REASONS).toEqual([
+      "Undelivered",
+      "Unreachable",
+      "Expired",
+      "SIM card full",
+      "Unroutable",
+    ]);
     expect(isMessageStatus("SENT")).toBe(true);
     expect(isMessageStatus("sent")).toBe(false);
     expect(isNonDeliveryReason("SIM card full")).toBe(true);
@@ -88,7 +100,9 @@ describe("multi-part: one status per message", () => {
     // Exhaustive over 3 parts: from every reachable state, apply every allowed single-part move.
     const step = (parts: MessageStatus[]) =>
       parts.flatMap((p, i) =>
-        MESSAGE_STATUSES.filter((to) => canTransition(p, to)).map((to) => parts.map((q, j) => (j === i ? to : q))),
+        MESSAGE_STATUSES.filter((to) => canTransition(p, to)).map((to) =>
+          parts.map((q, j) => (j === i ? to : q)),
+        ),
       );
     const seen = new Set<string>();
     const queue: Array<{ parts: MessageStatus[]; msg: MessageStatus }> = [
@@ -111,7 +125,9 @@ describe("multi-part: one status per message", () => {
 
 describe("batch counters", () => {
   it("sent = SENT or later, delivered = DELIVERED, undelivered = DELIVERY_ERROR + SEND_ERROR", () => {
-    expect(batchCounters(["ACCEPTED", "SENT", "DELIVERED", "DELIVERY_ERROR", "SEND_ERROR"])).toEqual({
+    expect(
+      batchCounters(["ACCEPTED", "SENT", "DELIVERED", "DELIVERY_ERROR", "SEND_ERROR"]),
+    ).toEqual({
       sentCount: 3,
       deliveredCount: 1,
       undeliveredCount: 2,

@@ -2,8 +2,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   countParts,
-  measureText,
   MULTI_PART_MAX,
+  measureText,
   SINGLE_PART_MAX,
   segmentText,
   splitText,
@@ -83,7 +83,10 @@ describe("other text: one message up to 70 UTF-16 code units, else parts of at m
     const family = "\u{1F468}\u200D\u{1F469}\u200D\u{1F467}"; // 8 units
     const text = `${"a".repeat(63)}${family}`;
     const r = segmentText(text);
-    expect(r.ok && r.parts).toEqual([`${"a".repeat(63)}\u{1F468}\u200D`, "\u{1F469}\u200D\u{1F467}"]);
+    expect(r.ok && r.parts).toEqual([
+      `${"a".repeat(63)}\u{1F468}\u200D`,
+      "\u{1F469}\u200D\u{1F467}",
+    ]);
   });
 });
 
@@ -102,7 +105,12 @@ describe("longest text: at most 10 parts by default", () => {
     const ok = segmentText("€".repeat(670));
     expect(ok.ok && ok.parts.length).toBe(10);
     const r = validateText("€".repeat(671));
-    expect(r).toMatchObject({ ok: false, error: "too_many_parts", encoding: "unicode", partCount: 11 });
+    expect(r).toMatchObject({
+      ok: false,
+      error: "too_many_parts",
+      encoding: "unicode",
+      partCount: 11,
+    });
   });
   it("the limit is configurable", () => {
     expect(segmentText("a".repeat(160), 1).ok).toBe(true);
@@ -226,7 +234,10 @@ describe("properties, for any text", () => {
 
 describe("performance of the fast counter", () => {
   it("counts 10000 texts of 10 parts in well under a second", () => {
-    const texts = Array.from({ length: 10_000 }, (_, i) => `${"x".repeat(600)}${EMOJI}${"€".repeat(60)}${i}`);
+    const texts = Array.from(
+      { length: 10_000 },
+      (_, i) => `${"x".repeat(600)}${EMOJI}${"€".repeat(60)}${i}`,
+    );
     const t0 = performance.now();
     let total = 0;
     for (const t of texts) total += countParts(t);

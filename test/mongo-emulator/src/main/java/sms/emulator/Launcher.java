@@ -6,46 +6,48 @@ import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 import io.netty.channel.Channel;
 
 import de.bwaldvogel.mongo.MongoBackend;
-import de.bwaldvogel.mongo.MongoCollection;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
 import de.bwaldvogel.mongo.backend.h2.H2Backend;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
-import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
-import de.bwaldvogel.mongo.oplog.NoopOplog;
+import de.bwaldvogel.mongo.oplog.Oplog;
 
 /**
- * Starts mongo-java-server with its oplog enabled (change streams) and a newer reported server
- * version than the library's newest enum value (5.0 / wire 8), because the Node driver v7 needs
- * wire version >= 9.
+ * Starts mongo-java-server with an oplog (change streams) and a newer reported server version
+ * than the library's newest enum value (5.0 / wire 8), because the Node driver v7 needs wire
+ * version >= 9.
  *
  * <pre>
  *   java -jar target/mongo-emulator.jar [--port 0] [--host 127.0.0.1] [--data-dir DIR]
  *        [--server-version 7.0.0] [--wire-version 21]
- *        [--oplog-retention-seconds 3600] [--oplog-max-entries 100000] [--no-stdin-watch]
+ *        [--oplog-max-entries 100000] [--oplog-retention-seconds 3600]
+ *        [--worker-threads 128] [--ttl-interval-seconds 10] [--no-stdin-watch]
  * </pre>
  *
  * Prints one line {@code MONGO_EMULATOR_READY port=N host=H backend=memory|h2 version=V wire=W}
  * on stdout once listening. Exits when stdin reaches EOF (so the JVM dies with its parent) or on
  * SIGTERM/SIGINT; the H2 store is closed (flushed) on the way out.
  *
- * The emulator keeps its oplog as a plain, uncapped collection that every change-stream getMore
- * scans in full, so a background task trims it by age and by count.
+ * The library's oplog is replaced by {@link ChangeStreamOplog}; see {@link Extensions} for the
+ * command-level additions. Commands run on netty event-loop threads, and a change stream's getMore
+ * now waits there for new events, so the server gets many worker threads: netty hands connections
+ * to them round-robin, and each connection then has a thread of its own, like mongod.
  */
 public final class Launcher {
 
@@ -65,28 +67,6 @@ public final class Launcher {
         }
     }
 
-    /** The library knows only the legacy isMaster handshake; answer {@code hello} with it too. */
-    private static final class Hello {
-        interface CommandHandler {
-            Document handle(Channel channel, String database, String command, Document query);
-        }
-
-        static Document handle(Channel channel, String database, String command, Document query, CommandHandler next) {
-            if (!"hello".equals(command)) {
-                return next.handle(channel, database, command, query);
-            }
-            Document response = next.handle(channel, database, "isMaster", query);
-            Document hello = new Document();
-            hello.put("isWritablePrimary", response.getOrDefault("ismaster", Boolean.TRUE));
-            response.forEach((key, value) -> {
-                if (!"ismaster".equals(key)) {
-                    hello.put(key, value);
-                }
-            });
-            return hello;
-        }
-    }
-
     private static final class Options {
         String host = "127.0.0.1";
         int port = 0;
@@ -95,6 +75,8 @@ public final class Launcher {
         int wireVersion = 21;
         long oplogRetentionSeconds = 3600;
         int oplogMaxEntries = 100_000;
+        int workerThreads = 128;
+        long ttlIntervalSeconds = 10;
         boolean watchStdin = true;
     }
 
@@ -104,9 +86,12 @@ public final class Launcher {
         }
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
         // A failed command is answered to the client with its error; the server's own stack trace for
-        // it (duplicate keys, unsupported operators...) is noise.
+        // it (duplicate keys, unsupported operators...) is noise. So is the warning that non-unique
+        // indexes are accepted but not built (queries scan instead).
+        // Clients that go away without saying goodbye (reset connections) are noise too.
         for (String logger : List.of("de.bwaldvogel.mongo.wire.MongoWireProtocolHandler",
-            "de.bwaldvogel.mongo.wire.MongoDatabaseHandler")) {
+            "de.bwaldvogel.mongo.wire.MongoDatabaseHandler", "de.bwaldvogel.mongo.backend.AbstractMongoDatabase",
+            "de.bwaldvogel.mongo.wire.MongoExceptionHandler", "de.bwaldvogel.mongo.MongoServer")) {
             String key = "org.slf4j.simpleLogger.log." + logger;
             if (System.getProperty(key) == null) {
                 System.setProperty(key, "off");
@@ -116,29 +101,49 @@ public final class Launcher {
         Options options = parse(args);
         PrintStream out = System.out;
 
+        Extensions extensions = new Extensions(options.oplogMaxEntries, options.oplogRetentionSeconds);
+        AtomicReference<Supplier<Set<String>>> databaseNames = new AtomicReference<>();
         MongoBackend backend;
         String backendName;
         if (options.dataDir != null) {
             Files.createDirectories(options.dataDir);
             backend = new H2Backend(options.dataDir.resolve("mongo-emulator.mv").toString()) {
+                {
+                    databaseNames.set(this::listDatabaseNames);
+                }
+
+                @Override
+                protected Oplog createOplog() {
+                    return extensions.createOplog(this, getCursorRegistry());
+                }
+
                 @Override
                 public Document handleCommand(Channel channel, String database, String command, Document query) {
-                    return Hello.handle(channel, database, command, query, super::handleCommand);
+                    return extensions.handleCommand(channel, database, command, query, super::handleCommand);
                 }
             };
             backendName = "h2";
         } else {
-            backend = new MemoryBackend() {
+            backend = new IndexedMemoryBackend() {
+                {
+                    databaseNames.set(this::listDatabaseNames);
+                }
+
+                @Override
+                protected Oplog createOplog() {
+                    return extensions.createOplog(this, getCursorRegistry());
+                }
+
                 @Override
                 public Document handleCommand(Channel channel, String database, String command, Document query) {
-                    return Hello.handle(channel, database, command, query, super::handleCommand);
+                    return extensions.handleCommand(channel, database, command, query, super::handleCommand);
                 }
             };
             backendName = "memory";
         }
         List<Integer> versionArray = Arrays.stream(options.serverVersion.split("\\."))
             .map(Integer::valueOf)
-            .collect(Collectors.toList());
+            .collect(Collectors.toCollection(ArrayList::new));
         while (versionArray.size() < 3) {
             versionArray.add(0);
         }
@@ -146,15 +151,30 @@ public final class Launcher {
         backend.enableOplog();
 
         MongoServer server = new MongoServer(backend);
-        server.bind(options.host, options.port);
+        server.bind(new InetSocketAddress(options.host, options.port), 1, options.workerThreads);
         InetSocketAddress address = server.getLocalAddress();
 
         ScheduledExecutorService trimmer = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread thread = new Thread(r, "oplog-trimmer");
+            Thread thread = new Thread(r, "emulator-housekeeping");
             thread.setDaemon(true);
             return thread;
         });
-        trimmer.scheduleWithFixedDelay(() -> trimOplog(backend, options), 5, 5, TimeUnit.SECONDS);
+        trimmer.scheduleWithFixedDelay(() -> {
+            try {
+                extensions.trimOplog();
+            } catch (RuntimeException e) {
+                System.err.println("mongo-emulator: oplog trim failed: " + e);
+            }
+        }, 1, 1, TimeUnit.SECONDS);
+
+        TtlMonitor ttl = new TtlMonitor(backend, databaseNames.get(), extensions::oplog);
+        trimmer.scheduleWithFixedDelay(() -> {
+            try {
+                ttl.run();
+            } catch (RuntimeException e) {
+                System.err.println("mongo-emulator: TTL pass failed: " + e);
+            }
+        }, options.ttlIntervalSeconds, options.ttlIntervalSeconds, TimeUnit.SECONDS);
 
         CountDownLatch stopped = new CountDownLatch(1);
         AtomicBoolean stopping = new AtomicBoolean();
@@ -199,31 +219,6 @@ public final class Launcher {
         }
     }
 
-    /** Drops oplog entries older than the retention, and the oldest beyond the maximum count. */
-    private static void trimOplog(MongoBackend backend, Options options) {
-        try {
-            MongoCollection<?> oplog = backend.resolveDatabase("local").resolveCollection("oplog.rs", false);
-            if (oplog == null) {
-                return;
-            }
-            BsonTimestamp cutoff = new BsonTimestamp(Instant.now().minusSeconds(options.oplogRetentionSeconds), 0);
-            int count = oplog.count();
-            if (count > options.oplogMaxEntries) {
-                List<BsonTimestamp> timestamps = new ArrayList<>(count);
-                oplog.queryAllAsStream().forEach(d -> timestamps.add((BsonTimestamp) d.get("ts")));
-                timestamps.sort(null);
-                int drop = timestamps.size() - options.oplogMaxEntries;
-                BsonTimestamp countCutoff = timestamps.get(drop);
-                if (countCutoff.compareTo(cutoff) > 0) {
-                    cutoff = countCutoff;
-                }
-            }
-            oplog.deleteDocuments(new Document("ts", new Document("$lt", cutoff)), 0, NoopOplog.get());
-        } catch (RuntimeException e) {
-            System.err.println("mongo-emulator: oplog trim failed: " + e);
-        }
-    }
-
     private static Options parse(String[] args) {
         Options options = new Options();
         for (int i = 0; i < args.length; i++) {
@@ -236,6 +231,8 @@ public final class Launcher {
                 case "--wire-version" -> options.wireVersion = Integer.parseInt(value(args, ++i, arg));
                 case "--oplog-retention-seconds" -> options.oplogRetentionSeconds = Long.parseLong(value(args, ++i, arg));
                 case "--oplog-max-entries" -> options.oplogMaxEntries = Integer.parseInt(value(args, ++i, arg));
+                case "--worker-threads" -> options.workerThreads = Integer.parseInt(value(args, ++i, arg));
+                case "--ttl-interval-seconds" -> options.ttlIntervalSeconds = Long.parseLong(value(args, ++i, arg));
                 case "--no-stdin-watch" -> options.watchStdin = false;
                 default -> {
                     System.err.println("mongo-emulator: unknown argument " + arg);

@@ -1,0 +1,240 @@
+/**
+ * The OpenAPI 3.1 document at /openapi.json and the docs page at /docs: generated from the route
+ * schemas (so it cannot drift), documenting form and JSON bodies, query credentials and the error
+ * shapes of every endpoint, and nothing but the REST API.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createSenderNameSchema,
+  sendBatchSchema,
+  sendMessageSchema,
+} from "../../src/rest/schemas.ts";
+import { type RunningService, startService } from "../support/service.ts";
+
+let service: RunningService;
+// biome-ignore lint/suspicious/noExplicitAny: the document is walked generically
+let doc: any;
+
+beforeAll(async () => {
+  service = await startService();
+  const response = await fetch(`${service.baseUrl}/openapi.json`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+  doc = await response.json();
+});
+afterAll(() => service?.close());
+
+const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
+const FORM = "application/x-www-form-urlencoded";
+const JSON_TYPE = "application/json";
+
+/** Every operation as [path, method, operation]. */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+const operations = (): [string, string, any][] =>
+  Object.entries(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => (item as Record<string, unknown>)[m]).map(
+      // biome-ignore lint/suspicious/noExplicitAny: see above
+      (m) => [path, m, (item as any)[m]] as [string, string, any],
+    ),
+  );
+
+describe("the document", () => {
+  it("is OpenAPI 3.1 with info and paths", () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(typeof doc.info?.title).toBe("string");
+    expect(typeof doc.info?.version).toBe("string");
+    expect(typeof doc.paths).toBe("object");
+  });
+
+  it("documents exactly the REST endpoints (not the Connect RPC routes)", () => {
+    expect(
+      operations()
+        .map(([path, method]) => `${method.toUpperCase()} ${path}`)
+        .sort(),
+    ).toEqual([
+      "DELETE /sender_names/{name}",
+      "GET /sender_names",
+      "GET /sms-batch/{id}",
+      "POST /sender_names",
+      "POST /sms",
+      "POST /sms-batch",
+    ]);
+  });
+
+  it("is structurally valid: responses with descriptions, parameters and media types with schemas", () => {
+    for (const [path, , operation] of operations()) {
+      expect(Object.keys(operation.responses).length).toBeGreaterThan(0);
+      for (const [status, response] of Object.entries<{
+        description?: string;
+        content?: Record<string, { schema?: object }>;
+      }>(operation.responses)) {
+        expect(status).toMatch(/^[1-5]\d\d$/);
+        expect(typeof response.description).toBe("string");
+        for (const media of Object.values(response.content ?? {})) {
+          expect(typeof media.schema).toBe("object");
+        }
+      }
+      for (const parameter of operation.parameters ?? []) {
+        expect(["query", "path", "header", "cookie"]).toContain(parameter.in);
+        expect(typeof parameter.name).toBe("string");
+        expect(typeof parameter.schema).toBe("object");
+        if (parameter.in === "path") {
+          expect(parameter.required).toBe(true);
+          expect(path).toContain(`{${parameter.name}}`);
+        }
+      }
+      for (const media of Object.values<{ schema?: object }>(
+        operation.requestBody?.content ?? {},
+      )) {
+        expect(typeof media.schema).toBe("object");
+      }
+    }
+    // Every $ref resolves inside the document.
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]*"/g) ?? [];
+    for (const ref of refs) {
+      const pointer = ref.slice(9, -1);
+      expect(pointer.startsWith("#/")).toBe(true);
+      let node = doc;
+      for (const part of pointer.slice(2).split("/"))
+        node = node?.[part.replace(/~1/g, "/").replace(/~0/g, "~")];
+      expect(node, ref).toBeDefined();
+    }
+  });
+});
+
+describe("request bodies and parameters", () => {
+  it("POST /sms and POST /sender_names take form and JSON; POST /sms-batch JSON only", () => {
+    expect(Object.keys(doc.paths["/sms"].post.requestBody.content).sort()).toEqual([
+      JSON_TYPE,
+      FORM,
+    ]);
+    expect(Object.keys(doc.paths["/sender_names"].post.requestBody.content).sort()).toEqual([
+      JSON_TYPE,
+      FORM,
+    ]);
+    expect(Object.keys(doc.paths["/sms-batch"].post.requestBody.content)).toEqual([JSON_TYPE]);
+  });
+
+  it("the body schemas are the ones the routes validate with", () => {
+    for (const [path, schema] of [
+      ["/sms", sendMessageSchema],
+      ["/sms-batch", sendBatchSchema],
+      ["/sender_names", createSenderNameSchema],
+    ] as const) {
+      for (const media of Object.values<{ schema: { required: string[]; properties: object } }>(
+        doc.paths[path].post.requestBody.content,
+      )) {
+        expect(media.schema.required).toEqual(schema.body.required);
+        expect(Object.keys(media.schema.properties)).toEqual(Object.keys(schema.body.properties));
+      }
+    }
+    const ttl = doc.paths["/sms"].post.requestBody.content[JSON_TYPE].schema.properties.ttl;
+    expect(ttl).toMatchObject({ type: "integer", minimum: 1, maximum: 21600, default: 21600 });
+    const name =
+      doc.paths["/sender_names"].post.requestBody.content[JSON_TYPE].schema.properties.name;
+    expect(name).toMatchObject({ maxLength: 11, pattern: "^[A-Za-z0-9]*$" });
+    const messages =
+      doc.paths["/sms-batch"].post.requestBody.content[JSON_TYPE].schema.properties.messages;
+    expect(messages).toMatchObject({ type: "array", maxItems: 10000 });
+  });
+
+  it("GET and DELETE take the credentials as required query parameters", () => {
+    for (const operation of [
+      doc.paths["/sms-batch/{id}"].get,
+      doc.paths["/sender_names"].get,
+      doc.paths["/sender_names/{name}"].delete,
+    ]) {
+      const query = operation.parameters.filter((p: { in: string }) => p.in === "query");
+      expect(query.map((p: { name: string; required: boolean }) => [p.name, p.required])).toEqual([
+        ["apiKey", true],
+        ["apiSecret", true],
+      ]);
+    }
+  });
+});
+
+describe("responses", () => {
+  it("documents the success bodies", () => {
+    const message = doc.paths["/sms"].post.responses["200"].content[JSON_TYPE].schema;
+    expect(Object.keys(message.properties)).toEqual([
+      "id",
+      "to",
+      "from",
+      "text",
+      "status",
+      "segments",
+      "creditRemaining",
+    ]);
+    const list = doc.paths["/sender_names"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(list.properties.sender_names.items.required).toEqual([
+      "name",
+      "pending",
+      "reliable",
+      "default",
+    ]);
+    const info = doc.paths["/sms-batch/{id}"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(info.required).toContain("isActive");
+  });
+
+  it("documents the error shapes: arrays of messages, strings on POST /sms-batch", () => {
+    const errorsOf = (
+      operation: {
+        responses: Record<
+          string,
+          {
+            content: Record<
+              string,
+              { schema: { properties: { errors: { additionalProperties: unknown } } } }
+            >;
+          }
+        >;
+      },
+      status: string,
+    ) =>
+      operation.responses[status]?.content[JSON_TYPE]?.schema.properties.errors
+        .additionalProperties;
+    const arrays = { type: "array", items: { type: "string" } };
+    expect(errorsOf(doc.paths["/sms"].post, "400")).toEqual(arrays);
+    expect(errorsOf(doc.paths["/sms-batch"].post, "400")).toEqual({ type: "string" });
+    expect(Object.keys(doc.paths["/sms"].post.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "402",
+      "413",
+    ]);
+    expect(Object.keys(doc.paths["/sms-batch"].post.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "402",
+      "413",
+    ]);
+    expect(Object.keys(doc.paths["/sms-batch/{id}"].get.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "404",
+    ]);
+    expect(Object.keys(doc.paths["/sender_names/{name}"].delete.responses).sort()).toEqual([
+      "200",
+      "400",
+      "401",
+      "404",
+    ]);
+    for (const [, , operation] of operations()) {
+      for (const status of Object.keys(operation.responses).filter((s) => s !== "200")) {
+        expect(errorsOf(operation, status), status).toBeDefined();
+      }
+    }
+  });
+});
+
+describe("the docs page", () => {
+  it("serves a browsable page at /docs", async () => {
+    const response = await fetch(`${service.baseUrl}/docs`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(await response.text()).toMatch(/swagger/i);
+  });
+});

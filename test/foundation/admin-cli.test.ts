@@ -1,0 +1,75 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, postForm, type RunningService, startService } from "../support/service.ts";
+
+const run = promisify(execFile);
+let service: RunningService;
+
+beforeAll(async () => {
+  service = await startService();
+});
+afterAll(() => service?.close());
+
+async function admin(...args: string[]) {
+  const { stdout } = await run("npx", ["--no-install", "tsx", "src/cli/admin.ts", ...args], {
+    env: { ...process.env, SMS_URL: service.baseUrl, SMS_ADMIN_TOKEN: ADMIN_TOKEN },
+  });
+  return JSON.parse(stdout);
+}
+
+describe("the operator CLI", () => {
+  it("creates an account whose credentials send a message", async () => {
+    const created = await admin("account", "create", "--name", "acme", "--credit", "10");
+    expect(created).toMatchObject({
+      apiKey: expect.any(String),
+      apiSecret: expect.any(String),
+      webhookSecret: expect.stringMatching(/^whsec_/),
+    });
+    const stored = await service.store.accounts.findOne({ _id: created.apiKey });
+    expect(stored?.secretHash).not.toContain(created.apiSecret);
+
+    const { status, body } = await postForm(`${service.baseUrl}/sms`, {
+      to: "+4915112345678",
+      text: "Hi",
+      apiKey: created.apiKey,
+      apiSecret: created.apiSecret,
+    });
+    expect(status).toBe(200);
+    expect(body.creditRemaining).toBe(9);
+
+    const credited = await admin("account", "credit", "--api-key", created.apiKey, "--add", "5");
+    expect(credited.credit).toBe(14);
+  });
+
+  it("approves a requested sender name and makes it the default sender", async () => {
+    const account = await service.createAccount();
+    const requested = await postForm(`${service.baseUrl}/sender_names`, {
+      name: "Acme",
+      purpose: "NOTIFICATION",
+      ownerType: "COMPANY",
+      owner: "Acme Ltd",
+      exampleMsg: "Your parcel has shipped",
+      ...account,
+    });
+    expect(requested.body).toEqual({ name: "Acme", pending: true, reliable: false, default: false });
+
+    const approved = await admin("sender-name", "approve", "--api-key", account.apiKey, "--name", "Acme");
+    expect(approved.pending).toBe(false);
+    const withDefault = await admin("sender-name", "default", "--api-key", account.apiKey, "--name", "Acme");
+    expect(withDefault.defaultSender).toBe("Acme");
+
+    const sent = await postForm(`${service.baseUrl}/sms`, { to: "+4915112345678", text: "Hi", ...account });
+    expect(sent.body.from).toBe("Acme");
+  });
+
+  it("prints the error as JSON and exits non-zero for an unknown account", async () => {
+    const failure = await run(
+      "npx",
+      ["--no-install", "tsx", "src/cli/admin.ts", "account", "get", "--api-key", "nope"],
+      { env: { ...process.env, SMS_URL: service.baseUrl, SMS_ADMIN_TOKEN: ADMIN_TOKEN } },
+    ).catch((e: { code: number; stdout: string }) => e);
+    expect((failure as { code: number }).code).toBe(1);
+    expect(JSON.parse((failure as { stdout: string }).stdout).error.code).toBe(5);
+  });
+});
