@@ -6,9 +6,14 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
+import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
-import { frameworkErrors, registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
+import {
+  frameworkErrors,
+  registerErrorHandler,
+  registerNotFoundHandler,
+} from "./rest/error-handler.ts";
 import { messageRoutes } from "./rest/messages.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
@@ -17,7 +22,6 @@ import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
 import { ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
 import { IdAllocator } from "./store/sequences.ts";
-import { startBackgroundWork } from "./background.ts";
 
 export interface BuildOptions {
   config: Config;
@@ -123,7 +127,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   app.get("/health", { schema: { hide: true } }, async (_request, reply) => {
     const mongodb = (await isReachable(db)) ? "reachable" : "unreachable";
-    return reply.code(mongodb === "reachable" ? 200 : 503).send({ status: mongodb === "reachable" ? "ok" : "degraded", mongodb });
+    return reply
+      .code(mongodb === "reachable" ? 200 : 503)
+      .send({ status: mongodb === "reachable" ? "ok" : "degraded", mongodb });
   });
 
   return { app, grpc, store };

@@ -1,6 +1,6 @@
 import { once } from "node:events";
-import { ConfigError, loadConfig } from "./config/config.ts";
 import { build } from "./app.ts";
+import { ConfigError, loadConfig } from "./config/config.ts";
 import { connect } from "./store/database.ts";
 import { startDatabase } from "./store/embedded-mongo.ts";
 
@@ -21,7 +21,10 @@ const database = await startDatabase({ dataDir: ".data", logger: (msg) => consol
 const client = await connect(database.uri);
 const { app, grpc } = await build({ config, db: client.db(config.mongodbDatabase) });
 if (!config.mongodbUri) {
-  app.log.info({ database: database.kind, description: database.description }, "using the embedded database");
+  app.log.info(
+    { database: database.kind, description: database.description },
+    "using the embedded database",
+  );
 }
 
 await app.listen({ port: config.port, host: config.host });

@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
-import { createClient, ConnectError } from "@connectrpc/connect";
+import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { AccountSchema, AdminService, type Account } from "../../gen/sms/v1/admin_pb.ts";
-import { SenderNameSchema, type SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { type Account, AccountSchema, AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { type SenderName, SenderNameSchema } from "../../gen/sms/v1/types_pb.ts";
 import { DEV_ADMIN_TOKEN } from "../config/config.ts";
 
 // The operator CLI: `npm run --silent admin -- <command>`. Talks to a running server through
@@ -83,10 +83,13 @@ async function run(argv: string[]): Promise<unknown> {
         };
       }
       case "get":
-        return accountJson((await client.getAccount({ apiKey: required("api-key") }, options)).account);
+        return accountJson(
+          (await client.getAccount({ apiKey: required("api-key") }, options)).account,
+        );
       case "credit":
         return accountJson(
-          (await client.addCredit({ apiKey: required("api-key"), amount: amount("add") }, options)).account,
+          (await client.addCredit({ apiKey: required("api-key"), amount: amount("add") }, options))
+            .account,
         );
       case "status-url":
         return accountJson(
@@ -108,8 +111,12 @@ async function run(argv: string[]): Promise<unknown> {
         return senderNameJson((await client.rejectSenderName(target, options)).senderName);
       case "default":
         return accountJson(
-          (await client.setDefaultSender({ apiKey: target.apiKey, senderName: target.name }, options))
-            .account,
+          (
+            await client.setDefaultSender(
+              { apiKey: target.apiKey, senderName: target.name },
+              options,
+            )
+          ).account,
         );
     }
   }
@@ -124,6 +131,8 @@ try {
     process.exit(2);
   }
   const connectError = ConnectError.from(error);
-  console.log(JSON.stringify({ error: { code: connectError.code, message: connectError.rawMessage } }));
+  console.log(
+    JSON.stringify({ error: { code: connectError.code, message: connectError.rawMessage } }),
+  );
   process.exit(1);
 }

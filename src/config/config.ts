@@ -57,7 +57,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mongodbUri: env.MONGODB_URI || undefined,
     mongodbDatabase: read.string("MONGODB_DATABASE", "sms") ?? "",
     adminToken: adminToken ?? "",
-    logLevel: read.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"], "info"),
+    logLevel: read.oneOf(
+      "LOG_LEVEL",
+      ["fatal", "error", "warn", "info", "debug", "trace", "silent"],
+      "info",
+    ),
     production,
     sharedSender: sharedSender ?? "",
     pricePerPartMicros: Math.round(price * 1_000_000),
@@ -102,7 +106,9 @@ class EnvReader {
     if (value === undefined) return fallback;
     const parsed = /^-?\d+$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isSafeInteger(parsed) || parsed < range.min || parsed > range.max) {
-      this.problems.push(`${name}: expected an integer from ${range.min} to ${range.max}, got "${value}"`);
+      this.problems.push(
+        `${name}: expected an integer from ${range.min} to ${range.max}, got "${value}"`,
+      );
       return fallback;
     }
     return parsed;
@@ -113,7 +119,9 @@ class EnvReader {
     if (value === undefined) return fallback;
     const parsed = /^\d+(\.\d+)?$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isFinite(parsed) || parsed < range.min || parsed > range.max) {
-      this.problems.push(`${name}: expected a number from ${range.min} to ${range.max}, got "${value}"`);
+      this.problems.push(
+        `${name}: expected a number from ${range.min} to ${range.max}, got "${value}"`,
+      );
       return fallback;
     }
     return parsed;

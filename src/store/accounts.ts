@@ -1,6 +1,6 @@
 import type { Collection } from "mongodb";
-import type { AccountDoc } from "./documents.ts";
 import { hashSecret, newApiKey, newApiSecret, newWebhookSecret } from "./credentials.ts";
+import type { AccountDoc } from "./documents.ts";
 
 export const MICROS = 1_000_000;
 

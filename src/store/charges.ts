@@ -43,7 +43,10 @@ export async function refund(
  */
 export class ChargeConfirmations {
   /** Refs to confirm, by account and kind. */
-  private buffered = new Map<string, { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }>();
+  private buffered = new Map<
+    string,
+    { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }
+  >();
   private flushing: Promise<void> = Promise.resolve();
 
   constructor(private readonly accounts: Collection<AccountDoc>) {}
@@ -103,7 +106,8 @@ export async function settleAbandonedCharges(
           ? await collections.messages.countDocuments({ _id: charge.ref }, { limit: 1 })
           : await collections.batches.countDocuments({ _id: charge.ref }, { limit: 1 });
       if (stored) {
-        if (charge.kind === "batch") await commitBatchMessages(collections.messages, charge.ref, now);
+        if (charge.kind === "batch")
+          await commitBatchMessages(collections.messages, charge.ref, now);
         await collections.accounts.updateOne(
           { _id: account._id },
           { $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } } },

@@ -10,7 +10,6 @@ export interface Account {
 
 export interface RawResponse {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
   body: any;
 }
 

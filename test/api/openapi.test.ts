@@ -12,7 +12,6 @@ import {
 import { type RunningService, startService } from "../support/service.ts";
 
 let service: RunningService;
-// biome-ignore lint/suspicious/noExplicitAny: the document is walked generically
 let doc: any;
 
 beforeAll(async () => {
@@ -29,11 +28,9 @@ const FORM = "application/x-www-form-urlencoded";
 const JSON_TYPE = "application/json";
 
 /** Every operation as [path, method, operation]. */
-// biome-ignore lint/suspicious/noExplicitAny: see above
 const operations = (): [string, string, any][] =>
   Object.entries(doc.paths).flatMap(([path, item]) =>
     METHODS.filter((m) => (item as Record<string, unknown>)[m]).map(
-      // biome-ignore lint/suspicious/noExplicitAny: see above
       (m) => [path, m, (item as any)[m]] as [string, string, any],
     ),
   );

@@ -52,14 +52,37 @@ describe("the operator CLI", () => {
       exampleMsg: "Your parcel has shipped",
       ...account,
     });
-    expect(requested.body).toEqual({ name: "Acme", pending: true, reliable: false, default: false });
+    expect(requested.body).toEqual({
+      name: "Acme",
+      pending: true,
+      reliable: false,
+      default: false,
+    });
 
-    const approved = await admin("sender-name", "approve", "--api-key", account.apiKey, "--name", "Acme");
+    const approved = await admin(
+      "sender-name",
+      "approve",
+      "--api-key",
+      account.apiKey,
+      "--name",
+      "Acme",
+    );
     expect(approved.pending).toBe(false);
-    const withDefault = await admin("sender-name", "default", "--api-key", account.apiKey, "--name", "Acme");
+    const withDefault = await admin(
+      "sender-name",
+      "default",
+      "--api-key",
+      account.apiKey,
+      "--name",
+      "Acme",
+    );
     expect(withDefault.defaultSender).toBe("Acme");
 
-    const sent = await postForm(`${service.baseUrl}/sms`, { to: "+4915112345678", text: "Hi", ...account });
+    const sent = await postForm(`${service.baseUrl}/sms`, {
+      to: "+4915112345678",
+      text: "Hi",
+      ...account,
+    });
     expect(sent.body.from).toBe("Acme");
   });
 

@@ -4,7 +4,12 @@ import { ConfigError, loadConfig } from "../../src/config/config.ts";
 describe("configuration", () => {
   it("runs on embedded defaults with no environment", () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 8080, grpcPort: 8081, mongodbUri: undefined, maxParts: 10 });
+    expect(config).toMatchObject({
+      port: 8080,
+      grpcPort: 8081,
+      mongodbUri: undefined,
+      maxParts: 10,
+    });
     expect(config.pricePerPartMicros).toBe(1_000_000);
     expect(config.webhookAllowPrivate).toBe(true);
   });
@@ -25,7 +30,9 @@ describe("configuration", () => {
 
   it("requires a strong admin token and refuses private webhook addresses in production", () => {
     expect(() => loadConfig({ NODE_ENV: "production" })).toThrow(/SMS_ADMIN_TOKEN: required/);
-    expect(() => loadConfig({ NODE_ENV: "production", SMS_ADMIN_TOKEN: "short" })).toThrow(/at least 16/);
+    expect(() => loadConfig({ NODE_ENV: "production", SMS_ADMIN_TOKEN: "short" })).toThrow(
+      /at least 16/,
+    );
     const config = loadConfig({ NODE_ENV: "production", SMS_ADMIN_TOKEN: "x".repeat(32) });
     expect(config.webhookAllowPrivate).toBe(false);
   });

@@ -57,10 +57,19 @@ describe("SendMessage over every protocol", () => {
   const headers = () => ({ authorization: basicAuthorization(account.apiKey, account.apiSecret) });
 
   it.each([
-    ["Connect over HTTP/1.1 on PORT", () => createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" })],
-    ["gRPC-Web over HTTP/1.1 on PORT", () => createGrpcWebTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" })],
+    [
+      "Connect over HTTP/1.1 on PORT",
+      () => createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
+    ],
+    [
+      "gRPC-Web over HTTP/1.1 on PORT",
+      () => createGrpcWebTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
+    ],
     ["gRPC over HTTP/2 on GRPC_PORT", () => createGrpcTransport({ baseUrl: service.grpcUrl })],
-    ["Connect over HTTP/2 on GRPC_PORT", () => createConnectTransport({ baseUrl: service.grpcUrl, httpVersion: "2" })],
+    [
+      "Connect over HTTP/2 on GRPC_PORT",
+      () => createConnectTransport({ baseUrl: service.grpcUrl, httpVersion: "2" }),
+    ],
   ])("%s", async (_name, transport) => {
     const client = createClient(MessagingService, transport());
     const { message } = await client.sendMessage(
@@ -74,7 +83,10 @@ describe("SendMessage over every protocol", () => {
   });
 
   it("rejects wrong credentials with UNAUTHENTICATED over gRPC", async () => {
-    const client = createClient(MessagingService, createGrpcTransport({ baseUrl: service.grpcUrl }));
+    const client = createClient(
+      MessagingService,
+      createGrpcTransport({ baseUrl: service.grpcUrl }),
+    );
     const error = await client
       .sendMessage(
         { to: "+4915112345678", text: "x" },

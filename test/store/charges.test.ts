@@ -25,7 +25,16 @@ async function newAccount(credit: number) {
 
 function message(id: number, accountId: string, batchId?: number) {
   return acceptedMessage(
-    { id, accountId, to: "+4915112345678", from: "SMSINFO", text: "hi", parts: 1, ttl: 60, ...(batchId && { batchId }) },
+    {
+      id,
+      accountId,
+      to: "+4915112345678",
+      from: "SMSINFO",
+      text: "hi",
+      parts: 1,
+      ttl: 60,
+      ...(batchId && { batchId }),
+    },
     new Date(),
     batchId !== undefined,
   );
@@ -53,8 +62,18 @@ describe("credit charges", () => {
 
   it("a crash between debit and store is refunded; a stored message keeps its charge", async () => {
     const apiKey = await newAccount(100);
-    await debit(store.accounts, apiKey, { ref: 21, kind: "message", amountMicros: 10, at: minutesAgo(5) });
-    await debit(store.accounts, apiKey, { ref: 22, kind: "message", amountMicros: 20, at: minutesAgo(5) });
+    await debit(store.accounts, apiKey, {
+      ref: 21,
+      kind: "message",
+      amountMicros: 10,
+      at: minutesAgo(5),
+    });
+    await debit(store.accounts, apiKey, {
+      ref: 22,
+      kind: "message",
+      amountMicros: 20,
+      at: minutesAgo(5),
+    });
     await store.messages.insertOne(message(22, apiKey));
 
     const settled = await settleAbandonedCharges(store, 120_000);
@@ -66,12 +85,28 @@ describe("credit charges", () => {
 
   it("a batch whose document was never stored is rolled back; a stored one is committed", async () => {
     const apiKey = await newAccount(100);
-    await debit(store.accounts, apiKey, { ref: 31, kind: "batch", amountMicros: 2, at: minutesAgo(5) });
+    await debit(store.accounts, apiKey, {
+      ref: 31,
+      kind: "batch",
+      amountMicros: 2,
+      at: minutesAgo(5),
+    });
     await store.messages.insertMany([message(301, apiKey, 31), message(302, apiKey, 31)]);
-    await debit(store.accounts, apiKey, { ref: 32, kind: "batch", amountMicros: 1, at: minutesAgo(5) });
+    await debit(store.accounts, apiKey, {
+      ref: 32,
+      kind: "batch",
+      amountMicros: 1,
+      at: minutesAgo(5),
+    });
     await store.messages.insertMany([message(303, apiKey, 32)]);
     await store.batches.insertOne({
-      _id: 32, accountId: apiKey, name: "", totalCount: 1, acceptedCount: 1, rejectedCount: 0, createdAt: new Date(),
+      _id: 32,
+      accountId: apiKey,
+      name: "",
+      totalCount: 1,
+      acceptedCount: 1,
+      rejectedCount: 0,
+      createdAt: new Date(),
     });
 
     await settleAbandonedCharges(store, 120_000);
@@ -84,7 +119,12 @@ describe("credit charges", () => {
 
   it("leaves young pending charges alone: their requests may still be storing", async () => {
     const apiKey = await newAccount(10);
-    await debit(store.accounts, apiKey, { ref: 41, kind: "message", amountMicros: 1, at: new Date() });
+    await debit(store.accounts, apiKey, {
+      ref: 41,
+      kind: "message",
+      amountMicros: 1,
+      at: new Date(),
+    });
     await settleAbandonedCharges(store, 120_000);
     const account = await store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(9);

@@ -31,7 +31,9 @@ describe("id sequences", () => {
     const takes = await Promise.all(
       Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).take(1 + (i % 3))),
     );
-    const ids = takes.flatMap((first, i) => Array.from({ length: 1 + (i % 3) }, (_, k) => first + k));
+    const ids = takes.flatMap((first, i) =>
+      Array.from({ length: 1 + (i % 3) }, (_, k) => first + k),
+    );
     expect(new Set(ids).size).toBe(ids.length);
     expect(ids.every((id) => Number.isInteger(id) && id > 0)).toBe(true);
   });

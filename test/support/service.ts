@@ -1,5 +1,5 @@
-import type { AddressInfo } from "node:net";
 import { once } from "node:events";
+import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/sms/v1/admin_pb.ts";

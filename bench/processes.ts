@@ -1,0 +1,80 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  server.close();
+  if (!address || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+export interface ServiceProcess {
+  baseUrl: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** Runs `src/main.ts` (or another script) in a child process and waits for it to answer. */
+export async function startProcess(
+  script: string,
+  env: Record<string, string>,
+  readyPath = "/health",
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", script], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      GRPC_PORT: String(await freePort()),
+      HOST: "127.0.0.1",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
+    try {
+      const response = await fetch(`${baseUrl}${readyPath}`, {
+        method: readyPath === "/health" ? "GET" : "POST",
+      });
+      if (response.status < 500) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${script} did not start`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    baseUrl,
+    pid: child.pid ?? 0,
+    async stop() {
+      child.kill("SIGTERM");
+      if (child.exitCode === null) await once(child, "exit");
+    },
+  };
+}
+
+/** Resident set size of a process, in bytes, from /proc. */
+export function residentBytes(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+export function median(values: number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}

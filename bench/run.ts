@@ -1,0 +1,360 @@
+// npm run bench [-- --quick]: the service as its users feel it, each figure beside its physical
+// baseline measured in the same run on the same machine and database.
+
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cpus, totalmem } from "node:os";
+import autocannon from "autocannon";
+import { MongoClient } from "mongodb";
+import type { MessageDoc } from "../src/store/documents.ts";
+import { startDatabase } from "../src/store/embedded-mongo.ts";
+import { acceptedMessage } from "../src/store/messages.ts";
+import { median, percentile, residentBytes, startProcess } from "./processes.ts";
+
+const quick = process.argv.includes("--quick");
+const CONCURRENCY = 32;
+const LOAD_SECONDS = quick ? 3 : 10;
+const REPEATS = quick ? 1 : 3;
+const ADMIN_TOKEN = "bench-admin-token-0123456789";
+
+interface Figure {
+  figure: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  baselineName?: string;
+  ratio?: number;
+  target: string;
+  met: boolean;
+  extra?: Record<string, number>;
+}
+const figures: Figure[] = [];
+
+const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
+const client = await new MongoClient(database.uri, { maxPoolSize: 64 }).connect();
+const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
+
+function serviceEnv(db: string, extra: Record<string, string> = {}) {
+  return {
+    MONGODB_URI: database.uri,
+    MONGODB_DATABASE: db,
+    SMS_ADMIN_TOKEN: ADMIN_TOKEN,
+    LOG_LEVEL: "warn",
+    ...extra,
+  };
+}
+
+async function createAccount(baseUrl: string, statusUrl?: string) {
+  const response = await fetch(`${baseUrl}/sms.v1.AdminService/CreateAccount`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ name: "bench", credit: 1e8, ...(statusUrl && { statusUrl }) }),
+  });
+  const body = (await response.json()) as { account: { apiKey: string }; apiSecret: string };
+  return { apiKey: body.account.apiKey, apiSecret: body.apiSecret };
+}
+
+function batchBody(account: object, count: number, text: string, statusCallback?: string) {
+  return JSON.stringify({
+    ...account,
+    name: "bench",
+    ...(statusCallback && { statusCallback }),
+    messages: Array.from({ length: count }, (_, i) => ({
+      to: `+49151${String(10_000_000 + i)}`,
+      text,
+    })),
+  });
+}
+
+async function postBatch(baseUrl: string, body: string) {
+  const started = performance.now();
+  const response = await fetch(`${baseUrl}/sms-batch`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  const result = (await response.json()) as { id: number; acceptedCount: number };
+  if (response.status !== 200 || result.acceptedCount !== 10_000) {
+    throw new Error(`batch failed: ${response.status} ${JSON.stringify(result).slice(0, 300)}`);
+  }
+  return { ms: performance.now() - started, id: result.id };
+}
+
+function equivalentDocs(firstId: number, count: number, text: string): MessageDoc[] {
+  const now = new Date();
+  return Array.from({ length: count }, (_, i) =>
+    acceptedMessage(
+      {
+        id: firstId + i,
+        accountId: "bench",
+        batchId: 1,
+        to: `+49151${10_000_000 + i}`,
+        from: "SMSINFO",
+        text,
+        parts: 1,
+        ttl: 21_600,
+      },
+      now,
+      true,
+    ),
+  );
+}
+
+// ---- 1. POST /sms under fixed concurrency, against (a) bare Fastify and (b) the driver's writes
+{
+  log("figure 1: POST /sms");
+  const api = await startProcess(
+    "src/main.ts",
+    serviceEnv("bench_api", { SMS_RUN_WORKERS: "false" }),
+  );
+  const account = await createAccount(api.baseUrl);
+  const body = JSON.stringify({
+    to: "+4915112345678",
+    text: "Hello from the benchmark",
+    ...account,
+  });
+  const load = (url: string, payload: string) =>
+    autocannon({
+      url: `${url}/sms`,
+      method: "POST",
+      connections: CONCURRENCY,
+      duration: LOAD_SECONDS,
+      headers: { "content-type": "application/json" },
+      body: payload,
+    });
+  await load(api.baseUrl, body); // warm-up: JIT, connection pool, id blocks
+  const service = await load(api.baseUrl, body);
+  await api.stop();
+
+  const bare = await startProcess("bench/bare-server.ts", {}, "/sms");
+  const bareResult = await load(bare.baseUrl, "{}");
+  await bare.stop();
+
+  // (b): each of CONCURRENCY loops debits an account and inserts a message, as one send does.
+  const db = client.db("bench_driver");
+  await db.collection("accounts").insertOne({ _id: "bench" as never, creditMicros: 1e15 });
+  const messages = db.collection<MessageDoc>("messages");
+  let nextId = 1;
+  const latencies: number[] = [];
+  const deadline = performance.now() + LOAD_SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < deadline) {
+        const started = performance.now();
+        await db
+          .collection("accounts")
+          .findOneAndUpdate(
+            { _id: "bench" as never, creditMicros: { $gte: 1_000_000 } },
+            { $inc: { creditMicros: -1_000_000 } },
+            { returnDocument: "after", projection: { creditMicros: 1 } },
+          );
+        const [doc] = equivalentDocs(nextId++, 1, "Hello from the benchmark");
+        if (doc) await messages.insertOne(doc);
+        latencies.push(performance.now() - started);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  const driverRps = latencies.length / LOAD_SECONDS;
+  const rps = service.requests.average;
+  figures.push({
+    figure: "1. POST /sms requests/s (JSON, 1 part, 32 connections)",
+    value: rps,
+    unit: "req/s",
+    baseline: driverRps,
+    baselineName: "driver debit+insert loop",
+    ratio: rps / driverRps,
+    target: ">= 0.8 x driver loop, p99 < 50 ms",
+    met: rps >= 0.8 * driverRps && service.latency.p99 < 50,
+    extra: {
+      p50_ms: service.latency.p50,
+      p99_ms: service.latency.p99,
+      non2xx: service.non2xx,
+      errors: service.errors,
+      driver_p50_ms: percentile(latencies, 50),
+      driver_p99_ms: percentile(latencies, 99),
+      bare_fastify_rps: bareResult.requests.average,
+      ratio_to_bare_fastify: rps / bareResult.requests.average,
+    },
+  });
+}
+
+// ---- 2, 3, 5. A 10000-message batch: store time, read time, memory
+{
+  log("figures 2, 3, 5: a 10000-message batch");
+  const api = await startProcess(
+    "src/main.ts",
+    serviceEnv("bench_batch", { SMS_RUN_WORKERS: "false" }),
+  );
+  const account = await createAccount(api.baseUrl);
+  const text = "Your code is 123456. It expires in 10 minutes.";
+  const body = batchBody(account, 10_000, text);
+  await postBatch(api.baseUrl, body); // warm-up
+  const storeTimes: number[] = [];
+  let batchId = 0;
+  for (let i = 0; i < REPEATS; i++) {
+    const { ms, id } = await postBatch(api.baseUrl, body);
+    storeTimes.push(ms);
+    batchId = id;
+  }
+  const baselineDb = client.db("bench_insert_many");
+  const insertTimes: number[] = [];
+  for (let i = 0; i < REPEATS; i++) {
+    const docs = equivalentDocs(1 + i * 10_000, 10_000, text);
+    const started = performance.now();
+    await baselineDb.collection<MessageDoc>("messages").insertMany(docs, { ordered: false });
+    insertTimes.push(performance.now() - started);
+  }
+  const storeMs = median(storeTimes);
+  const insertMs = median(insertTimes);
+  figures.push({
+    figure: "2. POST /sms-batch, 10000 messages, time to 200",
+    value: storeMs,
+    unit: "ms",
+    baseline: insertMs,
+    baselineName: "driver insertMany of 10000",
+    ratio: storeMs / insertMs,
+    target: "<= 1.5 x insertMany",
+    met: storeMs <= 1.5 * insertMs,
+  });
+
+  const url = `${api.baseUrl}/sms-batch/${batchId}?apiKey=${account.apiKey}&apiSecret=${account.apiSecret}`;
+  const readTimes: number[] = [];
+  for (let i = 0; i < REPEATS + 2; i++) {
+    const started = performance.now();
+    const response = await fetch(url);
+    const info = (await response.json()) as { messages: unknown[] };
+    if (info.messages.length !== 10_000) throw new Error("batch information incomplete");
+    readTimes.push(performance.now() - started);
+  }
+  const findTimes: number[] = [];
+  const serviceMessages = client.db("bench_batch").collection<MessageDoc>("messages");
+  for (let i = 0; i < REPEATS + 2; i++) {
+    const started = performance.now();
+    const docs = await serviceMessages.find({ batchId }).toArray();
+    if (docs.length !== 10_000) throw new Error("baseline read incomplete");
+    findTimes.push(performance.now() - started);
+  }
+  const readMs = median(readTimes);
+  const findMs = median(findTimes);
+  figures.push({
+    figure: "3. GET /sms-batch/{id}, 10000 messages",
+    value: readMs,
+    unit: "ms",
+    baseline: findMs,
+    baselineName: "driver find().toArray() of 10000",
+    ratio: readMs / findMs,
+    target: "<= 1.5 x find().toArray()",
+    met: readMs <= 1.5 * findMs,
+  });
+
+  // 5: peak resident memory added while a 10000-message batch of 3-part texts is accepted.
+  const threePart = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. "
+    .repeat(8)
+    .slice(0, 459);
+  const bigBody = batchBody(account, 10_000, threePart);
+  await new Promise((r) => setTimeout(r, 1000));
+  const idle = residentBytes(api.pid);
+  let peak = idle;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, residentBytes(api.pid));
+  }, 5);
+  await postBatch(api.baseUrl, bigBody);
+  clearInterval(sampler);
+  peak = Math.max(peak, residentBytes(api.pid));
+  const addedMb = (peak - idle) / 1024 / 1024;
+  figures.push({
+    figure: "5. Peak RSS added accepting 10000 x 3-part batch",
+    value: addedMb,
+    unit: "MB",
+    baseline: idle / 1024 / 1024,
+    baselineName: "idle service RSS (MB)",
+    target: "< 150 MB",
+    met: addedMb < 150,
+  });
+  await api.stop();
+}
+
+// ---- 4. Status webhooks: 10000 messages through the simulator with zero delays
+{
+  log("figure 4: status webhooks");
+  const received: { id: string; status: string; at: number }[] = [];
+  const receiver = createServer((req, res) => {
+    const query = new URL(req.url ?? "/", "http://x").searchParams;
+    received.push({ id: query.get("id") ?? "", status: query.get("status") ?? "", at: Date.now() });
+    res.writeHead(200).end();
+  });
+  receiver.keepAliveTimeout = 60_000;
+  receiver.listen(0, "127.0.0.1");
+  await once(receiver, "listening");
+  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const full = await startProcess(
+    "src/main.ts",
+    serviceEnv("bench_webhooks", {
+      SMS_SIM_SEND_DELAY_MS: "0",
+      SMS_SIM_RECEIPT_DELAY_MS: "0",
+      SMS_WEBHOOK_ALLOW_PRIVATE: "true",
+    }),
+  );
+  const account = await createAccount(full.baseUrl, receiverUrl);
+  const started = Date.now();
+  await postBatch(full.baseUrl, batchBody(account, 10_000, "Webhook benchmark"));
+  const expected = 30_000;
+  const deadline = Date.now() + (quick ? 60_000 : 180_000);
+  while (received.length < expected && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
+  const elapsed = ((received.at(-1)?.at ?? Date.now()) - started) / 1000;
+  // Latency from the status change (the notification's creation, in the same update) to receipt.
+  const changes = new Map<string, number>();
+  const cursor = client
+    .db("bench_webhooks")
+    .collection<MessageDoc>("messages")
+    .find({}, { projection: { notifications: 1 } });
+  for await (const doc of cursor) {
+    for (const n of doc.notifications) changes.set(`${doc._id}:${n.status}`, n.createdAt.getTime());
+  }
+  const delays = received
+    .map((r) => r.at - (changes.get(`${r.id}:${r.status}`) ?? r.at))
+    .sort((a, b) => a - b);
+  const rate = received.length / elapsed;
+  figures.push({
+    figure: "4. Status webhooks, 10000 messages x ACCEPTED/SENT/DELIVERED",
+    value: rate,
+    unit: "notifications/s",
+    target: ">= 2000/s, p99 change->receipt < 1 s",
+    met: received.length >= expected && rate >= 2000 && percentile(delays, 99) < 1000,
+    extra: {
+      received: received.length,
+      expected,
+      seconds: elapsed,
+      p50_ms: percentile(delays, 50),
+      p99_ms: percentile(delays, 99),
+    },
+  });
+  await full.stop();
+  receiver.close();
+}
+
+await client.close();
+await database.stop();
+
+const fmt = (n: number | undefined) =>
+  n === undefined ? "" : n >= 100 ? n.toFixed(0) : n.toFixed(2);
+console.log(
+  `\nMachine: ${cpus().length} cores, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB; database: ${database.description}; ${quick ? "quick run" : "full run"}\n`,
+);
+console.log("| Figure | Value | Baseline | Ratio | Target | Met |");
+console.log("|---|---|---|---|---|---|");
+for (const f of figures) {
+  console.log(
+    `| ${f.figure} | ${fmt(f.value)} ${f.unit} | ${f.baseline === undefined ? "—" : `${fmt(f.baseline)} (${f.baselineName})`} | ${fmt(f.ratio)} | ${f.target} | ${f.met ? "yes" : "NO"} |`,
+  );
+  if (f.extra)
+    console.log(
+      `|   | ${Object.entries(f.extra)
+        .map(([k, v]) => `${k}=${fmt(v)}`)
+        .join(", ")} | | | | |`,
+    );
+}
+console.log(JSON.stringify({ quick, database: database.kind, figures }));
