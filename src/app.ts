@@ -53,7 +53,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
   const confirmations = new ChargeConfirmations(store.accounts);
-  const background = startBackgroundWork({ config, store, instanceId, logger: app.log });
+  const background = await startBackgroundWork({ config, store, instanceId, logger: app.log });
   const serviceRoutes = routes({
     store,
     directory,

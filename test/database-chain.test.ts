@@ -195,7 +195,13 @@ describe.runIf(testServer().kind === "emulator")("emulator with a data directory
         const items = client.db("persist").collection<Item & { _id: string }>("items");
         expect(await items.findOne({ _id: "kept" })).toMatchObject({ seq: 1 });
         const stream = items.watch([], { resumeAfter: token });
-        await expect(stream.next()).rejects.toMatchObject({ code: 286 });
+        const outcome = Promise.race([
+          stream.next(),
+          new Promise((_, reject) =>
+            setTimeout(() => reject(new Error("resume did not fail")), 5_000),
+          ),
+        ]);
+        await expect(outcome).rejects.toMatchObject({ code: 286 });
         await stream.close();
       } finally {
         await client.close();

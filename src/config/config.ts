@@ -1,3 +1,4 @@
+import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
 // Configuration from environment variables, validated once at start. Every bad value is reported
 // with its variable name and what was expected, all at once.
 
@@ -18,7 +19,8 @@ export interface Config {
   bodyLimitBytes: number;
   simSendDelayMs: number;
   simReceiptDelayMs: number;
-  webhookRetrySchedule: string | undefined;
+  /** Delays between webhook attempts, in ms. */
+  webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
   webhookConcurrency: number;
   webhookAllowPrivate: boolean;
@@ -74,7 +76,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     simSendDelayMs: read.integer("SMS_SIM_SEND_DELAY_MS", 200, { min: 0, max: 3_600_000 }),
     simReceiptDelayMs: read.integer("SMS_SIM_RECEIPT_DELAY_MS", 1000, { min: 0, max: 86_400_000 }),
-    webhookRetrySchedule: env.SMS_WEBHOOK_RETRY_SCHEDULE || undefined,
+    webhookRetryScheduleMs: read.parsed("SMS_WEBHOOK_RETRY_SCHEDULE", parseRetrySchedule),
     webhookTimeoutMs: read.integer("SMS_WEBHOOK_TIMEOUT_MS", 5000, { min: 100, max: 60_000 }),
     webhookConcurrency: read.integer("SMS_WEBHOOK_CONCURRENCY", 64, { min: 1, max: 10_000 }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
@@ -134,6 +136,16 @@ class EnvReader {
     if (value === "false" || value === "0") return false;
     this.problems.push(`${name}: expected true or false, got "${value}"`);
     return fallback;
+  }
+
+  /** A value parsed by `parse`, whose error message says what is expected. */
+  parsed<T>(name: string, parse: (value: string | undefined) => T): T {
+    try {
+      return parse(this.raw(name));
+    } catch (error) {
+      this.problems.push(`${name}: ${(error as Error).message}`);
+      return parse(undefined);
+    }
   }
 
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {

@@ -44,6 +44,8 @@ export async function ensureIndexes(store: Store): Promise<void> {
     store.messages.createIndex({ batchId: 1, _id: 1 }, { name: "batch_messages" }),
     store.messages.createIndex({ notifyAt: 1 }, { name: "notify_due", sparse: true }),
     store.messages.createIndex({ deliveryAt: 1 }, { name: "delivery_due", sparse: true }),
+    // Receipts from a carrier that does not echo our message id are matched by its part ids.
+    store.messages.createIndex({ carrierIds: 1 }, { name: "carrier_ids", sparse: true }),
     store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),
     store.senderNames.createIndex(
       { accountId: 1, name: 1 },

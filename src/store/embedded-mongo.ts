@@ -14,7 +14,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -85,9 +85,7 @@ export async function startDatabase(opts: StartDatabaseOptions = {}): Promise<St
 
   const started = Date.now();
   const db = await startEmulator(opts, log);
-  log(
-    `database: using emulator mongo-java-server: ${db.description} at ${db.uri} (${Date.now() - started} ms)`,
-  );
+  log(`database: using the emulator: ${db.description} at ${db.uri} (${Date.now() - started} ms)`);
   return db;
 }
 
@@ -135,16 +133,22 @@ async function startMemoryServer(
   }
 
   let dbPath: string | undefined;
-  if (opts.dataDir) {
+  let port = opts.port || undefined;
+  const portFile = opts.dataDir ? resolve(opts.dataDir, "mongod.port") : undefined;
+  if (opts.dataDir && portFile) {
     dbPath = resolve(opts.dataDir, "mongod");
     await mkdir(dbPath, { recursive: true });
+    // The replica set's config, stored in dbPath, names host:port: a kept dbPath needs the same port.
+    port ??= Number(await readFile(portFile, "utf8").catch(() => "")) || undefined;
   }
   const replSet = await MongoMemoryReplSet.create({
     binary: { systemBinary: binary, version: binaryOptions.version },
     replSet: { count: 1, storageEngine: "wiredTiger" },
-    instanceOpts: [{ port: opts.port || undefined, dbPath }],
+    instanceOpts: [{ port, dbPath }],
   });
   await replSet.waitUntilRunning();
+  const usedPort = /:(\d+)\//.exec(replSet.getUri())?.[1];
+  if (portFile && usedPort) await writeFile(portFile, usedPort);
   return {
     uri: replSet.getUri(),
     kind: "memory-server",
@@ -258,7 +262,7 @@ async function startEmulator(
   return {
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
     kind: "emulator",
-    description: `mongo-java-server (reports MongoDB 7.0, wire 21; oplog on; no transactions), ${dataDir ? `H2 store in ${dataDir}` : "in-memory"}, pid ${child.pid}`,
+    description: `mongo-java-server 1.47.0 (reports MongoDB 7.0, wire 21; change streams; no transactions), ${dataDir ? `H2 store in ${dataDir}` : "in-memory"}, pid ${child.pid}`,
     stop,
   };
 }

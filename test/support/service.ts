@@ -5,7 +5,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
 import { build, type Service } from "../../src/app.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
-import { testDatabase } from "./database.ts";
+import { type TestDatabase, testDatabase } from "./database.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -29,8 +29,11 @@ export interface RunningService extends Service {
  * The whole service on its own test database, listening on loopback ports chosen by the system.
  * `env` overrides configuration variables as the environment would.
  */
-export async function startService(env: Record<string, string> = {}): Promise<RunningService> {
-  const database = await testDatabase();
+export async function startService(
+  env: Record<string, string> = {},
+  shared?: TestDatabase,
+): Promise<RunningService> {
+  const database = shared ?? (await testDatabase());
   const config = loadConfig({
     SMS_ADMIN_TOKEN: ADMIN_TOKEN,
     LOG_LEVEL: "silent",
@@ -68,7 +71,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
     },
     async close() {
       await service.app.close();
-      await database.close();
+      // A database handed in outlives this service: a restart test builds another on it.
+      if (!shared) await database.close();
     },
   };
 }

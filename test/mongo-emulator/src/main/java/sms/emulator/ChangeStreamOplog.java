@@ -80,7 +80,10 @@ final class ChangeStreamOplog implements Oplog {
         this.maxEntries = maxEntries;
         this.retentionSeconds = retentionSeconds;
         synchronized (appendLock) {
-            this.historyFloor = nextTs();
+            // Above every timestamp an earlier run (same data directory) handed out, so its resume
+            // tokens are recognised as history lost.
+            lastTs = clockTs();
+            historyFloor = lastTs + 1;
         }
     }
 
@@ -194,11 +197,19 @@ final class ChangeStreamOplog implements Oplog {
         }
     }
 
-    /** Strictly increasing timestamps: wall-clock seconds in the high half, a counter in the low half. */
+    /**
+     * Strictly increasing timestamps: wall-clock seconds in the high half (BSON timestamp "t"), and
+     * in the low half ("i") the millisecond shifted left by 22 bits plus a counter, so a later run
+     * starts above an earlier one even within the same second.
+     */
     private long nextTs() {
-        long now = Instant.now().getEpochSecond() << 32;
-        lastTs = Math.max(lastTs + 1, now);
+        lastTs = Math.max(lastTs + 1, clockTs());
         return lastTs;
+    }
+
+    private static long clockTs() {
+        Instant now = Instant.now();
+        return (now.getEpochSecond() << 32) | ((long) (now.getNano() / 1_000_000) << 22);
     }
 
     private long currentTs() {

@@ -1,0 +1,60 @@
+/**
+ * The carrier port (design "Message lifecycle"): how the delivery worker hands message parts to an
+ * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and, later,
+ * SMPP. The worker only knows this interface.
+ *
+ * - `submit` sends parts in bulk and answers one result per part, in order: accepted with the
+ *   carrier's id of the part (SMPP `submit_sm_resp.message_id`), or refused.
+ * - Receipts (SMPP `deliver_sm` delivery receipts) come back through the handler given to `start`,
+ *   in batches. They are at least once: the carrier acknowledges a receipt only when the handler's
+ *   promise resolves without listing it under `retry`; a receipt that throws or is listed is offered
+ *   again later (the worker lists the ones whose part it cannot match yet, e.g. a receipt that
+ *   overtook the recording of the submission). A receipt carries only the carrier's id, as SMPP's do.
+ */
+import type { ReasonName } from "../store/documents.ts";
+
+export interface CarrierPart {
+  /** The message the part belongs to. */
+  messageId: number;
+  /** The part's own id (the segment id; the message id for a single-part message). */
+  partId: number;
+  /** 0-based position of the part in its message. */
+  partIndex: number;
+  partCount: number;
+  to: string;
+  from: string;
+  text: string;
+}
+
+export type SubmitResult = { ok: true; carrierId: string } | { ok: false; error: string };
+
+export interface CarrierReceipt {
+  carrierId: string;
+  /**
+   * The message of the part, when the carrier knows it (the simulator does; an SMPP receipt does
+   * not). Only a hint for a cheaper lookup: the worker still checks the carrier id against it.
+   */
+  messageId?: number;
+  status: "DELIVERED" | "DELIVERY_ERROR";
+  /** With DELIVERY_ERROR. */
+  reason?: ReasonName;
+  at: Date;
+}
+
+export interface ReceiptHandlerResult {
+  /** Carrier ids of receipts to offer again later (not acknowledged). */
+  retry?: string[];
+}
+
+export type ReceiptHandler = (receipts: CarrierReceipt[]) => Promise<ReceiptHandlerResult>;
+
+export interface Carrier {
+  /** Short name for logs, e.g. `simulator`, `smpp`. */
+  readonly name: string;
+  /** Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot be reached at all. */
+  submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]>;
+  /** Connects and starts delivering receipts to `onReceipts`. */
+  start(onReceipts: ReceiptHandler): Promise<void>;
+  /** Stops delivering receipts, waits for the handler calls in flight, disconnects. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,325 @@
+/**
+ * The simulator carrier (default adapter of the carrier port). The outcome is chosen by the
+ * destination number, exactly per the design table: numbers starting with +999 and ending in
+ *   1 SEND_ERROR · 2 Unreachable · 3 Expired · 4 SIM card full · 5 Unroutable · 6 Undelivered
+ *   7 SENT and then no receipt (the message expires when its ttl runs out)
+ * and every other number is DELIVERED. `+` is optional in the API's number format, so `999…` is
+ * treated as `+999…`.
+ *
+ * `submit` waits `sendDelayMs` per call (a bulk submit is one round trip to the "SMSC"), then
+ * answers. Receipts become due `receiptDelayMs` after the submission and are kept in their own
+ * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
+ * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
+ * instances share the collection; a batch of receipts is claimed (token + claim timeout) before it
+ * is delivered, and deleted once the handler acknowledged it.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import type { Collection, Db } from "mongodb";
+import { idsIn } from "../store/delivery-queue.ts";
+import type { ReasonName } from "../store/documents.ts";
+import type {
+  Carrier,
+  CarrierPart,
+  CarrierReceipt,
+  ReceiptHandler,
+  SubmitResult,
+} from "./carrier.ts";
+
+export type SimulatedOutcome =
+  | { kind: "DELIVERED" }
+  | { kind: "SEND_ERROR" }
+  | { kind: "DELIVERY_ERROR"; reason: ReasonName }
+  | { kind: "NO_RECEIPT" };
+
+const BY_LAST_DIGIT: Readonly<Record<string, SimulatedOutcome>> = {
+  "1": { kind: "SEND_ERROR" },
+  "2": { kind: "DELIVERY_ERROR", reason: "Unreachable" },
+  "3": { kind: "DELIVERY_ERROR", reason: "Expired" },
+  "4": { kind: "DELIVERY_ERROR", reason: "SIM card full" },
+  "5": { kind: "DELIVERY_ERROR", reason: "Unroutable" },
+  "6": { kind: "DELIVERY_ERROR", reason: "Undelivered" },
+  "7": { kind: "NO_RECEIPT" },
+};
+
+/** The designed outcome for a destination number. */
+export function simulatedOutcome(to: string): SimulatedOutcome {
+  const digits = to.startsWith("+") ? to.slice(1) : to;
+  if (digits.startsWith("999")) {
+    const outcome = BY_LAST_DIGIT[digits.slice(-1)];
+    if (outcome) return outcome;
+  }
+  return { kind: "DELIVERED" };
+}
+
+export interface SimulatorReceiptDoc {
+  /** The carrier id of the part. */
+  _id: string;
+  messageId: number;
+  status: "DELIVERED" | "DELIVERY_ERROR";
+  reason?: ReasonName;
+  dueAt: Date;
+  createdAt: Date;
+  /** Deliveries offered and not acknowledged so far. */
+  attempts: number;
+  claim?: string;
+}
+
+interface Logger {
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+  debug(obj: unknown, msg?: string): void;
+}
+
+export interface SimulatorCarrierOptions {
+  /** The service's database (`store.db`); the simulator keeps its receipts in `collectionName`. */
+  db: Db;
+  /** Delay of a submit call before it answers (SMS_SIM_SEND_DELAY_MS). Default 100. */
+  sendDelayMs?: number;
+  /** Delay from submission to receipt (SMS_SIM_RECEIPT_DELAY_MS). Default 500. */
+  receiptDelayMs?: number;
+  /** How often due receipts are looked for besides the in-process timer. Default 500. */
+  pollIntervalMs?: number;
+  /** Receipts per handler call. Default 1000. */
+  batchSize?: number;
+  /** How long a delivered-but-unacknowledged receipt waits before it is offered again. Default 30000. */
+  claimTimeoutMs?: number;
+  /** Receipts the handler keeps asking to retry are dropped after this many offers. Default 20. */
+  maxAttempts?: number;
+  instanceId?: string;
+  logger?: Logger;
+  collectionName?: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class SimulatorCarrier implements Carrier {
+  readonly name = "simulator";
+  readonly receipts: Collection<SimulatorReceiptDoc>;
+  private readonly sendDelayMs: number;
+  private readonly receiptDelayMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly batchSize: number;
+  private readonly claimTimeoutMs: number;
+  private readonly maxAttempts: number;
+  private readonly instanceId: string;
+  private readonly logger: Logger | undefined;
+  private handler: ReceiptHandler | undefined;
+  private running = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private dueTimer: NodeJS.Timeout | undefined;
+  private dueTimerAt = Number.POSITIVE_INFINITY;
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
+  private claimSeq = 0;
+  private indexesReady: Promise<unknown> | undefined;
+
+  constructor(options: SimulatorCarrierOptions) {
+    this.receipts = options.db.collection<SimulatorReceiptDoc>(
+      options.collectionName ?? "simulator_receipts",
+    );
+    this.sendDelayMs = options.sendDelayMs ?? 100;
+    this.receiptDelayMs = options.receiptDelayMs ?? 500;
+    this.pollIntervalMs = options.pollIntervalMs ?? 500;
+    this.batchSize = options.batchSize ?? 1000;
+    this.claimTimeoutMs = options.claimTimeoutMs ?? 30_000;
+    this.maxAttempts = options.maxAttempts ?? 20;
+    this.instanceId = options.instanceId ?? randomUUID();
+    this.logger = options.logger;
+  }
+
+  async submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    if (this.sendDelayMs > 0) await sleep(this.sendDelayMs);
+    const now = new Date();
+    const dueAt = new Date(now.getTime() + this.receiptDelayMs);
+    const results: SubmitResult[] = [];
+    const pending: SimulatorReceiptDoc[] = [];
+    for (const part of parts) {
+      const outcome = simulatedOutcome(part.to);
+      if (outcome.kind === "SEND_ERROR") {
+        results.push({ ok: false, error: "simulated submission failure" });
+        continue;
+      }
+      const carrierId = `sim-${part.messageId}-${part.partIndex}-${randomBytes(4).toString("hex")}`;
+      results.push({ ok: true, carrierId });
+      if (outcome.kind === "DELIVERED") {
+        pending.push({
+          _id: carrierId,
+          messageId: part.messageId,
+          status: "DELIVERED",
+          dueAt,
+          createdAt: now,
+          attempts: 0,
+        });
+      } else if (outcome.kind === "DELIVERY_ERROR") {
+        pending.push({
+          _id: carrierId,
+          messageId: part.messageId,
+          status: "DELIVERY_ERROR",
+          reason: outcome.reason,
+          dueAt,
+          createdAt: now,
+          attempts: 0,
+        });
+      }
+    }
+    // Durable before the submission is answered: a receipt is never lost to a restart.
+    if (pending.length > 0) {
+      await this.receipts.insertMany(pending, { ordered: false });
+      this.scheduleDue(dueAt.getTime());
+    }
+    return results;
+  }
+
+  async start(onReceipts: ReceiptHandler): Promise<void> {
+    if (this.running) return;
+    this.handler = onReceipts;
+    this.running = true;
+    this.indexesReady ??= this.receipts
+      .createIndex({ dueAt: 1 }, { name: "due" })
+      .catch((error: unknown) => {
+        this.logger?.warn({ err: error }, "simulator: cannot create the receipts index");
+      });
+    await this.indexesReady;
+    this.pollTimer = setInterval(() => this.pump(), this.pollIntervalMs);
+    this.pollTimer.unref();
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.pollTimer = undefined;
+    this.dueTimer = undefined;
+    this.dueTimerAt = Number.POSITIVE_INFINITY;
+    while (this.pumping) await this.pumping;
+  }
+
+  /** Number of receipts not yet acknowledged (for tests and diagnostics). */
+  async pendingReceipts(): Promise<number> {
+    return this.receipts.countDocuments({});
+  }
+
+  private scheduleDue(at: number): void {
+    if (!this.running || at >= this.dueTimerAt) return;
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueTimerAt = at;
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueTimer = undefined;
+        this.dueTimerAt = Number.POSITIVE_INFINITY;
+        this.pump();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.dueTimer.unref();
+  }
+
+  private pump(): void {
+    if (!this.running) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = (async () => {
+      try {
+        do {
+          this.pumpAgain = false;
+          while (this.running && (await this.deliverDue()) === this.batchSize) {
+            // a full batch: there may be more due
+          }
+        } while (this.running && this.pumpAgain);
+      } catch (error) {
+        this.logger?.error({ err: error }, "simulator: receipt delivery failed");
+      } finally {
+        this.pumping = undefined;
+      }
+    })();
+  }
+
+  /** Claims up to `batchSize` due receipts, hands them to the handler, acknowledges. Returns how many. */
+  private async deliverDue(): Promise<number> {
+    const handler = this.handler;
+    if (!handler) return 0;
+    const now = new Date();
+    const due = await this.receipts
+      .find({ dueAt: { $lte: now } }, { projection: { _id: 1 } })
+      .sort({ dueAt: 1 })
+      .limit(this.batchSize)
+      .toArray();
+    if (due.length === 0) return 0;
+    const ids = due.map((d) => d._id);
+    const claim = `${this.instanceId}:${++this.claimSeq}`;
+    await this.receipts.updateMany(
+      { _id: idsIn(ids), dueAt: { $lte: now } },
+      {
+        $set: { dueAt: new Date(now.getTime() + this.claimTimeoutMs), claim },
+        $inc: { attempts: 1 },
+      },
+    );
+    const claimed = (await this.receipts.find({ _id: { $in: ids } }).toArray()).filter(
+      (doc) => doc.claim === claim,
+    );
+    if (claimed.length === 0) return due.length;
+    const receipts: CarrierReceipt[] = claimed.map((doc) => {
+      const receipt: CarrierReceipt = {
+        carrierId: doc._id,
+        messageId: doc.messageId,
+        status: doc.status,
+        at: now,
+      };
+      if (doc.reason) receipt.reason = doc.reason;
+      return receipt;
+    });
+    let retry: string[];
+    try {
+      retry = (await handler(receipts)).retry ?? [];
+    } catch (error) {
+      this.logger?.warn(
+        { err: error, count: receipts.length },
+        "simulator: receipt handler failed; receipts offered again later",
+      );
+      await this.receipts.updateMany(
+        { _id: idsIn(ids), claim },
+        { $set: { dueAt: new Date(Date.now() + 1000) } },
+      );
+      return 0;
+    }
+    const retrySet = new Set(retry);
+    const acked = claimed.filter(
+      (doc) => !retrySet.has(doc._id) || doc.attempts >= this.maxAttempts,
+    );
+    const again = claimed.filter((doc) => retrySet.has(doc._id) && doc.attempts < this.maxAttempts);
+    const ops = [];
+    // By id alone (the emulator's index serves only filters on exactly `_id`): these are ours.
+    if (acked.length > 0)
+      ops.push({ deleteMany: { filter: { _id: { $in: acked.map((d) => d._id) } } } });
+    // Backoff for receipts the worker cannot match yet: 0.5s, 1s, 2s ... capped at 30s.
+    const byDelay = new Map<number, string[]>();
+    for (const doc of again) {
+      const delay = Math.min(30_000, 250 * 2 ** doc.attempts);
+      byDelay.set(delay, [...(byDelay.get(delay) ?? []), doc._id]);
+    }
+    for (const [delay, retryIds] of byDelay) {
+      ops.push({
+        updateMany: {
+          filter: { _id: idsIn(retryIds), claim },
+          update: { $set: { dueAt: new Date(Date.now() + delay) } },
+        },
+      });
+      this.scheduleDue(Date.now() + delay);
+    }
+    const dropped = claimed.filter(
+      (doc) => retrySet.has(doc._id) && doc.attempts >= this.maxAttempts,
+    );
+    if (dropped.length > 0) {
+      this.logger?.warn(
+        { carrierIds: dropped.map((d) => d._id) },
+        "simulator: dropping receipts nobody claimed",
+      );
+    }
+    if (ops.length > 0) await this.receipts.bulkWrite(ops, { ordered: true });
+    return due.length;
+  }
+}

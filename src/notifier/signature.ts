@@ -1,0 +1,103 @@
+/**
+ * Standard Webhooks signatures for the status notifications (design "Status webhooks").
+ *
+ * Headers: `webhook-id` (stable per notification, so receivers can dedupe retries),
+ * `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` = `v1,` + base64
+ * HMAC-SHA256 over `${id}.${timestamp}.${pathAndQuery}`. The notifications are GET requests without a
+ * body, so the request's path and query (as in the request line, e.g. `/hook?id=7&status=SENT`) take
+ * the place of the body. The key is the base64-decoded part of the account's `whsec_...` secret.
+ */
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+
+const SECRET_PREFIX = "whsec_";
+
+/** The HMAC key of a Standard Webhooks secret (`whsec_<base64>`; the prefix is optional). */
+export function webhookSecretKey(secret: string): Buffer {
+  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const key = Buffer.from(encoded, "base64");
+  if (key.length === 0) throw new RangeError("empty webhook secret");
+  return key;
+}
+
+/** A new random secret in Standard Webhooks format (24 random bytes). */
+export function generateWebhookSecret(): string {
+  return SECRET_PREFIX + randomBytes(24).toString("base64");
+}
+
+/** `v1,<base64 signature>` over `${id}.${timestamp}.${pathAndQuery}`. */
+export function signWebhook(
+  secret: string,
+  id: string,
+  timestamp: number,
+  pathAndQuery: string,
+): string {
+  const mac = createHmac("sha256", webhookSecretKey(secret))
+    .update(`${id}.${timestamp}.${pathAndQuery}`)
+    .digest("base64");
+  return `v1,${mac}`;
+}
+
+export interface WebhookHeaders {
+  "webhook-id": string;
+  "webhook-timestamp": string;
+  "webhook-signature": string;
+}
+
+/** The three headers of one attempt. */
+export function webhookHeaders(
+  secret: string,
+  id: string,
+  pathAndQuery: string,
+  now: Date = new Date(),
+): WebhookHeaders {
+  const timestamp = Math.floor(now.getTime() / 1000);
+  return {
+    "webhook-id": id,
+    "webhook-timestamp": String(timestamp),
+    "webhook-signature": signWebhook(secret, id, timestamp, pathAndQuery),
+  };
+}
+
+export interface VerifyOptions {
+  /** The account's webhook secret (`whsec_...`). */
+  secret: string;
+  /** Request headers; names are matched case-insensitively, array values use the first entry. */
+  headers: Record<string, string | string[] | undefined>;
+  /** The request's path and query exactly as received (Node's `req.url`). */
+  pathAndQuery: string;
+  /** Largest accepted distance between the timestamp and now; default 5 minutes. */
+  toleranceSeconds?: number;
+  now?: Date;
+}
+
+function header(headers: VerifyOptions["headers"], name: string): string | undefined {
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() === name) return Array.isArray(value) ? value[0] : value;
+  }
+  return undefined;
+}
+
+/**
+ * True when one of the `v1,` signatures of the `webhook-signature` header (space-separated, as
+ * Standard Webhooks allows during secret rotation) matches and the timestamp is within tolerance.
+ */
+export function verifyWebhookSignature(options: VerifyOptions): boolean {
+  const id = header(options.headers, "webhook-id");
+  const timestampText = header(options.headers, "webhook-timestamp");
+  const signatures = header(options.headers, "webhook-signature");
+  if (!id || !timestampText || !signatures || !/^\d+$/.test(timestampText)) return false;
+  const timestamp = Number(timestampText);
+  const nowSeconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  if (Math.abs(nowSeconds - timestamp) > (options.toleranceSeconds ?? 300)) return false;
+  const expected = Buffer.from(
+    signWebhook(options.secret, id, timestamp, options.pathAndQuery).slice(3),
+    "base64",
+  );
+  for (const candidate of signatures.split(" ")) {
+    const [version, value] = candidate.split(",", 2);
+    if (version !== "v1" || !value) continue;
+    const given = Buffer.from(value, "base64");
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return true;
+  }
+  return false;
+}

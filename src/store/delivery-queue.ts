@@ -1,0 +1,523 @@
+/**
+ * Store side of the delivery worker: claiming due messages in chunks, recording submissions,
+ * receipts and expiries in bulk. Every status change writes, in the same single-document update,
+ * the new status and its pending notification (design "Status webhooks"); see `changeStatus`.
+ *
+ * Due work is found through `deliveryAt` (indexed): an ACCEPTED message is due for submission at
+ * `deliveryAt`, a SENT one is due for expiry at its `expiresAt`, a final one has no `deliveryAt`.
+ * A claim pushes `deliveryAt` forward by the lease and records the owner in `deliveryLease`, so a
+ * crashed instance's claims simply become due again when the lease runs out.
+ *
+ * Shape of the writes: one bulkWrite per step and chunk. Conditional updates (filtered on the
+ * expected status) are grouped into `updateMany` over the chunk's ids wherever the update is the
+ * same for every message, and are `updateOne`s filtered on `_id` plus conditions where the values
+ * differ per message (SENT with its carrier ids). On the test emulator an `updateMany` scans the
+ * collection once, and a filter that pins `_id` is served by the `_id` index.
+ */
+import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
+
+/**
+ * `_id` condition for a chunk of ids: `$in` with the chunk's range in front. Same meaning; on the
+ * test emulator (which checks a `$in` list linearly against every document it scans) the range
+ * turns most documents away cheaply, several times faster for chunks of hundreds. Put it first in
+ * the filter.
+ */
+export function idsIn<T extends number | string>(
+  ids: readonly T[],
+): { $gte: T; $lte: T; $in: T[] } {
+  let min = ids[0] as T;
+  let max = ids[0] as T;
+  for (const id of ids) {
+    if (id < min) min = id;
+    if (id > max) max = id;
+  }
+  return { $gte: min, $lte: max, $in: [...ids] };
+}
+
+/** Indexes the delivery worker queries by, besides `delivery_due` of ensureIndexes. Idempotent. */
+export function pendingNotification(status: StatusName, now: Date): NotificationDoc {
+  return { status, state: "pending", createdAt: now, attempts: [] };
+}
+
+export interface StatusChange {
+  status: StatusName;
+  reason?: ReasonName;
+  /** Further fields to set in the same update. */
+  set?: Partial<MessageDoc>;
+  /** Fields to remove in the same update. */
+  unset?: (keyof MessageDoc)[];
+}
+
+/**
+ * The two updates of one status change: `ifPending` for a message that has a pending notification
+ * (`notifyAt` present: the new notification queues behind it and `notifyAt` stays), `ifIdle` for
+ * one that has none (the new notification is due now). See `statusChangeOps` for how they combine.
+ */
+export function statusChangeUpdates(
+  change: StatusChange,
+  now: Date,
+): { ifPending: UpdateFilter<MessageDoc>; ifIdle: UpdateFilter<MessageDoc> } {
+  const set: Record<string, unknown> = { ...change.set, status: change.status, updatedAt: now };
+  if (change.reason !== undefined) set.reason = change.reason;
+  const unset: Record<string, ""> = {};
+  for (const field of change.unset ?? []) unset[field] = "";
+  const push = { notifications: pendingNotification(change.status, now) };
+  const build = (extraSet: Record<string, unknown>): UpdateFilter<MessageDoc> => {
+    const update: Record<string, unknown> = { $set: { ...set, ...extraSet }, $push: push };
+    if (Object.keys(unset).length > 0) update.$unset = unset;
+    return update as UpdateFilter<MessageDoc>;
+  };
+  return { ifPending: build({}), ifIdle: build({ notifyAt: now }) };
+}
+
+/**
+ * A status change of the messages `ids` that are in one of the `from` statuses (and match
+ * `filter`), as two updateMany to run in this order: first for those with a pending notification
+ * (`notifyAt` present), then for those without. At most one applies to a message: the first
+ * changes the status the second filters on. Between the two, `notifyAt` can appear on a message
+ * only through another status change (which the status filter excludes), and the notifier removes
+ * it only with a check that no notification was appended, so no status change falls between them;
+ * `changeStatus` verifies anyway.
+ */
+export function statusChangeOps(
+  ids: readonly number[],
+  from: readonly StatusName[],
+  change: StatusChange,
+  now: Date,
+  filter: Filter<MessageDoc> = {},
+): AnyBulkWriteOperation<MessageDoc>[] {
+  const { ifPending, ifIdle } = statusChangeUpdates(change, now);
+  const base = {
+    _id: idsIn(ids),
+    status: from.length === 1 ? (from[0] as StatusName) : { $in: [...from] },
+    ...filter,
+  } as Filter<MessageDoc>;
+  return [
+    {
+      updateMany: {
+        filter: { ...base, notifyAt: { $exists: true } } as Filter<MessageDoc>,
+        update: ifPending,
+      },
+    },
+    {
+      updateMany: {
+        filter: { ...base, notifyAt: { $exists: false } } as Filter<MessageDoc>,
+        update: ifIdle,
+      },
+    },
+  ];
+}
+
+/**
+ * Runs `statusChangeOps` (one bulkWrite) and returns how many messages changed. When fewer changed
+ * than `ids`, the messages still in a `from` status for which `stillDue` holds are tried again
+ * (twice at most): a belt to the braces of the argument above.
+ */
+export async function changeStatus(
+  messages: Collection<MessageDoc>,
+  ids: readonly number[],
+  from: readonly StatusName[],
+  change: StatusChange,
+  now: Date,
+  options: { filter?: Filter<MessageDoc>; stillDue?: (doc: MessageDoc) => boolean } = {},
+): Promise<number> {
+  let remaining = [...ids];
+  let changed = 0;
+  for (let round = 0; round < 3 && remaining.length > 0; round++) {
+    const result = await messages.bulkWrite(
+      statusChangeOps(remaining, from, change, now, options.filter),
+      {
+        ordered: true,
+      },
+    );
+    changed += result.modifiedCount;
+    if (result.modifiedCount >= remaining.length) break;
+    const left = await messages
+      .find(
+        { _id: { $in: remaining } },
+        { projection: { _id: 1, status: 1, expiresAt: 1, deliveredParts: 1 } },
+      )
+      .toArray();
+    remaining = left
+      .filter(
+        (doc) =>
+          from.includes(doc.status) &&
+          (options.stillDue ? options.stillDue(doc as MessageDoc) : true),
+      )
+      .map((doc) => doc._id);
+  }
+  return changed;
+}
+
+export type ClaimedMessage = Pick<
+  MessageDoc,
+  | "_id"
+  | "to"
+  | "from"
+  | "text"
+  | "segments"
+  | "parts"
+  | "status"
+  | "expiresAt"
+  | "deliveryAt"
+  | "carrierIds"
+>;
+
+export interface ClaimOptions {
+  now: Date;
+  limit: number;
+  leaseMs: number;
+  /** Unique per claim: the instance id and a counter. */
+  token: string;
+}
+
+/**
+ * Claims up to `limit` messages due for a delivery step: find due ids, one updateMany that
+ * re-checks due-ness per document (so two instances never claim the same message), then read the
+ * chunk by id and keep what this claim got.
+ */
+export async function claimDueDeliveries(
+  messages: Collection<MessageDoc>,
+  options: ClaimOptions,
+): Promise<ClaimedMessage[]> {
+  const { now, limit, leaseMs, token } = options;
+  // No sort: MongoDB walks the delivery_due index in order; the emulator stops at the limit.
+  const due = await messages
+    .find({ deliveryAt: { $lte: now } }, { projection: { _id: 1 } })
+    .limit(limit)
+    .toArray();
+  if (due.length === 0) return [];
+  const ids = due.map((d) => d._id);
+  const until = new Date(now.getTime() + leaseMs);
+  await messages.updateMany(
+    { _id: idsIn(ids), deliveryAt: { $lte: now }, hold: { $exists: false } },
+    { $set: { deliveryAt: until, deliveryLease: { owner: token, until } } },
+  );
+  const docs = await messages
+    .find(
+      { _id: { $in: ids } },
+      {
+        projection: {
+          _id: 1,
+          to: 1,
+          from: 1,
+          text: 1,
+          segments: 1,
+          parts: 1,
+          status: 1,
+          expiresAt: 1,
+          deliveryAt: 1,
+          carrierIds: 1,
+          deliveryLease: 1,
+        },
+      },
+    )
+    .toArray();
+  return docs
+    .filter((doc) => doc.deliveryLease?.owner === token)
+    .map(({ deliveryLease: _lease, ...doc }) => doc as ClaimedMessage);
+}
+
+export interface SubmissionOutcome {
+  id: number;
+  /** Carrier ids of the parts the carrier accepted. */
+  carrierIds: string[];
+  /** Set when a part was refused: the message is SEND_ERROR. */
+  error?: string;
+  expiresAt: Date;
+}
+
+/** One message's own status change (per-message values), for `changeStatusEach`. */
+export interface MessageStatusChange {
+  id: number;
+  from: readonly StatusName[];
+  change: StatusChange;
+}
+
+/** A message's status change as two `updateOne`s (see statusChangeOps for the order and why). */
+export function messageStatusChangeOps(
+  { id, from, change }: MessageStatusChange,
+  now: Date,
+): AnyBulkWriteOperation<MessageDoc>[] {
+  const { ifPending, ifIdle } = statusChangeUpdates(change, now);
+  const base = {
+    _id: id,
+    status: from.length === 1 ? (from[0] as StatusName) : { $in: [...from] },
+  } as Filter<MessageDoc>;
+  return [
+    {
+      updateOne: {
+        filter: { ...base, notifyAt: { $exists: true } } as Filter<MessageDoc>,
+        update: ifPending,
+      },
+    },
+    {
+      updateOne: {
+        filter: { ...base, notifyAt: { $exists: false } } as Filter<MessageDoc>,
+        update: ifIdle,
+      },
+    },
+  ];
+}
+
+/**
+ * Status changes that differ per message, in one bulkWrite of `updateOne`s filtered on `_id` and
+ * the expected status; verified like `changeStatus`. Returns how many messages changed.
+ */
+export async function changeStatusEach(
+  messages: Collection<MessageDoc>,
+  changes: readonly MessageStatusChange[],
+  now: Date,
+): Promise<number> {
+  let remaining = [...changes];
+  let changed = 0;
+  for (let round = 0; round < 3 && remaining.length > 0; round++) {
+    const ops = remaining.flatMap((c) => messageStatusChangeOps(c, now));
+    const result = await messages.bulkWrite(ops, { ordered: true });
+    changed += result.modifiedCount;
+    if (result.modifiedCount >= remaining.length) break;
+    const left = await messages
+      .find({ _id: { $in: remaining.map((c) => c.id) } }, { projection: { _id: 1, status: 1 } })
+      .toArray();
+    const statusOf = new Map(left.map((d) => [d._id, d.status]));
+    remaining = remaining.filter((c) => {
+      const status = statusOf.get(c.id);
+      return status !== undefined && c.from.includes(status);
+    });
+  }
+  return changed;
+}
+
+/**
+ * Records a chunk's submissions in one bulkWrite, one atomic update per message filtered on
+ * ACCEPTED: SENT with the parts' carrier ids (and due again at `expiresAt` for the no-receipt
+ * expiry), or SEND_ERROR with the carrier's refusal (and the ids of the parts it did accept, so
+ * their receipts are recognised and dropped).
+ */
+export async function recordSubmissions(
+  messages: Collection<MessageDoc>,
+  outcomes: readonly SubmissionOutcome[],
+  now: Date,
+): Promise<{ sent: number; sendErrors: number }> {
+  if (outcomes.length === 0) return { sent: 0, sendErrors: 0 };
+  const sent: MessageStatusChange[] = [];
+  const failed: MessageStatusChange[] = [];
+  for (const o of outcomes) {
+    if (o.error === undefined) {
+      sent.push({
+        id: o.id,
+        from: ["ACCEPTED"],
+        change: {
+          status: "SENT",
+          set: { carrierIds: o.carrierIds, deliveryAt: o.expiresAt },
+          unset: ["deliveryLease"],
+        },
+      });
+    } else {
+      const set: Partial<MessageDoc> = { sendError: o.error };
+      if (o.carrierIds.length > 0) set.carrierIds = o.carrierIds;
+      failed.push({
+        id: o.id,
+        from: ["ACCEPTED"],
+        change: { status: "SEND_ERROR", set, unset: ["deliveryAt", "deliveryLease"] },
+      });
+    }
+  }
+  return {
+    sent: sent.length > 0 ? await changeStatusEach(messages, sent, now) : 0,
+    sendErrors: failed.length > 0 ? await changeStatusEach(messages, failed, now) : 0,
+  };
+}
+
+/**
+ * DELIVERY_ERROR / Expired for those of `ids` that are still ACCEPTED or SENT and whose ttl ran
+ * out. Returns the number of messages changed.
+ */
+export async function expireMessages(
+  messages: Collection<MessageDoc>,
+  ids: readonly number[],
+  now: Date,
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  return changeStatus(
+    messages,
+    ids,
+    ["ACCEPTED", "SENT"],
+    { status: "DELIVERY_ERROR", reason: "Expired", unset: ["deliveryAt", "deliveryLease"] },
+    now,
+    {
+      filter: { expiresAt: { $lte: now } },
+      stillDue: (doc) => doc.expiresAt.getTime() <= now.getTime(),
+    },
+  );
+}
+
+/** A claimed message that needs nothing now goes back: due again at `dueAt`, or off the queue if undefined. */
+export interface Release {
+  id: number;
+  dueAt?: Date;
+}
+
+/**
+ * Gives claimed messages back, by `_id` (one bulkWrite). Unconditional: the claim still holds,
+ * and a release racing with a final status change at worst leaves a `deliveryAt` on a final
+ * message, which the next claim removes.
+ */
+export async function releaseDeliveries(
+  messages: Collection<MessageDoc>,
+  releases: readonly Release[],
+): Promise<void> {
+  if (releases.length === 0) return;
+  const ops = releases.map((r): AnyBulkWriteOperation<MessageDoc> => {
+    const update: UpdateFilter<MessageDoc> =
+      r.dueAt === undefined
+        ? { $unset: { deliveryAt: "", deliveryLease: "" } }
+        : { $set: { deliveryAt: r.dueAt }, $unset: { deliveryLease: "" } };
+    return { updateOne: { filter: { _id: r.id }, update } };
+  });
+  await messages.bulkWrite(ops, { ordered: false });
+}
+
+export interface ReceiptUpdate {
+  carrierId: string;
+  /** Hint from the carrier: looked up by `_id` (cheap everywhere) and checked against the carrier id. */
+  messageId?: number;
+  status: "DELIVERED" | "DELIVERY_ERROR";
+  reason?: ReasonName;
+}
+
+export interface ReceiptsResult {
+  /**
+   * Carrier ids to offer again later: no message has them yet, or their message is not SENT yet
+   * (the receipt overtook the recording of the submission).
+   */
+  retry: string[];
+  /** Messages whose status changed. */
+  changed: number;
+}
+
+/**
+ * Applies receipts: one lookup by carrier id, then grouped status changes. A failed part makes the
+ * message DELIVERY_ERROR with the part's reason. A delivered part is added to the message's
+ * `deliveredParts`; a message becomes DELIVERED once that set holds all its parts, by an update
+ * filtered on the set's size that runs after the add, so whichever receipt completes the set (on any
+ * instance) makes the change. Only a SENT message changes; receipts of final messages are dropped.
+ */
+export async function applyReceipts(
+  messages: Collection<MessageDoc>,
+  receipts: readonly ReceiptUpdate[],
+  now: Date,
+): Promise<ReceiptsResult> {
+  if (receipts.length === 0) return { retry: [], changed: 0 };
+  const projection = { _id: 1, status: 1, carrierIds: 1 } as const;
+  const hinted = [
+    ...new Set(receipts.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId]))),
+  ];
+  const found =
+    hinted.length > 0
+      ? await messages.find({ _id: { $in: hinted } }, { projection }).toArray()
+      : [];
+  type Found = (typeof found)[number];
+  const byId = new Map(found.map((m) => [m._id, m]));
+  const byCarrierId = new Map<string, Found>();
+  const index = (list: Found[]) => {
+    for (const message of list)
+      for (const cid of message.carrierIds ?? []) byCarrierId.set(cid, message);
+  };
+  index(found);
+  const unhinted = [
+    ...new Set(
+      receipts
+        .filter((r) => r.messageId === undefined && !byCarrierId.has(r.carrierId))
+        .map((r) => r.carrierId),
+    ),
+  ];
+  if (unhinted.length > 0)
+    index(await messages.find({ carrierIds: { $in: unhinted } }, { projection }).toArray());
+  const retry: string[] = [];
+  const perMessage = new Map<number, { message: Found; receipts: ReceiptUpdate[] }>();
+  for (const receipt of receipts) {
+    const message = byCarrierId.get(receipt.carrierId);
+    if (!message) {
+      // Not recorded yet: offer again. With a hint, a message past ACCEPTED that does not know this
+      // carrier id has been submitted again since (after a crash); this receipt is an orphan.
+      const hintedMessage =
+        receipt.messageId === undefined ? undefined : byId.get(receipt.messageId);
+      if (receipt.messageId === undefined || hintedMessage?.status === "ACCEPTED")
+        retry.push(receipt.carrierId);
+      continue;
+    }
+    if (message.status === "ACCEPTED") {
+      retry.push(receipt.carrierId);
+      continue;
+    }
+    if (message.status !== "SENT") continue; // final already: acknowledged, nothing to do
+    const entry = perMessage.get(message._id) ?? { message, receipts: [] };
+    entry.receipts.push(receipt);
+    perMessage.set(message._id, entry);
+  }
+  const failedByReason = new Map<ReasonName, number[]>();
+  const deliveredSingle: number[] = [];
+  const multiByParts = new Map<number, number[]>();
+  const addParts: AnyBulkWriteOperation<MessageDoc>[] = [];
+  for (const { message, receipts: mine } of perMessage.values()) {
+    const failed = mine.find((r) => r.status === "DELIVERY_ERROR");
+    if (failed) {
+      const reason = failed.reason ?? "Undelivered";
+      failedByReason.set(reason, [...(failedByReason.get(reason) ?? []), message._id]);
+      continue;
+    }
+    const parts = message.carrierIds?.length ?? 1;
+    if (parts <= 1) {
+      deliveredSingle.push(message._id);
+      continue;
+    }
+    addParts.push({
+      updateOne: {
+        filter: { _id: message._id },
+        update: {
+          $addToSet: { deliveredParts: { $each: [...new Set(mine.map((r) => r.carrierId))] } },
+        },
+      },
+    });
+    multiByParts.set(parts, [...(multiByParts.get(parts) ?? []), message._id]);
+  }
+  const finalUnset: (keyof MessageDoc)[] = ["deliveryAt", "deliveryLease"];
+  let changed = 0;
+  for (const [reason, messageIds] of failedByReason) {
+    changed += await changeStatus(
+      messages,
+      messageIds,
+      ["SENT"],
+      { status: "DELIVERY_ERROR", reason, unset: finalUnset },
+      now,
+    );
+  }
+  if (deliveredSingle.length > 0) {
+    changed += await changeStatus(
+      messages,
+      deliveredSingle,
+      ["SENT"],
+      { status: "DELIVERED", unset: finalUnset },
+      now,
+    );
+  }
+  if (addParts.length > 0) {
+    await messages.bulkWrite(addParts, { ordered: false });
+    for (const [parts, messageIds] of multiByParts) {
+      changed += await changeStatus(
+        messages,
+        messageIds,
+        ["SENT"],
+        { status: "DELIVERED", unset: finalUnset },
+        now,
+        {
+          filter: { [`deliveredParts.${parts - 1}`]: { $exists: true } },
+          stillDue: (doc) => (doc.deliveredParts?.length ?? 0) >= parts,
+        },
+      );
+    }
+  }
+  return { retry, changed };
+}

@@ -1,0 +1,207 @@
+/**
+ * Store side of the notifier (design "Status webhooks"): claiming messages whose first pending
+ * notification is due, and recording the results of a chunk in one bulkWrite.
+ *
+ * A message's notifications are sent in order: only the first pending one is ever due, and
+ * `notifyAt` is its due time (absent when none is pending). A claim pushes `notifyAt` forward by
+ * the lease and records the owner in `notifyLease`, so two instances never claim the same
+ * notification and a crashed instance's claims come due again when the lease runs out.
+ */
+import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import type { Store } from "./database.ts";
+import { idsIn } from "./delivery-queue.ts";
+import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
+
+export type NotifyingMessage = Pick<
+  MessageDoc,
+  "_id" | "accountId" | "batchId" | "statusCallback" | "notifications"
+>;
+
+export interface NotificationClaimOptions {
+  now: Date;
+  limit: number;
+  leaseMs: number;
+  /** Unique per claim. */
+  token: string;
+}
+
+/**
+ * Claims up to `limit` messages with a due notification: find due ids, one updateMany that
+ * re-checks due-ness per document (so two instances never claim the same message), then read the
+ * chunk by id and keep what this claim got.
+ */
+export async function claimDueNotifications(
+  messages: Collection<MessageDoc>,
+  options: NotificationClaimOptions,
+): Promise<NotifyingMessage[]> {
+  const { now, limit, leaseMs, token } = options;
+  if (limit <= 0) return [];
+  // No sort: MongoDB walks the notify_due index in order; the emulator stops at the limit.
+  const due = await messages
+    .find({ notifyAt: { $lte: now } }, { projection: { _id: 1 } })
+    .limit(limit)
+    .toArray();
+  if (due.length === 0) return [];
+  const ids = due.map((d) => d._id);
+  const until = new Date(now.getTime() + leaseMs);
+  await messages.updateMany(
+    {
+      _id: idsIn(ids),
+      notifyAt: { $lte: now },
+      hold: { $exists: false },
+      $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
+    },
+    { $set: { notifyAt: until, notifyLease: { owner: token, until } } },
+  );
+  const docs = await messages
+    .find(
+      { _id: { $in: ids } },
+      {
+        projection: {
+          _id: 1,
+          accountId: 1,
+          batchId: 1,
+          statusCallback: 1,
+          notifications: 1,
+          notifyLease: 1,
+        },
+      },
+    )
+    .toArray();
+  return docs
+    .filter((doc) => doc.notifyLease?.owner === token)
+    .map(({ notifyLease: _lease, ...doc }) => doc as NotifyingMessage);
+}
+
+/** Status URL and webhook secret of the given accounts, in one query. */
+export async function loadWebhookAccounts(
+  accounts: Collection<AccountDoc>,
+  ids: readonly string[],
+): Promise<Map<string, Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">>> {
+  const found = await accounts
+    .find(
+      { _id: { $in: [...new Set(ids)] } },
+      { projection: { _id: 1, statusUrl: 1, webhookSecret: 1 } },
+    )
+    .toArray();
+  return new Map(found.map((a) => [a._id, a]));
+}
+
+/** What became of the first pending notification of a claimed message. */
+export interface NotificationOutcome {
+  messageId: number;
+  /** The claim token the message was claimed with: the outcome is recorded only while it holds. */
+  claim: string;
+  /** Index of the notification handled; `length` when none was pending. */
+  index: number;
+  /** `notifications.length` in the claimed snapshot. */
+  length: number;
+  /**
+   * New state: a final one (the next notification becomes due), `pending` to look again at
+   * `nextAttemptAt`, or undefined when there was no pending notification.
+   */
+  state?: NotificationState;
+  attempt?: WebhookAttemptDoc;
+  url?: string;
+  /** With `pending`: when to look again. */
+  nextAttemptAt?: Date;
+  /** With `pending`: the notification was not attempted (its host was busy); its own retry time stays. */
+  deferred?: boolean;
+  /**
+   * The handled notification is of a final status: no notification can follow it, so `notifyAt`
+   * is removed outright instead of by the two grouped updates.
+   */
+  last?: boolean;
+}
+
+/**
+ * Records the outcomes of claimed notifications in one bulkWrite. Each outcome is an update of its
+ * message while the claim still holds (an instance whose lease ran out records nothing: the new
+ * owner sends again, at least once); it ends the claim. A final state makes the next notification due now when
+ * the snapshot had one; after the notification of a final status `notifyAt` simply goes (nothing can
+ * follow it); otherwise two grouped updates settle `notifyAt`, per index K of the next
+ * notification: "still no notification K and nobody holds the message" removes `notifyAt`, then
+ * "there is a notification K now" makes it due. A status change that appends K in between sets
+ * `notifyAt` itself (see delivery-queue's statusChangeOps), so no notification is left without a
+ * due time.
+ */
+export async function recordNotificationOutcomes(
+  messages: Collection<MessageDoc>,
+  outcomes: readonly NotificationOutcome[],
+  now: Date,
+): Promise<void> {
+  if (outcomes.length === 0) return;
+  const ops: AnyBulkWriteOperation<MessageDoc>[] = [];
+  const settleByNext = new Map<number, number[]>();
+  for (const o of outcomes) {
+    const set: Record<string, unknown> = {};
+    const unset: Record<string, ""> = { notifyLease: "" };
+    const push: Record<string, unknown> = {};
+    const path = `notifications.${o.index}`;
+    const handled = o.index < o.length;
+    if (handled) {
+      if (o.state !== undefined) set[`${path}.state`] = o.state;
+      if (o.url !== undefined) set[`${path}.url`] = o.url;
+      if (o.attempt) push[`${path}.attempts`] = o.attempt;
+    }
+    if (o.state === "pending") {
+      const at = o.nextAttemptAt ?? now;
+      set.notifyAt = at;
+      if (handled && !o.deferred) set[`${path}.nextAttemptAt`] = at;
+    } else {
+      if (handled) unset[`${path}.nextAttemptAt`] = "";
+      const next = handled ? o.index + 1 : o.length;
+      if (next < o.length) set.notifyAt = now;
+      else if (handled && o.last) unset.notifyAt = "";
+      else settleByNext.set(next, [...(settleByNext.get(next) ?? []), o.messageId]);
+    }
+    const update: Record<string, unknown> = { $unset: unset };
+    if (Object.keys(set).length > 0) update.$set = set;
+    if (Object.keys(push).length > 0) update.$push = push;
+    ops.push({
+      updateOne: {
+        filter: { _id: o.messageId, "notifyLease.owner": o.claim },
+        update: update as UpdateFilter<MessageDoc>,
+      },
+    });
+  }
+  for (const [next, ids] of settleByNext) {
+    const base = { _id: idsIn(ids), notifyLease: { $exists: false } };
+    ops.push({
+      updateMany: {
+        filter: { ...base, [`notifications.${next}`]: { $exists: false } } as Filter<MessageDoc>,
+        update: { $unset: { notifyAt: "" } },
+      },
+    });
+    ops.push({
+      updateMany: {
+        filter: { ...base, [`notifications.${next}`]: { $exists: true } } as Filter<MessageDoc>,
+        update: { $set: { notifyAt: now } },
+      },
+    });
+  }
+  await messages.bulkWrite(ops, { ordered: true });
+}
+
+export const RESUME_TOKEN_KEY = "notifier.resumeToken";
+
+export async function loadResumeToken(store: Store, key = RESUME_TOKEN_KEY): Promise<unknown> {
+  const doc = await store.state.findOne({ _id: key });
+  return doc?.value ?? undefined;
+}
+
+export async function saveResumeToken(
+  store: Store,
+  token: unknown,
+  key = RESUME_TOKEN_KEY,
+): Promise<void> {
+  await store.state.updateOne(
+    { _id: key },
+    { $set: { value: token, updatedAt: new Date() } },
+    { upsert: true },
+  );
+}
+
+export async function clearResumeToken(store: Store, key = RESUME_TOKEN_KEY): Promise<void> {
+  await store.state.deleteOne({ _id: key });
+}

@@ -1,0 +1,339 @@
+/**
+ * The whole lifecycle on a real database: delivery worker + simulator carrier + notifier, with a
+ * real HTTP receiver on loopback. Every simulator path reaches the receiver in order with the
+ * right parameters and valid signatures; batch messages carry batch_id; a restart of everything in
+ * the middle of a batch still ends with every message in its designed final status.
+ */
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
+import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import { Notifier } from "../../src/notifier/notifier.ts";
+import { generateWebhookSecret, verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import type { AccountDoc, MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import { acceptedMessage, commitBatchMessages, type NewMessage } from "../../src/store/messages.ts";
+import { testDatabase } from "../support/database.ts";
+import {
+  type ReceivedRequest,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "../support/webhook-receiver.ts";
+
+const logger = pino({ level: "silent" });
+let database: Awaited<ReturnType<typeof testDatabase>>;
+let store: Store;
+let receiver: WebhookReceiver;
+let nextId = 1;
+
+async function insertAccount(statusUrl?: string): Promise<AccountDoc> {
+  const account: AccountDoc = {
+    _id: `key-${nextId++}`,
+    name: "test",
+    secretHash: "unused",
+    webhookSecret: generateWebhookSecret(),
+    creditMicros: 0,
+    pendingCharges: [],
+    createdAt: new Date(),
+  };
+  if (statusUrl) account.statusUrl = statusUrl;
+  await store.accounts.insertOne(account);
+  return account;
+}
+
+function message(accountId: string, to: string, extra: Partial<NewMessage> = {}): NewMessage {
+  return {
+    id: nextId++,
+    accountId,
+    to,
+    from: "Tester",
+    text: "hello",
+    parts: 1,
+    ttl: 3600,
+    ...extra,
+  };
+}
+
+async function insertMessages(messages: NewMessage[], held = false): Promise<number[]> {
+  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date(), held)));
+  return messages.map((m) => m.id);
+}
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function startAll(tag: string, options: { sendDelayMs?: number; chunkSize?: number } = {}) {
+  const carrier = new SimulatorCarrier({
+    db: store.db,
+    sendDelayMs: options.sendDelayMs ?? 10,
+    receiptDelayMs: 100,
+    pollIntervalMs: 100,
+    instanceId: `sim-${tag}`,
+  });
+  const worker = new DeliveryWorker({
+    store,
+    carrier,
+    logger,
+    instanceId: `worker-${tag}`,
+    pollIntervalMs: 100,
+    chunkSize: options.chunkSize ?? 500,
+  });
+  const notifier = new Notifier({
+    store,
+    logger,
+    instanceId: `notifier-${tag}`,
+    retrySchedule: [100, 200],
+    timeoutMs: 2000,
+    allowPrivate: true,
+    sweepIntervalMs: 200,
+  });
+  return {
+    carrier,
+    worker,
+    notifier,
+    async start() {
+      await worker.start();
+      await notifier.start();
+    },
+    async stop() {
+      await worker.stop();
+      await notifier.stop();
+    },
+  };
+}
+
+function finalOf(doc: Pick<MessageDoc, "notifications">): boolean {
+  return doc.notifications.every((n) => n.state !== "pending");
+}
+
+beforeAll(async () => {
+  database = await testDatabase();
+  store = openStore(database.db);
+  await ensureIndexes(store);
+  receiver = await startWebhookReceiver();
+});
+
+afterAll(async () => {
+  await receiver?.close();
+  await database?.close();
+});
+
+/** The designed outcome per destination: statuses notified in order, final reason. */
+const PATHS: { to: string; statuses: StatusName[]; reason?: ReasonName; ttl?: number }[] = [
+  { to: "+15550100200", statuses: ["ACCEPTED", "SENT", "DELIVERED"] },
+  { to: "+9995550001", statuses: ["ACCEPTED", "SEND_ERROR"] },
+  { to: "+9995550002", statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"], reason: "Unreachable" },
+  { to: "+9995550003", statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"], reason: "Expired" },
+  { to: "+9995550004", statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"], reason: "SIM card full" },
+  { to: "+9995550005", statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"], reason: "Unroutable" },
+  { to: "+9995550006", statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"], reason: "Undelivered" },
+  {
+    to: "+9995550007",
+    statuses: ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
+    reason: "Expired",
+    ttl: 2,
+  },
+];
+
+function requestsFor(id: number): ReceivedRequest[] {
+  return receiver.succeeded().filter((r) => r.query.id === String(id));
+}
+
+describe("message lifecycle with status webhooks", () => {
+  it("walks every simulator path to the receiver, in order, signed, with batch_id for batches", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/status?source=account`);
+    const single = PATHS.map((p) => message(account._id, p.to, p.ttl ? { ttl: p.ttl } : {}));
+    const multi = [
+      message(account._id, "+15550100300", {
+        parts: 3,
+        text: "a".repeat(400),
+        segments: [
+          { id: 1001, text: "a".repeat(153) },
+          { id: 1002, text: "a".repeat(153) },
+          { id: 1003, text: "a".repeat(94) },
+        ],
+      }),
+      message(account._id, "+9995550304", {
+        parts: 2,
+        text: "b".repeat(200),
+        segments: [
+          { id: 1004, text: "b".repeat(153) },
+          { id: 1005, text: "b".repeat(47) },
+        ],
+      }),
+    ];
+    const overridden = message(account._id, "+15550100400", {
+      statusCallback: `${receiver.baseUrl}/override?token=abc`,
+    });
+    const batchId = 77;
+    const batch = PATHS.map((p) =>
+      message(account._id, p.to, { batchId, ...(p.ttl ? { ttl: p.ttl } : {}) }),
+    );
+    await insertMessages([...single, ...multi, overridden]);
+    await insertMessages(batch, true);
+
+    const service = startAll("paths");
+    await service.start();
+    try {
+      await commitBatchMessages(store.messages, batchId, new Date());
+      service.worker.wake();
+      const all = [...single, ...multi, overridden, ...batch].map((m) => m.id);
+      await waitUntil(async () => {
+        const docs = await store.messages.find({ _id: { $in: all } }).toArray();
+        return (
+          docs.length === all.length &&
+          docs.every((d) => d.status !== "ACCEPTED" && d.status !== "SENT" && finalOf(d))
+        );
+      });
+    } finally {
+      await service.stop();
+    }
+
+    const check = (m: NewMessage, statuses: StatusName[]) => {
+      const got = requestsFor(m.id);
+      expect(
+        got.map((r) => r.query.status),
+        `statuses of message ${m.id} to ${m.to}`,
+      ).toEqual(statuses);
+      for (const r of got) {
+        expect(r.method).toBe("GET");
+        expect(r.query.batch_id).toBe(m.batchId === undefined ? undefined : String(m.batchId));
+        expect(
+          verifyWebhookSignature({
+            secret: account.webhookSecret,
+            headers: r.headers,
+            pathAndQuery: r.pathAndQuery,
+          }),
+        ).toBe(true);
+      }
+      expect(new Set(got.map((r) => r.headers["webhook-id"])).size).toBe(got.length);
+      return got;
+    };
+    for (const [i, path] of PATHS.entries()) {
+      for (const m of [single[i], batch[i]]) {
+        if (!m) throw new Error("missing message");
+        const got = check(m, path.statuses);
+        expect(got.every((r) => r.path === "/status" && r.query.source === "account")).toBe(true);
+        const doc = await store.messages.findOne({ _id: m.id });
+        expect(doc?.status).toBe(path.statuses.at(-1));
+        expect(doc?.reason).toBe(path.reason);
+        expect(doc?.notifications.map((n) => n.state)).toEqual(
+          path.statuses.map(() => "delivered"),
+        );
+        expect(doc?.notifyAt).toBeUndefined();
+        expect(doc?.deliveryAt).toBeUndefined();
+      }
+    }
+    // multi-part: one status per message
+    check(multi[0] as NewMessage, ["ACCEPTED", "SENT", "DELIVERED"]);
+    check(multi[1] as NewMessage, ["ACCEPTED", "SENT", "DELIVERY_ERROR"]);
+    const failedMulti = await store.messages.findOne({ _id: (multi[1] as NewMessage).id });
+    expect(failedMulti?.reason).toBe("SIM card full");
+    expect(
+      (await store.messages.findOne({ _id: (multi[0] as NewMessage).id }))?.carrierIds,
+    ).toHaveLength(3);
+    // statusCallback overrides the account's URL, and its own query is kept
+    const overrideRequests = check(overridden, ["ACCEPTED", "SENT", "DELIVERED"]);
+    for (const r of overrideRequests) {
+      expect(r.path).toBe("/override");
+      expect(r.query.token).toBe("abc");
+      expect(r.pathAndQuery).toMatch(/^\/override\?token=abc&id=\d+&status=[A-Z_]+$/);
+    }
+    // attempts are recorded for GetMessage
+    const doc = await store.messages.findOne({ _id: overridden.id });
+    expect(doc?.notifications[0]?.attempts[0]?.httpStatus).toBe(200);
+    expect(doc?.notifications[0]?.url).toBe(`${receiver.baseUrl}/override?token=abc`);
+  });
+
+  it("expires a message whose ttl ran out before it was sent", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/expiry`);
+    const late = message(account._id, "+15550100500", { ttl: 1 });
+    await store.messages.insertOne(acceptedMessage(late, new Date(Date.now() - 1500)));
+    const service = startAll("expiry");
+    await service.start();
+    try {
+      await waitUntil(async () => {
+        const doc = await store.messages.findOne({ _id: late.id });
+        return doc?.status === "DELIVERY_ERROR" && finalOf(doc);
+      });
+    } finally {
+      await service.stop();
+    }
+    expect(requestsFor(late.id).map((r) => r.query.status)).toEqual(["ACCEPTED", "DELIVERY_ERROR"]);
+    expect((await store.messages.findOne({ _id: late.id }))?.reason).toBe("Expired");
+  });
+
+  it("ends a batch in its designed statuses across a restart in the middle", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/restart`);
+    const batchId = 88;
+    const digits = ["0", "1", "2", "3", "4", "5", "6", "8", "9"];
+    const batch = Array.from({ length: 360 }, (_, i) =>
+      message(account._id, `+999555${String(i).padStart(4, "0")}${digits[i % digits.length]}`, {
+        batchId,
+      }),
+    );
+    await insertMessages(batch, true);
+    await commitBatchMessages(store.messages, batchId, new Date());
+    const ids = batch.map((m) => m.id);
+
+    const first = startAll("before", { chunkSize: 40, sendDelayMs: 60 });
+    await first.start();
+    await waitUntil(
+      async () =>
+        (await store.messages.countDocuments({ _id: { $in: ids }, status: "SENT" })) >= 40,
+    );
+    await first.stop();
+    const progressed = await store.messages.countDocuments({
+      _id: { $in: ids },
+      status: { $ne: "ACCEPTED" },
+    });
+    expect(progressed).toBeLessThan(batch.length); // really stopped in the middle
+
+    const second = startAll("after", { chunkSize: 100 });
+    await second.start();
+    try {
+      await waitUntil(async () => {
+        const docs = await store.messages
+          .find({ _id: { $in: ids } }, { projection: { status: 1, notifications: 1 } })
+          .toArray();
+        return docs.every((d) => d.status !== "ACCEPTED" && d.status !== "SENT" && finalOf(d));
+      }, 40_000);
+    } finally {
+      await second.stop();
+    }
+
+    const expected: Record<string, { status: StatusName; reason?: ReasonName }> = {
+      "0": { status: "DELIVERED" },
+      "1": { status: "SEND_ERROR" },
+      "2": { status: "DELIVERY_ERROR", reason: "Unreachable" },
+      "3": { status: "DELIVERY_ERROR", reason: "Expired" },
+      "4": { status: "DELIVERY_ERROR", reason: "SIM card full" },
+      "5": { status: "DELIVERY_ERROR", reason: "Unroutable" },
+      "6": { status: "DELIVERY_ERROR", reason: "Undelivered" },
+      "8": { status: "DELIVERED" },
+      "9": { status: "DELIVERED" },
+    };
+    const docs = await store.messages.find({ _id: { $in: ids } }).toArray();
+    for (const doc of docs) {
+      const want = expected[doc.to.slice(-1)];
+      expect({ status: doc.status, reason: doc.reason }, doc.to).toEqual({
+        status: want?.status,
+        reason: want?.reason,
+      });
+      // one status change per status: nothing submitted twice once recorded, nothing lost
+      const statuses = doc.notifications.map((n) => n.status);
+      expect(new Set(statuses).size).toBe(statuses.length);
+      // the receiver got every notification, in order, with the batch id
+      const got = [
+        ...new Map(requestsFor(doc._id).map((r) => [r.headers["webhook-id"], r])).values(),
+      ];
+      expect(got.map((r) => r.query.status)).toEqual(statuses);
+      expect(got.every((r) => r.query.batch_id === String(batchId))).toBe(true);
+    }
+  });
+});

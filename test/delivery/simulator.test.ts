@@ -1,0 +1,155 @@
+/** The simulator carrier: outcomes by number, receipts kept durably until acknowledged. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
+import { SimulatorCarrier, simulatedOutcome } from "../../src/delivery/simulator.ts";
+import { testDatabase } from "../support/database.ts";
+
+let database: Awaited<ReturnType<typeof testDatabase>>;
+
+beforeAll(async () => {
+  database = await testDatabase();
+});
+afterAll(async () => {
+  await database?.close();
+});
+
+function part(messageId: number, to: string, partIndex = 0, partCount = 1): CarrierPart {
+  return {
+    messageId,
+    partId: messageId * 10 + partIndex,
+    partIndex,
+    partCount,
+    to,
+    from: "Sim",
+    text: "x",
+  };
+}
+
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("simulated outcome", () => {
+  it.each([
+    ["+9995550001", { kind: "SEND_ERROR" }],
+    ["+9995550002", { kind: "DELIVERY_ERROR", reason: "Unreachable" }],
+    ["+9995550003", { kind: "DELIVERY_ERROR", reason: "Expired" }],
+    ["+9995550004", { kind: "DELIVERY_ERROR", reason: "SIM card full" }],
+    ["+9995550005", { kind: "DELIVERY_ERROR", reason: "Unroutable" }],
+    ["+9995550006", { kind: "DELIVERY_ERROR", reason: "Undelivered" }],
+    ["+9995550007", { kind: "NO_RECEIPT" }],
+    ["+9995550008", { kind: "DELIVERED" }],
+    ["+9995550000", { kind: "DELIVERED" }],
+    ["9995550002", { kind: "DELIVERY_ERROR", reason: "Unreachable" }],
+    ["+15550000001", { kind: "DELIVERED" }],
+    ["+4479990007", { kind: "DELIVERED" }],
+  ])("%s → %o", (to, outcome) => {
+    expect(simulatedOutcome(to)).toEqual(outcome);
+  });
+});
+
+describe("simulator carrier", () => {
+  it("answers each part, keeps receipts until the handler acknowledges them", async () => {
+    const carrier = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 50,
+      pollIntervalMs: 50,
+      collectionName: "receipts_a",
+    });
+    const results = await carrier.submit([
+      part(1, "+15550000001"),
+      part(2, "+9995550001"),
+      part(3, "+9995550002"),
+      part(4, "+9995550007"),
+      part(5, "+15550000002", 0, 2),
+      part(5, "+15550000002", 1, 2),
+    ]);
+    expect(results.map((r) => r.ok)).toEqual([true, false, true, true, true, true]);
+    expect(await carrier.pendingReceipts()).toBe(4); // not for SEND_ERROR nor for the no-receipt number
+    const got: CarrierReceipt[] = [];
+    await carrier.start(async (receipts) => {
+      got.push(...receipts);
+      return {};
+    });
+    try {
+      await eventually(() => got.length === 4);
+      const byMessage = new Map(got.map((r) => [r.messageId, r]));
+      expect(byMessage.get(1)).toMatchObject({ status: "DELIVERED" });
+      expect(byMessage.get(3)).toMatchObject({ status: "DELIVERY_ERROR", reason: "Unreachable" });
+      expect(got.filter((r) => r.messageId === 5)).toHaveLength(2);
+      const carrierIds = results.flatMap((r) => (r.ok ? [r.carrierId] : []));
+      for (const receipt of got) expect(carrierIds).toContain(receipt.carrierId);
+      await eventually(async () => (await carrier.pendingReceipts()) === 0);
+    } finally {
+      await carrier.stop();
+    }
+  });
+
+  it("keeps unacknowledged receipts across a restart and offers retried ones again", async () => {
+    const first = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 100,
+      collectionName: "receipts_b",
+    });
+    const results = await first.submit([part(11, "+15550000011"), part(12, "+9995550004")]);
+    // the first instance never delivers them (it is gone before they are due)
+    await first.stop();
+
+    const second = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 100,
+      pollIntervalMs: 50,
+      collectionName: "receipts_b",
+    });
+    const offers: string[] = [];
+    let refusedOnce = false;
+    await second.start(async (receipts) => {
+      offers.push(...receipts.map((r) => r.carrierId));
+      const retry = receipts
+        .filter((r) => r.messageId === 11 && !refusedOnce)
+        .map((r) => r.carrierId);
+      if (retry.length > 0) refusedOnce = true;
+      return { retry };
+    });
+    try {
+      const first11 = results[0]?.ok ? results[0].carrierId : "";
+      await eventually(() => offers.filter((id) => id === first11).length === 2);
+      await eventually(async () => (await second.pendingReceipts()) === 0);
+      expect(offers.filter((id) => id !== first11)).toHaveLength(1);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it("offers a receipt again when the handler fails", async () => {
+    const carrier = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 0,
+      pollIntervalMs: 50,
+      collectionName: "receipts_c",
+    });
+    await carrier.submit([part(21, "+15550000021")]);
+    let calls = 0;
+    await carrier.start(async () => {
+      calls++;
+      if (calls === 1) throw new Error("database down");
+      return {};
+    });
+    try {
+      await eventually(async () => calls >= 2 && (await carrier.pendingReceipts()) === 0);
+    } finally {
+      await carrier.stop();
+    }
+  });
+});

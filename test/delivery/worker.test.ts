@@ -1,0 +1,373 @@
+/**
+ * The delivery worker against the simulator on a real database: claims, bulk recording, receipts,
+ * expiry, several instances, a crashed instance's claims, a failing carrier, held batches.
+ */
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type {
+  Carrier,
+  CarrierPart,
+  ReceiptHandler,
+  SubmitResult,
+} from "../../src/delivery/carrier.ts";
+import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
+import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
+import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import { acceptedMessage, commitBatchMessages, type NewMessage } from "../../src/store/messages.ts";
+import { testDatabase } from "../support/database.ts";
+
+const logger = pino({ level: "silent" });
+let database: Awaited<ReturnType<typeof testDatabase>>;
+let store: Store;
+let nextId = 1;
+let nextCollection = 1;
+
+beforeAll(async () => {
+  database = await testDatabase();
+  store = openStore(database.db);
+  await ensureIndexes(store);
+});
+afterAll(async () => {
+  await database?.close();
+});
+
+function message(to: string, extra: Partial<NewMessage> = {}): NewMessage {
+  return {
+    id: nextId++,
+    accountId: "acct",
+    to,
+    from: "Tester",
+    text: "hello",
+    parts: 1,
+    ttl: 3600,
+    ...extra,
+  };
+}
+
+async function insert(
+  messages: NewMessage[],
+  options: { held?: boolean; at?: Date } = {},
+): Promise<number[]> {
+  await store.messages.insertMany(
+    messages.map((m) => acceptedMessage(m, options.at ?? new Date(), options.held)),
+  );
+  return messages.map((m) => m.id);
+}
+
+async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const isFinal = (status: StatusName) =>
+  status === "DELIVERED" || status === "SEND_ERROR" || status === "DELIVERY_ERROR";
+
+async function allFinal(ids: number[]): Promise<boolean> {
+  const docs = await store.messages
+    .find({ _id: { $in: ids } }, { projection: { status: 1 } })
+    .toArray();
+  return docs.length === ids.length && docs.every((d) => isFinal(d.status));
+}
+
+/** A simulator that counts submissions per message (shared between instances through `counts`). */
+class CountingCarrier implements Carrier {
+  readonly name = "counting";
+  failNext = 0;
+  constructor(
+    private readonly inner: SimulatorCarrier,
+    readonly counts: Map<number, number>,
+  ) {}
+  async submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    if (this.failNext > 0) {
+      this.failNext--;
+      throw new Error("carrier unreachable");
+    }
+    for (const p of parts)
+      if (p.partIndex === 0) this.counts.set(p.messageId, (this.counts.get(p.messageId) ?? 0) + 1);
+    return this.inner.submit(parts);
+  }
+  start(handler: ReceiptHandler) {
+    return this.inner.start(handler);
+  }
+  stop() {
+    return this.inner.stop();
+  }
+}
+
+function simulator(collectionName: string, tag: string) {
+  return new SimulatorCarrier({
+    db: store.db,
+    sendDelayMs: 5,
+    receiptDelayMs: 50,
+    pollIntervalMs: 50,
+    instanceId: tag,
+    collectionName,
+  });
+}
+
+function worker(
+  carrier: Carrier,
+  tag: string,
+  extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> = {},
+) {
+  return new DeliveryWorker({
+    store,
+    carrier,
+    logger,
+    instanceId: tag,
+    pollIntervalMs: 50,
+    chunkSize: 50,
+    ...extra,
+  });
+}
+
+const EXPECTED: Record<string, { status: StatusName; reason?: ReasonName }> = {
+  "0": { status: "DELIVERED" },
+  "1": { status: "SEND_ERROR" },
+  "2": { status: "DELIVERY_ERROR", reason: "Unreachable" },
+  "3": { status: "DELIVERY_ERROR", reason: "Expired" },
+  "4": { status: "DELIVERY_ERROR", reason: "SIM card full" },
+  "5": { status: "DELIVERY_ERROR", reason: "Unroutable" },
+  "6": { status: "DELIVERY_ERROR", reason: "Undelivered" },
+};
+
+function expectDesigned(doc: MessageDoc): void {
+  const want = (doc.to.startsWith("+999") ? EXPECTED[doc.to.slice(-1)] : undefined) ?? {
+    status: "DELIVERED",
+  };
+  expect({ status: doc.status, reason: doc.reason }, doc.to).toEqual({
+    status: want.status,
+    reason: want.reason,
+  });
+  const statuses = doc.notifications.map((n) => n.status);
+  expect(statuses[0]).toBe("ACCEPTED");
+  expect(statuses.at(-1)).toBe(doc.status);
+  expect(statuses).toEqual(
+    doc.status === "SEND_ERROR" ? ["ACCEPTED", "SEND_ERROR"] : ["ACCEPTED", "SENT", doc.status],
+  );
+  expect(doc.deliveryAt).toBeUndefined();
+  expect(doc.deliveryLease).toBeUndefined();
+}
+
+describe("delivery worker", () => {
+  it("two instances work a batch together: designed statuses, each message submitted once", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const counts = new Map<number, number>();
+    const batch = Array.from({ length: 300 }, (_, i) =>
+      message(`+999555${String(i).padStart(4, "0")}${i % 9}`, { batchId: 1 }),
+    );
+    const ids = await insert(batch, { held: true });
+    const a = worker(new CountingCarrier(simulator(collection, "sim-a"), counts), "worker-a");
+    const b = worker(new CountingCarrier(simulator(collection, "sim-b"), counts), "worker-b");
+    await a.start();
+    await b.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(
+        await store.messages.countDocuments({ _id: { $in: ids }, status: { $ne: "ACCEPTED" } }),
+      ).toBe(0); // held
+      await commitBatchMessages(store.messages, 1, new Date());
+      a.wake();
+      b.wake();
+      await eventually(() => allFinal(ids.filter((_, i) => i % 9 !== 7)));
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+    expect(a.stats().claimed).toBeGreaterThan(0);
+    expect(b.stats().claimed).toBeGreaterThan(0);
+    for (const id of ids) expect(counts.get(id), `submissions of ${id}`).toBe(1);
+    const docs = await store.messages.find({ _id: { $in: ids } }).toArray();
+    for (const doc of docs) {
+      if (doc.to.endsWith("7")) {
+        expect(doc.status).toBe("SENT"); // waiting for its receipt until the ttl runs out
+        expect(doc.deliveryAt?.getTime()).toBe(doc.expiresAt.getTime());
+      } else {
+        expectDesigned(doc);
+      }
+    }
+  });
+
+  it("expires SENT-without-receipt messages shortly after their ttl", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const ids = await insert([
+      message("+9995550007", { ttl: 1 }),
+      message("+9995550017", { ttl: 2 }),
+    ]);
+    const w = worker(simulator(collection, "sim-exp"), "worker-exp");
+    await w.start();
+    try {
+      await eventually(() => allFinal(ids));
+    } finally {
+      await w.stop();
+    }
+    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray()) {
+      expect(doc.status).toBe("DELIVERY_ERROR");
+      expect(doc.reason).toBe("Expired");
+      expect(doc.notifications.map((n) => n.status)).toEqual([
+        "ACCEPTED",
+        "SENT",
+        "DELIVERY_ERROR",
+      ]);
+      expect(doc.updatedAt.getTime()).toBeGreaterThanOrEqual(doc.expiresAt.getTime());
+    }
+  });
+
+  it("multi-part messages: DELIVERED when every part is, the reason of a failed part otherwise", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const segments = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: 5000 + nextId * 10 + i, text: `part ${i}` }));
+    const ok = message("+15550001234", { parts: 4, segments: segments(4) });
+    const failed = message("+9995551235", { parts: 3, segments: segments(3) });
+    const sendError = message("+9995551231", { parts: 2, segments: segments(2) });
+    const ids = await insert([ok, failed, sendError]);
+    const parts: CarrierPart[] = [];
+    const inner = simulator(collection, "sim-multi");
+    const carrier: Carrier = {
+      name: "recording",
+      submit: async (p) => {
+        parts.push(...p);
+        return inner.submit(p);
+      },
+      start: (h) => inner.start(h),
+      stop: () => inner.stop(),
+    };
+    const w = worker(carrier, "worker-multi");
+    await w.start();
+    try {
+      await eventually(() => allFinal(ids));
+    } finally {
+      await w.stop();
+    }
+    const byId = new Map(
+      (await store.messages.find({ _id: { $in: ids } }).toArray()).map((d) => [d._id, d]),
+    );
+    expect(byId.get(ok.id)?.status).toBe("DELIVERED");
+    expect(byId.get(ok.id)?.carrierIds).toHaveLength(4);
+    expect(byId.get(ok.id)?.deliveredParts).toHaveLength(4);
+    expect(byId.get(failed.id)).toMatchObject({ status: "DELIVERY_ERROR", reason: "Unroutable" });
+    expect(byId.get(sendError.id)?.status).toBe("SEND_ERROR");
+    for (const doc of byId.values()) expectDesigned(doc);
+    const okParts = parts.filter((p) => p.messageId === ok.id);
+    expect(okParts.map((p) => [p.partId, p.partIndex, p.partCount, p.text])).toEqual(
+      (ok.segments ?? []).map((s, i) => [s.id, i, 4, s.text]),
+    );
+  });
+
+  it("takes up the claims of a crashed instance once its lease runs out", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const ids = await insert(
+      Array.from({ length: 40 }, (_, i) => message(`+1555000${String(i).padStart(4, "0")}`)),
+    );
+    // A "crashed" instance claimed them and never came back.
+    const claimed = await claimDueDeliveries(store.messages, {
+      now: new Date(),
+      limit: 1000,
+      leaseMs: 800,
+      token: "crashed:1",
+    });
+    expect(claimed.map((m) => m._id)).toEqual(expect.arrayContaining(ids));
+    const w = worker(simulator(collection, "sim-crash"), "worker-after-crash");
+    await w.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await store.messages.countDocuments({ _id: { $in: ids }, status: "ACCEPTED" })).toBe(
+        ids.length,
+      );
+      await eventually(() => allFinal(ids));
+    } finally {
+      await w.stop();
+    }
+    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray())
+      expectDesigned(doc);
+  });
+
+  it("tries a chunk again later when the carrier cannot be reached", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const counts = new Map<number, number>();
+    const carrier = new CountingCarrier(simulator(collection, "sim-down"), counts);
+    carrier.failNext = 2;
+    const ids = await insert([message("+15550009001"), message("+9995559002")]);
+    const w = worker(carrier, "worker-down", { submitRetryMs: 100 });
+    await w.start();
+    try {
+      await eventually(() => allFinal(ids));
+    } finally {
+      await w.stop();
+    }
+    expect(carrier.failNext).toBe(0);
+    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray())
+      expectDesigned(doc);
+  });
+
+  it("expires a message never sent within its ttl without submitting it", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const counts = new Map<number, number>();
+    const ids = await insert([message("+15550009100", { ttl: 1 })], {
+      at: new Date(Date.now() - 2000),
+    });
+    const w = worker(new CountingCarrier(simulator(collection, "sim-late"), counts), "worker-late");
+    await w.start();
+    try {
+      await eventually(() => allFinal(ids));
+    } finally {
+      await w.stop();
+    }
+    const doc = await store.messages.findOne({ _id: ids[0] });
+    expect(doc).toMatchObject({ status: "DELIVERY_ERROR", reason: "Expired" });
+    expect(doc?.notifications.map((n) => n.status)).toEqual(["ACCEPTED", "DELIVERY_ERROR"]);
+    expect(counts.size).toBe(0);
+  });
+});
+
+describe("status change with its notification", () => {
+  it("queues behind a pending notification, or is due at once when none is pending", async () => {
+    const now = new Date();
+    const [waiting, idle] = await insert([message("+15550009201"), message("+15550009202")]);
+    const later = new Date(now.getTime() + 60_000);
+    // `waiting` has its ACCEPTED notification in backoff; `idle` has sent it already.
+    await store.messages.updateOne(
+      { _id: waiting },
+      { $set: { notifyAt: later, "notifications.0.nextAttemptAt": later } },
+    );
+    await store.messages.updateOne(
+      { _id: idle },
+      { $set: { "notifications.0.state": "delivered" }, $unset: { notifyAt: "" } },
+    );
+    const changed = await changeStatus(
+      store.messages,
+      [waiting as number, idle as number],
+      ["ACCEPTED"],
+      { status: "SENT" },
+      now,
+    );
+    expect(changed).toBe(2);
+    const w = await store.messages.findOne({ _id: waiting });
+    const i = await store.messages.findOne({ _id: idle });
+    expect(w?.notifyAt?.getTime()).toBe(later.getTime());
+    expect(i?.notifyAt?.getTime()).toBe(now.getTime());
+    expect(w?.notifications.map((n) => [n.status, n.state])).toEqual([
+      ["ACCEPTED", "pending"],
+      ["SENT", "pending"],
+    ]);
+    expect(i?.notifications.map((n) => [n.status, n.state])).toEqual([
+      ["ACCEPTED", "delivered"],
+      ["SENT", "pending"],
+    ]);
+    // a status change only applies from the expected status
+    expect(
+      await changeStatus(
+        store.messages,
+        [idle as number],
+        ["ACCEPTED"],
+        { status: "SEND_ERROR" },
+        now,
+      ),
+    ).toBe(0);
+  });
+});

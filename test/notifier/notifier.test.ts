@@ -1,0 +1,357 @@
+/**
+ * The notifier against a real database and real HTTP receivers on loopback: retries and giving up,
+ * order per message, skipped notifications, two instances, a restart that resumes from the stored
+ * change-stream token, private-address protection, a slow receiver.
+ */
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
+import { generateWebhookSecret, verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import { changeStatus } from "../../src/store/delivery-queue.ts";
+import type { AccountDoc, MessageDoc } from "../../src/store/documents.ts";
+import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
+import { RESUME_TOKEN_KEY } from "../../src/store/notification-queue.ts";
+import { testDatabase } from "../support/database.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+
+const logger = pino({ level: "silent" });
+let database: Awaited<ReturnType<typeof testDatabase>>;
+let store: Store;
+let receiver: WebhookReceiver;
+let nextId = 1;
+const notifiers: Notifier[] = [];
+
+beforeAll(async () => {
+  database = await testDatabase();
+  store = openStore(database.db);
+  await ensureIndexes(store);
+  receiver = await startWebhookReceiver();
+});
+afterAll(async () => {
+  await Promise.all(notifiers.map((n) => n.stop()));
+  await receiver?.close();
+  await database?.close();
+});
+
+async function insertAccount(statusUrl?: string): Promise<AccountDoc> {
+  const account: AccountDoc = {
+    _id: `key-${nextId++}`,
+    name: "test",
+    secretHash: "unused",
+    webhookSecret: generateWebhookSecret(),
+    creditMicros: 0,
+    pendingCharges: [],
+    createdAt: new Date(),
+  };
+  if (statusUrl) account.statusUrl = statusUrl;
+  await store.accounts.insertOne(account);
+  return account;
+}
+
+async function insertMessages(
+  accountId: string,
+  count: number,
+  extra: Partial<NewMessage> = {},
+): Promise<number[]> {
+  const messages = Array.from({ length: count }, () => ({
+    id: nextId++,
+    accountId,
+    to: "+15550001111",
+    from: "Tester",
+    text: "hi",
+    parts: 1,
+    ttl: 3600,
+    ...extra,
+  }));
+  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date())));
+  return messages.map((m) => m.id);
+}
+
+function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
+  const n = new Notifier({
+    store,
+    logger,
+    instanceId: tag,
+    retrySchedule: [100, 200],
+    timeoutMs: 2000,
+    allowPrivate: true,
+    sweepIntervalMs: 200,
+    ...options,
+  });
+  notifiers.push(n);
+  return n;
+}
+
+async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function settled(ids: number[]): Promise<boolean> {
+  const docs = await store.messages
+    .find({ _id: { $in: ids } }, { projection: { notifications: 1 } })
+    .toArray();
+  return (
+    docs.length === ids.length &&
+    docs.every((d) => d.notifications.every((n) => n.state !== "pending"))
+  );
+}
+
+async function doc(id: number | undefined): Promise<MessageDoc> {
+  const found = await store.messages.findOne({ _id: id as number });
+  if (!found) throw new Error(`message ${id} not found`);
+  return found;
+}
+
+const received = (path: string, id: number) =>
+  receiver.requests.filter((r) => r.path === path && r.query.id === String(id));
+
+describe("notifier", () => {
+  it("retries a failing receiver on the schedule, in order, with a stable webhook-id", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/retry`);
+    const [id] = await insertMessages(account._id, 1);
+    let failures = 0;
+    receiver.set({
+      respond: (r) =>
+        r.path === "/retry" && r.query.status === "ACCEPTED" && failures++ < 2 ? 503 : undefined,
+    });
+    await changeStatus(
+      store.messages,
+      [id as number],
+      ["ACCEPTED"],
+      { status: "SENT" },
+      new Date(),
+    );
+    const n = notifier("retry");
+    await n.start();
+    await eventually(() => settled([id as number]));
+    await n.stop();
+    const got = received("/retry", id as number);
+    expect(got.map((r) => [r.query.status, r.answered])).toEqual([
+      ["ACCEPTED", 503],
+      ["ACCEPTED", 503],
+      ["ACCEPTED", 200],
+      ["SENT", 200],
+    ]);
+    expect(new Set(got.slice(0, 3).map((r) => r.headers["webhook-id"])).size).toBe(1);
+    for (const r of got) {
+      expect(
+        verifyWebhookSignature({
+          secret: account.webhookSecret,
+          headers: r.headers,
+          pathAndQuery: r.pathAndQuery,
+        }),
+      ).toBe(true);
+    }
+    const stored = await doc(id);
+    expect(stored.notifications[0]?.state).toBe("delivered");
+    expect(stored.notifications[0]?.attempts.map((a) => a.httpStatus)).toEqual([503, 503, 200]);
+    expect(stored.notifications[0]?.attempts[0]?.error).toBe("HTTP 503");
+    expect(stored.notifications[1]?.attempts.map((a) => a.httpStatus)).toEqual([200]);
+    expect(stored.notifyAt).toBeUndefined();
+    receiver.set({ respond: undefined });
+  });
+
+  it("gives up after the schedule and goes on with the next status; skips without a URL", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/down`);
+    const silent = await insertAccount();
+    const [id] = await insertMessages(account._id, 1);
+    const [unheard] = await insertMessages(silent._id, 1);
+    receiver.set({
+      respond: (r) => (r.path === "/down" && r.query.status === "ACCEPTED" ? 500 : undefined),
+    });
+    await changeStatus(
+      store.messages,
+      [id as number, unheard as number],
+      ["ACCEPTED"],
+      { status: "SENT" },
+      new Date(),
+    );
+    const n = notifier("give-up");
+    await n.start();
+    await eventually(() => settled([id as number, unheard as number]));
+    await n.stop();
+    expect(received("/down", id as number).map((r) => r.query.status)).toEqual([
+      "ACCEPTED",
+      "ACCEPTED",
+      "ACCEPTED",
+      "SENT",
+    ]);
+    const stored = await doc(id);
+    expect(stored.notifications.map((x) => x.state)).toEqual(["gave_up", "delivered"]);
+    expect(stored.notifications[0]?.attempts).toHaveLength(3);
+    const skipped = await doc(unheard);
+    expect(skipped.notifications.map((x) => x.state)).toEqual(["skipped", "skipped"]);
+    expect(receiver.requests.some((r) => r.query.id === String(unheard))).toBe(false);
+    receiver.set({ respond: undefined });
+  });
+
+  it("two instances deliver each notification exactly once between them", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/pair`);
+    const a = notifier("pair-a", { concurrency: 8 });
+    const b = notifier("pair-b", { concurrency: 8 });
+    await a.start();
+    await b.start();
+    const ids = await insertMessages(account._id, 150);
+    await changeStatus(store.messages, ids, ["ACCEPTED"], { status: "SENT" }, new Date());
+    await changeStatus(
+      store.messages,
+      ids.slice(0, 75),
+      ["SENT"],
+      { status: "DELIVERED" },
+      new Date(),
+    );
+    await changeStatus(
+      store.messages,
+      ids.slice(75),
+      ["SENT"],
+      { status: "DELIVERY_ERROR", reason: "Unreachable" },
+      new Date(),
+    );
+    await eventually(() => settled(ids));
+    const got = receiver.requests.filter((r) => r.path === "/pair");
+    const perId = new Map<string, number>();
+    for (const r of got)
+      perId.set(
+        String(r.headers["webhook-id"]),
+        (perId.get(String(r.headers["webhook-id"])) ?? 0) + 1,
+      );
+    expect(perId.size).toBe(ids.length * 3);
+    expect([...perId.values()].every((count) => count === 1)).toBe(true);
+    expect(a.stats().delivered).toBeGreaterThan(0);
+    expect(b.stats().delivered).toBeGreaterThan(0);
+    expect(a.stats().delivered + b.stats().delivered).toBe(ids.length * 3);
+    for (const id of ids) {
+      expect(received("/pair", id).map((r) => r.query.status)).toEqual([
+        "ACCEPTED",
+        "SENT",
+        id < (ids[75] as number) ? "DELIVERED" : "DELIVERY_ERROR",
+      ]);
+    }
+    await a.stop();
+    await b.stop();
+  });
+
+  it("restarted in the middle of a stream of changes, loses none and resumes from its stored token", async () => {
+    const account = await insertAccount(`${receiver.baseUrl}/restart`);
+    // Sweeps far apart: after the start-up sweep, only the change stream drives the notifier.
+    const first = notifier("restart-1", { sweepIntervalMs: 60_000 });
+    await first.start();
+    const ids: number[] = [];
+    let producing = true;
+    const producer = (async () => {
+      while (producing) {
+        const batch = await insertMessages(account._id, 5);
+        ids.push(...batch);
+        await changeStatus(store.messages, batch, ["ACCEPTED"], { status: "SENT" }, new Date());
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+    })();
+    await eventually(() => receiver.requests.filter((r) => r.path === "/restart").length >= 20);
+    await first.stop();
+    const token = await store.state.findOne({ _id: RESUME_TOKEN_KEY });
+    expect(token?.value).toBeTruthy();
+    // Changes while no notifier runs.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    producing = false;
+    await producer;
+    const whileDown = await insertMessages(account._id, 10);
+    ids.push(...whileDown);
+    const second = notifier("restart-2", { sweepIntervalMs: 60_000 });
+    await second.start();
+    await eventually(() => settled(ids));
+    const stats = second.stats();
+    expect(stats.resumedFromToken).toBe(true);
+    // the stream replayed what happened while it was down (at least the ten inserts)
+    expect(stats.streamEvents).toBeGreaterThanOrEqual(10);
+    for (const id of ids) {
+      const statuses = [
+        ...new Map(
+          received("/restart", id).map((r) => [r.headers["webhook-id"], r.query.status]),
+        ).values(),
+      ];
+      expect(statuses, `message ${id}`).toEqual(
+        whileDown.includes(id) ? ["ACCEPTED"] : ["ACCEPTED", "SENT"],
+      );
+    }
+    // new changes after the restart are picked up by the stream (no sweep for a minute)
+    const [late] = await insertMessages(account._id, 1);
+    await eventually(() => received("/restart", late as number).length === 1, 10_000);
+    await second.stop();
+  });
+
+  it("refuses private and link-local callback addresses unless allowed", async () => {
+    const account = await insertAccount();
+    const callbacks = [
+      "http://10.0.0.1/hook",
+      "http://169.254.169.254/latest/meta-data",
+      `http://[::1]:${new URL(receiver.baseUrl).port}/guard`,
+      `http://localhost:${new URL(receiver.baseUrl).port}/guard`,
+      `${receiver.baseUrl}/guard`,
+      "ftp://example.com/hook",
+    ];
+    const ids: number[] = [];
+    for (const statusCallback of callbacks)
+      ids.push(...(await insertMessages(account._id, 1, { statusCallback })));
+    const n = notifier("guard", { allowPrivate: false });
+    await n.start();
+    await eventually(() => settled(ids));
+    await n.stop();
+    for (const id of ids) {
+      const stored = await doc(id);
+      expect(stored.notifications[0]?.state, stored.statusCallback).toBe("gave_up");
+      expect(
+        stored.notifications[0]?.attempts,
+        JSON.stringify(stored.notifications[0]),
+      ).toHaveLength(1);
+      expect(stored.notifications[0]?.attempts[0]?.httpStatus).toBe(0);
+      expect(stored.notifications[0]?.url).toBe(stored.statusCallback);
+    }
+    expect((await doc(ids[0])).notifications[0]?.attempts[0]?.error).toMatch(
+      /10\.0\.0\.1.*private/,
+    );
+    expect((await doc(ids[1])).notifications[0]?.attempts[0]?.error).toMatch(/link-local/);
+    expect((await doc(ids[2])).notifications[0]?.attempts[0]?.error).toMatch(/loopback/);
+    expect((await doc(ids[3])).notifications[0]?.attempts[0]?.error).toMatch(/localhost.*loopback/);
+    expect(receiver.requests.some((r) => r.path === "/guard")).toBe(false);
+  });
+
+  it("does not let a slow receiver stall the others", async () => {
+    const slow = await startWebhookReceiver({ delayMs: 5_000 });
+    try {
+      const slowAccount = await insertAccount(`${slow.baseUrl}/slow`);
+      const fastAccount = await insertAccount(`${receiver.baseUrl}/fast`);
+      const slowIds = await insertMessages(slowAccount._id, 30);
+      const fastIds = await insertMessages(fastAccount._id, 30);
+      const n = notifier("slow", {
+        concurrency: 8,
+        perHostConcurrency: 2,
+        slowHostMs: 200,
+        timeoutMs: 1_000,
+        retrySchedule: [60_000],
+      });
+      await n.start();
+      await eventually(() => settled(fastIds));
+      // every fast notification is out while most slow ones still wait for their first attempt
+      const slowDocs = await store.messages.find({ _id: { $in: slowIds } }).toArray();
+      const attempted = slowDocs.filter(
+        (d) => (d.notifications[0]?.attempts.length ?? 0) > 0,
+      ).length;
+      expect(attempted).toBeLessThan(slowIds.length);
+      await n.stop();
+      const timedOut = (await store.messages.find({ _id: { $in: slowIds } }).toArray()).flatMap(
+        (d) => d.notifications[0]?.attempts ?? [],
+      );
+      expect(timedOut.every((a) => a.httpStatus === 0 && /timeout/.test(a.error ?? ""))).toBe(true);
+    } finally {
+      await slow.close();
+    }
+  });
+});
