@@ -21,6 +21,7 @@ import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
 import { ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
+import { MessageWriter } from "./store/message-writer.ts";
 import { IdAllocator } from "./store/sequences.ts";
 
 export interface BuildOptions {
@@ -59,6 +60,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     directory,
     messageIds: new IdAllocator(store.counters, "message"),
     confirmations,
+    writer: new MessageWriter(store.accounts, store.messages),
     policy: {
       sharedSender: config.sharedSender,
       maxParts: config.maxParts,

@@ -22,7 +22,7 @@ import {
 } from "../domain/limits.ts";
 import { batchCounters } from "../domain/message-status.ts";
 import { MICROS } from "../store/accounts.ts";
-import { type ChargeConfirmations, debit, refund } from "../store/charges.ts";
+import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
 import type {
   MessageDoc,
@@ -32,6 +32,7 @@ import type {
   SegmentDoc,
   StatusName,
 } from "../store/documents.ts";
+import type { MessageWriter } from "../store/message-writer.ts";
 import { acceptedMessage, commitBatchMessages } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import type { AccountDirectory } from "./account-directory.ts";
@@ -56,6 +57,8 @@ export interface MessagingDeps {
   directory: AccountDirectory;
   messageIds: IdAllocator;
   confirmations: ChargeConfirmations;
+  /** Stores single sends with group commit. */
+  writer: MessageWriter;
   policy: IntakePolicy & { pricePerPartMicros: number };
   /** Called after messages are stored, to wake the delivery worker. */
   onAccepted?: () => void;
@@ -64,14 +67,13 @@ export interface MessagingDeps {
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
   const { store, directory, policy } = deps;
 
-  /** Debits, stores with `store()`, and refunds when storing fails. Returns credit left. */
-  async function charged(
+  /** Confirms a charged write, or explains why it was refused. Returns the credit left. */
+  async function confirmCharge(
     apiKey: string,
     charge: PendingCharge,
-    storeIt: () => Promise<void>,
+    result: DebitResult,
   ): Promise<number> {
-    const debited = await debit(store.accounts, apiKey, charge);
-    if (debited === "insufficient") {
+    if (result === "insufficient") {
       // Only on this failure path: one more read, so the caller learns how much is missing.
       const account = await store.accounts.findOne(
         { _id: apiKey },
@@ -82,15 +84,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         `not enough credit: this request costs ${charge.amountMicros / MICROS}${left}`,
       );
     }
-    try {
-      await storeIt();
-    } catch (error) {
-      await refund(store.accounts, apiKey, charge).catch(() => undefined);
-      throw error;
-    }
     deps.confirmations.add(apiKey, charge);
     deps.onAccepted?.();
-    return debited.creditMicros / MICROS;
+    return result.creditMicros / MICROS;
   }
 
   return {
@@ -132,9 +128,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         amountMicros: message.partCount * policy.pricePerPartMicros,
         at: now,
       };
-      const creditRemaining = await charged(account.apiKey, charge, async () => {
-        await store.messages.insertOne(doc);
-      });
+      const creditRemaining = await confirmCharge(
+        account.apiKey,
+        charge,
+        await deps.writer.write(account.apiKey, charge, doc),
+      );
       return {
         message: create(MessageSchema, {
           id: BigInt(id),
@@ -238,11 +236,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         };
         // Messages are stored held, then the batch document commits them; a crash in between
         // leaves a pending charge that the settler rolls back or completes.
-        creditRemaining = await charged(account.apiKey, charge, async () => {
+        const result = await chargeThenStore(store.accounts, account.apiKey, charge, async () => {
           await store.messages.insertMany(docs, { ordered: false });
           await store.batches.insertOne(batchDoc);
           await commitBatchMessages(store.messages, batchId, now);
         });
+        creditRemaining = await confirmCharge(account.apiKey, charge, result);
       }
       return {
         batch: create(BatchSchema, {

@@ -22,6 +22,24 @@ export async function debit(
   return updated ? { creditMicros: updated.creditMicros } : "insufficient";
 }
 
+/** Debits, then stores with `storeIt`; gives the charge back when storing fails. */
+export async function chargeThenStore(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  charge: PendingCharge,
+  storeIt: () => Promise<void>,
+): Promise<DebitResult> {
+  const debited = await debit(accounts, apiKey, charge);
+  if (debited === "insufficient") return debited;
+  try {
+    await storeIt();
+  } catch (error) {
+    await refund(accounts, apiKey, charge).catch(() => undefined);
+    throw error;
+  }
+  return debited;
+}
+
 /** Gives a charge back when its request failed before storing anything. */
 export async function refund(
   accounts: Collection<AccountDoc>,
