@@ -124,7 +124,7 @@ public final class Launcher {
             };
             backendName = "h2";
         } else {
-            backend = new IndexedMemoryBackend() {
+            backend = new EmulatorMemoryBackend() {
                 {
                     databaseNames.set(this::listDatabaseNames);
                 }
