@@ -96,7 +96,6 @@ function equivalentDocs(firstId: number, count: number, text: string): MessageDo
         ttl: 21_600,
       },
       now,
-      true,
     ),
   );
 }

@@ -16,6 +16,7 @@
  * handler, `stop` finishes the chunks in flight and then stops the carrier.
  */
 
+import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import {
   applyReceipts,
@@ -73,6 +74,7 @@ export interface DeliveryWorkerStats {
 
 export class DeliveryWorker {
   private readonly store: Store;
+  private readonly commits: BatchCommits;
   private readonly carrier: Carrier;
   private readonly logger: Logger;
   private readonly instanceId: string;
@@ -101,6 +103,7 @@ export class DeliveryWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.store = options.store;
+    this.commits = new BatchCommits(options.store.batches);
     this.carrier = options.carrier;
     this.logger = options.logger;
     this.instanceId = options.instanceId;
@@ -195,6 +198,7 @@ export class DeliveryWorker {
             limit: this.chunkSize,
             leaseMs: this.leaseMs,
             token,
+            commits: this.commits,
           });
           if (chunk.length === 0) break;
           this.counters.claimed += chunk.length;

@@ -18,9 +18,11 @@
  * - Outcomes: any 2xx is delivered; anything else is retried on the schedule, then given up. No
  *   status URL: skipped. A refused (private) address or an unusable URL is given up at once.
  */
+
 import http from "node:http";
 import https from "node:https";
 import type { ChangeStream, ChangeStreamOptions, Document } from "mongodb";
+import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, StatusName, WebhookAttemptDoc } from "../store/documents.ts";
 import {
@@ -130,6 +132,7 @@ const FINAL_STATUSES: ReadonlySet<StatusName> = new Set([
 
 export class Notifier {
   private readonly store: Store;
+  private readonly commits: BatchCommits;
   private readonly logger: Logger;
   private readonly instanceId: string;
   private readonly schedule: readonly number[];
@@ -187,6 +190,7 @@ export class Notifier {
 
   constructor(options: NotifierOptions) {
     this.store = options.store;
+    this.commits = new BatchCommits(options.store.batches);
     this.logger = options.logger;
     this.instanceId = options.instanceId;
     this.schedule = options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE_MS;
@@ -302,6 +306,7 @@ export class Notifier {
           limit,
           leaseMs: this.leaseMs,
           token,
+          commits: this.commits,
         });
         accounts =
           claimed.length > 0

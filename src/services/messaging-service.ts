@@ -33,7 +33,7 @@ import type {
   StatusName,
 } from "../store/documents.ts";
 import type { MessageWriter } from "../store/message-writer.ts";
-import { acceptedMessage, commitBatchMessages } from "../store/messages.ts";
+import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -225,7 +225,6 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
               ...(req.statusCallback && { statusCallback: req.statusCallback }),
             },
             now,
-            true,
           );
         });
         const charge: PendingCharge = {
@@ -234,12 +233,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           amountMicros: partTotal * policy.pricePerPartMicros,
           at: now,
         };
-        // Messages are stored held, then the batch document commits them; a crash in between
-        // leaves a pending charge that the settler rolls back or completes.
+        // The messages first, then the batch document, which commits them (batch-commits.ts); a
+        // crash in between leaves a pending charge that the settler rolls back.
         const result = await chargeThenStore(store.accounts, account.apiKey, charge, async () => {
           await store.messages.insertMany(docs, { ordered: false });
           await store.batches.insertOne(batchDoc);
-          await commitBatchMessages(store.messages, batchId, now);
         });
         creditRemaining = await confirmCharge(account.apiKey, charge, result);
       }

@@ -1,6 +1,5 @@
 import type { Collection } from "mongodb";
 import type { AccountDoc, BatchDoc, MessageDoc, PendingCharge } from "./documents.ts";
-import { commitBatchMessages } from "./messages.ts";
 
 // Credit is debited before anything is stored, together with a pending-charge record in the same
 // atomic update. The stored message (or batch document) confirms the charge; a charge left
@@ -98,8 +97,9 @@ export class ChargeConfirmations {
 
 /**
  * Settles charges left pending longer than `olderThanMs` (a crash between debit and store):
- * a single send is confirmed if its message exists, else refunded; a batch whose document exists
- * is committed, else its partly stored messages are deleted and the charge refunded.
+ * a single send is confirmed if its message exists, else refunded; a batch is confirmed if its
+ * document (its commit) exists, else its partly stored messages, which nobody has worked, are
+ * deleted and the charge refunded.
  */
 export async function settleAbandonedCharges(
   collections: {
@@ -124,8 +124,6 @@ export async function settleAbandonedCharges(
           ? await collections.messages.countDocuments({ _id: charge.ref }, { limit: 1 })
           : await collections.batches.countDocuments({ _id: charge.ref }, { limit: 1 });
       if (stored) {
-        if (charge.kind === "batch")
-          await commitBatchMessages(collections.messages, charge.ref, now);
         await collections.accounts.updateOne(
           { _id: account._id },
           { $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } } },

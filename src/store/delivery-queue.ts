@@ -15,6 +15,7 @@
  * collection once, and a filter that pins `_id` is served by the `_id` index.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import { type BatchCommits, UNCOMMITTED_RETRY_MS } from "./batch-commits.ts";
 import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
 
 /**
@@ -170,6 +171,8 @@ export interface ClaimOptions {
   leaseMs: number;
   /** Unique per claim: the instance id and a counter. */
   token: string;
+  /** Messages of batches not committed yet are put back, not returned. */
+  commits: BatchCommits;
 }
 
 /**
@@ -191,7 +194,7 @@ export async function claimDueDeliveries(
   const ids = due.map((d) => d._id);
   const until = new Date(now.getTime() + leaseMs);
   await messages.updateMany(
-    { _id: idsIn(ids), deliveryAt: { $lte: now }, hold: { $exists: false } },
+    { _id: idsIn(ids), deliveryAt: { $lte: now } },
     { $set: { deliveryAt: until, deliveryLease: { owner: token, until } } },
   );
   const docs = await messages
@@ -210,13 +213,25 @@ export async function claimDueDeliveries(
           deliveryAt: 1,
           carrierIds: 1,
           deliveryLease: 1,
+          batchId: 1,
         },
       },
     )
     .toArray();
-  return docs
-    .filter((doc) => doc.deliveryLease?.owner === token)
-    .map(({ deliveryLease: _lease, ...doc }) => doc as ClaimedMessage);
+  const claimed = docs.filter((doc) => doc.deliveryLease?.owner === token);
+  const waiting = new Set(await options.commits.uncommitted(claimed));
+  if (waiting.size > 0) {
+    await messages.updateMany(
+      { _id: { $in: [...waiting] } },
+      {
+        $set: { deliveryAt: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
+        $unset: { deliveryLease: "" },
+      },
+    );
+  }
+  return claimed
+    .filter((doc) => !waiting.has(doc._id))
+    .map(({ deliveryLease: _lease, batchId: _batch, ...doc }) => doc as ClaimedMessage);
 }
 
 export interface SubmissionOutcome {

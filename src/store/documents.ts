@@ -74,11 +74,6 @@ export interface MessageDoc {
   updatedAt: Date;
   /** createdAt + ttl: not DELIVERED by then means DELIVERY_ERROR / Expired. */
   expiresAt: Date;
-  /**
-   * Set while the batch that carries the message is being stored: the delivery worker and the
-   * notifier leave held messages alone until the batch commits (or is rolled back).
-   */
-  hold?: true;
   /** Status history notifications, in order; one per status change, ACCEPTED included. */
   notifications: NotificationDoc[];
   /** Due time of the first pending notification; absent when none is pending. Indexed. */

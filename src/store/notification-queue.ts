@@ -8,6 +8,7 @@
  * notification and a crashed instance's claims come due again when the lease runs out.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import { type BatchCommits, UNCOMMITTED_RETRY_MS } from "./batch-commits.ts";
 import type { Store } from "./database.ts";
 import { idsIn } from "./delivery-queue.ts";
 import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
@@ -23,6 +24,8 @@ export interface NotificationClaimOptions {
   leaseMs: number;
   /** Unique per claim. */
   token: string;
+  /** Messages of batches not committed yet are put back, not returned. */
+  commits: BatchCommits;
 }
 
 /**
@@ -48,7 +51,6 @@ export async function claimDueNotifications(
     {
       _id: idsIn(ids),
       notifyAt: { $lte: now },
-      hold: { $exists: false },
       $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
     },
     { $set: { notifyAt: until, notifyLease: { owner: token, until } } },
@@ -68,8 +70,19 @@ export async function claimDueNotifications(
       },
     )
     .toArray();
-  return docs
-    .filter((doc) => doc.notifyLease?.owner === token)
+  const claimed = docs.filter((doc) => doc.notifyLease?.owner === token);
+  const waiting = new Set(await options.commits.uncommitted(claimed));
+  if (waiting.size > 0) {
+    await messages.updateMany(
+      { _id: { $in: [...waiting] } },
+      {
+        $set: { notifyAt: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
+        $unset: { notifyLease: "" },
+      },
+    );
+  }
+  return claimed
+    .filter((doc) => !waiting.has(doc._id))
     .map(({ notifyLease: _lease, ...doc }) => doc as NotifyingMessage);
 }
 

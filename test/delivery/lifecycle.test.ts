@@ -12,7 +12,8 @@ import { Notifier } from "../../src/notifier/notifier.ts";
 import { generateWebhookSecret, verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import type { AccountDoc, MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
-import { acceptedMessage, commitBatchMessages, type NewMessage } from "../../src/store/messages.ts";
+import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
+import { commitBatch } from "../support/batches.ts";
 import { testDatabase } from "../support/database.ts";
 import {
   type ReceivedRequest,
@@ -54,8 +55,8 @@ function message(accountId: string, to: string, extra: Partial<NewMessage> = {})
   };
 }
 
-async function insertMessages(messages: NewMessage[], held = false): Promise<number[]> {
-  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date(), held)));
+async function insertMessages(messages: NewMessage[]): Promise<number[]> {
+  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date())));
   return messages.map((m) => m.id);
 }
 
@@ -175,12 +176,12 @@ describe("message lifecycle with status webhooks", () => {
       message(account._id, p.to, { batchId, ...(p.ttl ? { ttl: p.ttl } : {}) }),
     );
     await insertMessages([...single, ...multi, overridden]);
-    await insertMessages(batch, true);
+    await insertMessages(batch);
 
     const service = startAll("paths");
     await service.start();
     try {
-      await commitBatchMessages(store.messages, batchId, new Date());
+      await commitBatch(store, batchId, account._id);
       service.worker.wake();
       const all = [...single, ...multi, overridden, ...batch].map((m) => m.id);
       await waitUntil(async () => {
@@ -277,8 +278,8 @@ describe("message lifecycle with status webhooks", () => {
         batchId,
       }),
     );
-    await insertMessages(batch, true);
-    await commitBatchMessages(store.messages, batchId, new Date());
+    await insertMessages(batch);
+    await commitBatch(store, batchId, account._id);
     const ids = batch.map((m) => m.id);
 
     const first = startAll("before", { chunkSize: 40, sendDelayMs: 60 });

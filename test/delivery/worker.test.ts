@@ -2,6 +2,7 @@
  * The delivery worker against the simulator on a real database: claims, bulk recording, receipts,
  * expiry, several instances, a crashed instance's claims, a failing carrier, held batches.
  */
+
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type {
@@ -12,10 +13,12 @@ import type {
 } from "../../src/delivery/carrier.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
-import { acceptedMessage, commitBatchMessages, type NewMessage } from "../../src/store/messages.ts";
+import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
+import { commitBatch } from "../support/batches.ts";
 import { testDatabase } from "../support/database.ts";
 
 const logger = pino({ level: "silent" });
@@ -46,12 +49,9 @@ function message(to: string, extra: Partial<NewMessage> = {}): NewMessage {
   };
 }
 
-async function insert(
-  messages: NewMessage[],
-  options: { held?: boolean; at?: Date } = {},
-): Promise<number[]> {
+async function insert(messages: NewMessage[], options: { at?: Date } = {}): Promise<number[]> {
   await store.messages.insertMany(
-    messages.map((m) => acceptedMessage(m, options.at ?? new Date(), options.held)),
+    messages.map((m) => acceptedMessage(m, options.at ?? new Date())),
   );
   return messages.map((m) => m.id);
 }
@@ -161,7 +161,8 @@ describe("delivery worker", () => {
     const batch = Array.from({ length: 300 }, (_, i) =>
       message(`+999555${String(i).padStart(4, "0")}${i % 9}`, { batchId: 1 }),
     );
-    const ids = await insert(batch, { held: true });
+    // Stored but not committed yet: the batch document comes below.
+    const ids = await insert(batch);
     const a = worker(new CountingCarrier(simulator(collection, "sim-a"), counts), "worker-a");
     const b = worker(new CountingCarrier(simulator(collection, "sim-b"), counts), "worker-b");
     await a.start();
@@ -170,8 +171,8 @@ describe("delivery worker", () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(
         await store.messages.countDocuments({ _id: { $in: ids }, status: { $ne: "ACCEPTED" } }),
-      ).toBe(0); // held
-      await commitBatchMessages(store.messages, 1, new Date());
+      ).toBe(0); // not committed
+      await commitBatch(store, 1);
       a.wake();
       b.wake();
       await eventually(() => allFinal(ids.filter((_, i) => i % 9 !== 7)));
@@ -270,6 +271,7 @@ describe("delivery worker", () => {
       limit: 1000,
       leaseMs: 800,
       token: "crashed:1",
+      commits: new BatchCommits(store.batches),
     });
     expect(claimed.map((m) => m._id)).toEqual(expect.arrayContaining(ids));
     const w = worker(simulator(collection, "sim-crash"), "worker-after-crash");

@@ -44,8 +44,10 @@ import de.bwaldvogel.mongo.oplog.Oplog;
  * on stdout once listening. Exits when stdin reaches EOF (so the JVM dies with its parent) or on
  * SIGTERM/SIGINT; the H2 store is closed (flushed) on the way out.
  *
- * The library's oplog is replaced by {@link ChangeStreamOplog}; see {@link Extensions} for the
- * command-level additions. Commands run on netty event-loop threads, and a change stream's getMore
+ * Changes to the library: its oplog is replaced by {@link ChangeStreamOplog}; {@link Extensions}
+ * adds hello, change events for findAndModify, awaitData getMores and postBatchResumeToken;
+ * {@link EmulatorMemoryBackend} (in-memory only) uses unique indexes for queries with more fields
+ * and hands out snapshots instead of live documents; {@link TtlMonitor} expires TTL indexes. Commands run on netty event-loop threads, and a change stream's getMore
  * now waits there for new events, so the server gets many worker threads: netty hands connections
  * to them round-robin, and each connection then has a thread of its own, like mongod.
  */

@@ -1,0 +1,34 @@
+import type { Collection } from "mongodb";
+import type { BatchDoc } from "./documents.ts";
+
+// A batch commits when its document is stored, after all its messages. Until then its messages
+// are in the queues but must not be worked: the delivery worker and the notifier ask here and
+// put such messages back for a moment. A crash before the commit leaves a pending charge that
+// the settler rolls back, deleting the messages, so nothing of an uncommitted batch is ever sent.
+
+/** How soon a message of a batch still being stored is looked at again. */
+export const UNCOMMITTED_RETRY_MS = 500;
+
+export class BatchCommits {
+  /** Committed is forever, so positive answers are cached (bounded). */
+  private readonly committed = new Set<number>();
+
+  constructor(private readonly batches: Collection<BatchDoc>) {}
+
+  /** The ids, among the given messages, of those whose batch is not committed yet. */
+  async uncommitted(messages: readonly { _id: number; batchId?: number }[]): Promise<number[]> {
+    const unknown = new Set<number>();
+    for (const m of messages) {
+      if (m.batchId !== undefined && !this.committed.has(m.batchId)) unknown.add(m.batchId);
+    }
+    if (unknown.size === 0) return [];
+    const found = await this.batches
+      .find({ _id: { $in: [...unknown] } }, { projection: { _id: 1 } })
+      .toArray();
+    if (this.committed.size > 100_000) this.committed.clear();
+    for (const batch of found) this.committed.add(batch._id);
+    return messages
+      .filter((m) => m.batchId !== undefined && !this.committed.has(m.batchId))
+      .map((m) => m._id);
+  }
+}
