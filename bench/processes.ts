@@ -26,7 +26,8 @@ export async function startProcess(
   readyPath = "/health",
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", script], {
+  const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, "--import", "tsx", script], {
     env: {
       ...process.env,
       PORT: String(port),

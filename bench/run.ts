@@ -13,6 +13,12 @@ import { acceptedMessage } from "../src/store/messages.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
 
 const quick = process.argv.includes("--quick");
+// --only 1,4 runs just those figures (for profiling one path).
+const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
+const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
+const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
+// BENCH_NODE_OPTIONS is passed to the service processes, e.g. "--cpu-prof".
+
 const CONCURRENCY = 32;
 const LOAD_SECONDS = quick ? 3 : 10;
 const REPEATS = quick ? 1 : 3;
@@ -101,7 +107,7 @@ function equivalentDocs(firstId: number, count: number, text: string): MessageDo
 }
 
 // ---- 1. POST /sms under fixed concurrency, against (a) bare Fastify and (b) the driver's writes
-{
+if (runs("1")) {
   log("figure 1: POST /sms");
   const api = await startProcess(
     "src/main.ts",
@@ -180,7 +186,7 @@ function equivalentDocs(firstId: number, count: number, text: string): MessageDo
 }
 
 // ---- 2, 3, 5. A 10000-message batch: store time, read time, memory
-{
+if (runs("2", "3", "5")) {
   log("figures 2, 3, 5: a 10000-message batch");
   const api = await startProcess(
     "src/main.ts",
@@ -276,7 +282,7 @@ function equivalentDocs(firstId: number, count: number, text: string): MessageDo
 }
 
 // ---- 4. Status webhooks: 10000 messages through the simulator with zero delays
-{
+if (runs("4")) {
   log("figure 4: status webhooks");
   const received: { id: string; status: string; at: number }[] = [];
   const receiver = createServer((req, res) => {
