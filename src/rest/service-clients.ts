@@ -1,8 +1,14 @@
+import { create, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import {
   type Client,
+  Code,
+  ConnectError,
   type ConnectRouter,
   createClient,
-  createRouterTransport,
+  createContextValues,
+  createHandlerContext,
+  type HandlerContext,
+  type Transport,
 } from "@connectrpc/connect";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
@@ -13,8 +19,63 @@ export interface ServiceClients {
   senderNames: Client<typeof SenderNameService>;
 }
 
+type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
+
+/**
+ * A transport that hands the client's message straight to the service implementation, with a
+ * real HandlerContext (headers, signal, timeout), and its answer straight back. Same types, same
+ * errors as over the network, without encoding both ways: this is the hot path of every REST call.
+ */
+export function inProcessTransport(routes: (router: ConnectRouter) => void): Transport {
+  const handlers = new Map<DescMethod, UnaryHandler>();
+  const collector = {
+    service(service: DescService, impl: Record<string, UnaryHandler>) {
+      for (const method of service.methods) {
+        const handler = impl[method.localName];
+        if (method.methodKind === "unary" && handler) handlers.set(method, handler.bind(impl));
+      }
+      return collector;
+    },
+    rpc() {
+      throw new Error("in-process transport: register services with router.service()");
+    },
+    handlers: [],
+  };
+  routes(collector as unknown as ConnectRouter);
+
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const handler = handlers.get(method);
+      if (!handler) throw new ConnectError(`${method.name} is not served`, Code.Unimplemented);
+      const context = createHandlerContext({
+        service: method.parent,
+        method,
+        protocolName: "in-process",
+        requestMethod: "POST",
+        url: `/${method.parent.typeName}/${method.name}`,
+        ...(timeoutMs !== undefined && { timeoutMs }),
+        ...(signal && { requestSignal: signal }),
+        ...(header && { requestHeader: header }),
+        contextValues: contextValues ?? createContextValues(),
+      });
+      const output = await handler(create(method.input, input as never), context);
+      return {
+        stream: false,
+        service: method.parent,
+        method,
+        header: context.responseHeader,
+        trailer: context.responseTrailer,
+        message: create(method.output as DescMessage, output as never),
+      } as never;
+    },
+    stream() {
+      throw new ConnectError("in-process transport: streaming is not served", Code.Unimplemented);
+    },
+  };
+}
+
 export function inProcessClients(routes: (router: ConnectRouter) => void): ServiceClients {
-  const transport = createRouterTransport(routes);
+  const transport = inProcessTransport(routes);
   return {
     messaging: createClient(MessagingService, transport),
     senderNames: createClient(SenderNameService, transport),
