@@ -22,6 +22,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { ChangeStream, ChangeStreamOptions, Document } from "mongodb";
+import type { Logger } from "../delivery/worker.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, StatusName, WebhookAttemptDoc } from "../store/documents.ts";
@@ -38,14 +39,6 @@ import {
 import { AddressBlockedError, checkCallbackUrl, guardedLookup } from "./address-guard.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS, retryDelayMs } from "./retry-schedule.ts";
 import { webhookHeaders } from "./signature.ts";
-
-/** The part of a pino logger the notifier uses. */
-export interface Logger {
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  debug(obj: unknown, msg?: string): void;
-}
 
 export interface NotifierOptions {
   store: Store;

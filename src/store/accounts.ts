@@ -1,5 +1,6 @@
 import type { Collection } from "mongodb";
-import { hashSecret, newApiKey, newApiSecret, newWebhookSecret } from "./credentials.ts";
+import { generateWebhookSecret } from "../notifier/signature.ts";
+import { hashSecret, newApiKey, newApiSecret } from "./credentials.ts";
 import type { AccountDoc } from "./documents.ts";
 
 export const MICROS = 1_000_000;
@@ -26,7 +27,7 @@ export async function createAccount(
     _id: newApiKey(),
     name: input.name,
     secretHash: hashSecret(apiSecret),
-    webhookSecret: newWebhookSecret(),
+    webhookSecret: generateWebhookSecret(),
     creditMicros: input.creditMicros,
     pendingCharges: [],
     createdAt: now,

@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import type { BatchDoc } from "./documents.ts";
+import type { BatchDoc, MessageDoc } from "./documents.ts";
 
 // A batch commits when its document is stored, after all its messages. Until then its messages
 // are in the queues but must not be worked: the delivery worker and the notifier ask here and
@@ -31,4 +31,27 @@ export class BatchCommits {
       .filter((m) => m.batchId !== undefined && !this.committed.has(m.batchId))
       .map((m) => m._id);
   }
+}
+
+/**
+ * Of the messages a claim got, puts those of uncommitted batches back (due again shortly, lease
+ * dropped) and returns the others. `queue` names the due-time field and its lease.
+ */
+export async function withoutUncommitted<T extends { _id: number; batchId?: number }>(
+  messages: Collection<MessageDoc>,
+  claimed: T[],
+  commits: BatchCommits,
+  queue: { due: "deliveryAt" | "notifyAt"; lease: "deliveryLease" | "notifyLease" },
+  now: Date,
+): Promise<T[]> {
+  const waiting = new Set(await commits.uncommitted(claimed));
+  if (waiting.size === 0) return claimed;
+  await messages.updateMany(
+    { _id: { $in: [...waiting] } },
+    {
+      $set: { [queue.due]: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
+      $unset: { [queue.lease]: "" },
+    },
+  );
+  return claimed.filter((doc) => !waiting.has(doc._id));
 }

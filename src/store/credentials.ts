@@ -11,11 +11,6 @@ export function newApiSecret(): string {
   return randomBytes(32).toString("base64url");
 }
 
-/** A Standard Webhooks secret: `whsec_` and the base64 of the HMAC key. */
-export function newWebhookSecret(): string {
-  return `whsec_${randomBytes(24).toString("base64")}`;
-}
-
 export function hashSecret(secret: string): string {
   return `sha256$${createHash("sha256").update(secret, "utf8").digest("base64")}`;
 }

@@ -15,7 +15,7 @@
  * collection once, and a filter that pins `_id` is served by the `_id` index.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
-import { type BatchCommits, UNCOMMITTED_RETRY_MS } from "./batch-commits.ts";
+import { type BatchCommits, withoutUncommitted } from "./batch-commits.ts";
 import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
 
 /**
@@ -219,19 +219,14 @@ export async function claimDueDeliveries(
     )
     .toArray();
   const claimed = docs.filter((doc) => doc.deliveryLease?.owner === token);
-  const waiting = new Set(await options.commits.uncommitted(claimed));
-  if (waiting.size > 0) {
-    await messages.updateMany(
-      { _id: { $in: [...waiting] } },
-      {
-        $set: { deliveryAt: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
-        $unset: { deliveryLease: "" },
-      },
-    );
-  }
-  return claimed
-    .filter((doc) => !waiting.has(doc._id))
-    .map(({ deliveryLease: _lease, batchId: _batch, ...doc }) => doc as ClaimedMessage);
+  const ready = await withoutUncommitted(
+    messages,
+    claimed,
+    options.commits,
+    { due: "deliveryAt", lease: "deliveryLease" },
+    now,
+  );
+  return ready.map(({ deliveryLease: _lease, batchId: _batch, ...doc }) => doc as ClaimedMessage);
 }
 
 export interface SubmissionOutcome {

@@ -8,7 +8,7 @@
  * notification and a crashed instance's claims come due again when the lease runs out.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
-import { type BatchCommits, UNCOMMITTED_RETRY_MS } from "./batch-commits.ts";
+import { type BatchCommits, withoutUncommitted } from "./batch-commits.ts";
 import type { Store } from "./database.ts";
 import { idsIn } from "./delivery-queue.ts";
 import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
@@ -71,19 +71,14 @@ export async function claimDueNotifications(
     )
     .toArray();
   const claimed = docs.filter((doc) => doc.notifyLease?.owner === token);
-  const waiting = new Set(await options.commits.uncommitted(claimed));
-  if (waiting.size > 0) {
-    await messages.updateMany(
-      { _id: { $in: [...waiting] } },
-      {
-        $set: { notifyAt: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
-        $unset: { notifyLease: "" },
-      },
-    );
-  }
-  return claimed
-    .filter((doc) => !waiting.has(doc._id))
-    .map(({ notifyLease: _lease, ...doc }) => doc as NotifyingMessage);
+  const ready = await withoutUncommitted(
+    messages,
+    claimed,
+    options.commits,
+    { due: "notifyAt", lease: "notifyLease" },
+    now,
+  );
+  return ready.map(({ notifyLease: _lease, ...doc }) => doc as NotifyingMessage);
 }
 
 /** Status URL and webhook secret of the given accounts, in one query. */

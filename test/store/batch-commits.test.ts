@@ -1,21 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
-import { openStore, type Store } from "../../src/store/database.ts";
 import { claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { claimDueNotifications } from "../../src/store/notification-queue.ts";
 import { commitBatch } from "../support/batches.ts";
-import { testDatabase } from "../support/database.ts";
+import { useTestStore } from "../support/store.ts";
 
-let store: Store;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  const database = await testDatabase();
-  store = openStore(database.db);
-  close = database.close;
-});
-afterAll(() => close?.());
+const fixture = useTestStore();
 
 describe("a batch commits when its document is stored", () => {
   it("nobody delivers or notifies its messages before that, and both do after", async () => {
@@ -34,8 +25,8 @@ describe("a batch commits when its document is stored", () => {
         new Date(Date.now() - 1000),
       ),
     );
-    await store.messages.insertMany(messages);
-    const commits = new BatchCommits(store.batches);
+    await fixture.store.messages.insertMany(messages);
+    const commits = new BatchCommits(fixture.store.batches);
     const claim = (token: string) => ({
       now: new Date(),
       limit: 100,
@@ -44,20 +35,20 @@ describe("a batch commits when its document is stored", () => {
       commits,
     });
 
-    expect(await claimDueDeliveries(store.messages, claim("d1"))).toEqual([]);
-    expect(await claimDueNotifications(store.messages, claim("n1"))).toEqual([]);
+    expect(await claimDueDeliveries(fixture.store.messages, claim("d1"))).toEqual([]);
+    expect(await claimDueNotifications(fixture.store.messages, claim("n1"))).toEqual([]);
     // Put back for a moment, not leased away.
-    const putBack = await store.messages.findOne({ _id: 1 });
+    const putBack = await fixture.store.messages.findOne({ _id: 1 });
     expect(putBack?.deliveryLease).toBeUndefined();
     expect(putBack?.notifyLease).toBeUndefined();
 
-    await commitBatch(store, 5);
+    await commitBatch(fixture.store, 5);
     const later = () => ({ ...claim("d2"), now: new Date(Date.now() + 1000) });
-    expect((await claimDueDeliveries(store.messages, later())).map((m) => m._id).sort()).toEqual([
-      1, 2, 3,
-    ]);
     expect(
-      (await claimDueNotifications(store.messages, { ...later(), token: "n2" }))
+      (await claimDueDeliveries(fixture.store.messages, later())).map((m) => m._id).sort(),
+    ).toEqual([1, 2, 3]);
+    expect(
+      (await claimDueNotifications(fixture.store.messages, { ...later(), token: "n2" }))
         .map((m) => m._id)
         .sort(),
     ).toEqual([1, 2, 3]);

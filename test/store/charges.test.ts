@@ -1,25 +1,19 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
 import { ChargeConfirmations, debit, settleAbandonedCharges } from "../../src/store/charges.ts";
-import { openStore, type Store } from "../../src/store/database.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
-import { testDatabase } from "../support/database.ts";
+import { useTestStore } from "../support/store.ts";
 
-let store: Store;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  const database = await testDatabase();
-  store = openStore(database.db);
-  close = database.close;
-});
-afterAll(() => close?.());
+const fixture = useTestStore();
 
 const minutesAgo = (n: number) => new Date(Date.now() - n * 60_000);
 
 async function newAccount(credit: number) {
-  const { account } = await createAccount(store.accounts, { name: "a", creditMicros: credit });
+  const { account } = await createAccount(fixture.store.accounts, {
+    name: "a",
+    creditMicros: credit,
+  });
   return account._id;
 }
 
@@ -43,8 +37,8 @@ describe("credit charges", () => {
   it("debit refuses to go below zero and changes nothing then", async () => {
     const apiKey = await newAccount(5);
     const charge: PendingCharge = { ref: 1, kind: "message", amountMicros: 6, at: new Date() };
-    expect(await debit(store.accounts, apiKey, charge)).toBe("insufficient");
-    const account = await store.accounts.findOne({ _id: apiKey });
+    expect(await debit(fixture.store.accounts, apiKey, charge)).toBe("insufficient");
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(5);
     expect(account?.pendingCharges).toEqual([]);
   });
@@ -52,53 +46,53 @@ describe("credit charges", () => {
   it("a confirmed charge leaves no pending record", async () => {
     const apiKey = await newAccount(10);
     const charge: PendingCharge = { ref: 11, kind: "message", amountMicros: 3, at: new Date() };
-    expect(await debit(store.accounts, apiKey, charge)).toEqual({ creditMicros: 7 });
-    const confirmations = new ChargeConfirmations(store.accounts);
+    expect(await debit(fixture.store.accounts, apiKey, charge)).toEqual({ creditMicros: 7 });
+    const confirmations = new ChargeConfirmations(fixture.store.accounts);
     confirmations.add(apiKey, charge);
     await confirmations.flush();
-    expect((await store.accounts.findOne({ _id: apiKey }))?.pendingCharges).toEqual([]);
+    expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.pendingCharges).toEqual([]);
   });
 
   it("a crash between debit and store is refunded; a stored message keeps its charge", async () => {
     const apiKey = await newAccount(100);
-    await debit(store.accounts, apiKey, {
+    await debit(fixture.store.accounts, apiKey, {
       ref: 21,
       kind: "message",
       amountMicros: 10,
       at: minutesAgo(5),
     });
-    await debit(store.accounts, apiKey, {
+    await debit(fixture.store.accounts, apiKey, {
       ref: 22,
       kind: "message",
       amountMicros: 20,
       at: minutesAgo(5),
     });
-    await store.messages.insertOne(message(22, apiKey));
+    await fixture.store.messages.insertOne(message(22, apiKey));
 
-    const settled = await settleAbandonedCharges(store, 120_000);
+    const settled = await settleAbandonedCharges(fixture.store, 120_000);
     expect(settled).toMatchObject({ refunded: 1, confirmed: 1 });
-    const account = await store.accounts.findOne({ _id: apiKey });
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(80);
     expect(account?.pendingCharges).toEqual([]);
   });
 
   it("a batch whose document was never stored is rolled back; a committed one is kept", async () => {
     const apiKey = await newAccount(100);
-    await debit(store.accounts, apiKey, {
+    await debit(fixture.store.accounts, apiKey, {
       ref: 31,
       kind: "batch",
       amountMicros: 2,
       at: minutesAgo(5),
     });
-    await store.messages.insertMany([message(301, apiKey, 31), message(302, apiKey, 31)]);
-    await debit(store.accounts, apiKey, {
+    await fixture.store.messages.insertMany([message(301, apiKey, 31), message(302, apiKey, 31)]);
+    await debit(fixture.store.accounts, apiKey, {
       ref: 32,
       kind: "batch",
       amountMicros: 1,
       at: minutesAgo(5),
     });
-    await store.messages.insertMany([message(303, apiKey, 32)]);
-    await store.batches.insertOne({
+    await fixture.store.messages.insertMany([message(303, apiKey, 32)]);
+    await fixture.store.batches.insertOne({
       _id: 32,
       accountId: apiKey,
       name: "",
@@ -108,22 +102,22 @@ describe("credit charges", () => {
       createdAt: new Date(),
     });
 
-    await settleAbandonedCharges(store, 120_000);
-    expect(await store.messages.countDocuments({ batchId: 31 })).toBe(0);
-    expect(await store.messages.countDocuments({ batchId: 32 })).toBe(1);
-    expect((await store.accounts.findOne({ _id: apiKey }))?.creditMicros).toBe(99);
+    await settleAbandonedCharges(fixture.store, 120_000);
+    expect(await fixture.store.messages.countDocuments({ batchId: 31 })).toBe(0);
+    expect(await fixture.store.messages.countDocuments({ batchId: 32 })).toBe(1);
+    expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.creditMicros).toBe(99);
   });
 
   it("leaves young pending charges alone: their requests may still be storing", async () => {
     const apiKey = await newAccount(10);
-    await debit(store.accounts, apiKey, {
+    await debit(fixture.store.accounts, apiKey, {
       ref: 41,
       kind: "message",
       amountMicros: 1,
       at: new Date(),
     });
-    await settleAbandonedCharges(store, 120_000);
-    const account = await store.accounts.findOne({ _id: apiKey });
+    await settleAbandonedCharges(fixture.store, 120_000);
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(9);
     expect(account?.pendingCharges).toHaveLength(1);
   });

@@ -1,20 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
-import { openStore, type Store } from "../../src/store/database.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { MessageWriter } from "../../src/store/message-writer.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
-import { testDatabase } from "../support/database.ts";
+import { useTestStore } from "../support/store.ts";
 
-let store: Store;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  const database = await testDatabase();
-  store = openStore(database.db);
-  close = database.close;
-});
-afterAll(() => close?.());
+const fixture = useTestStore();
 
 let nextId = 1;
 function send(writer: MessageWriter, apiKey: string, amountMicros: number) {
@@ -29,15 +20,18 @@ function send(writer: MessageWriter, apiKey: string, amountMicros: number) {
 
 describe("group commit of single sends", () => {
   it("charges concurrent sends exactly: credit never below zero, every stored message paid", async () => {
-    const { account } = await createAccount(store.accounts, { name: "a", creditMicros: 25 });
-    const writer = new MessageWriter(store.accounts, store.messages);
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "a",
+      creditMicros: 25,
+    });
+    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
     const results = await Promise.all(
       Array.from({ length: 40 }, () => send(writer, account._id, 1)),
     );
     const accepted = results.filter((r) => r.result !== "insufficient");
     expect(accepted).toHaveLength(25);
-    expect(await store.messages.countDocuments({ accountId: account._id })).toBe(25);
-    expect((await store.accounts.findOne({ _id: account._id }))?.creditMicros).toBe(0);
+    expect(await fixture.store.messages.countDocuments({ accountId: account._id })).toBe(25);
+    expect((await fixture.store.accounts.findOne({ _id: account._id }))?.creditMicros).toBe(0);
     // Each answer is the credit left after its own charge: all different, from 24 down to 0.
     const remaining = accepted.map((r) => (r.result as { creditMicros: number }).creditMicros);
     expect(new Set(remaining).size).toBe(25);
@@ -46,21 +40,26 @@ describe("group commit of single sends", () => {
   });
 
   it("writes the sends of several accounts in one group, each charged to its own account", async () => {
-    const a = (await createAccount(store.accounts, { name: "a", creditMicros: 100 })).account._id;
-    const b = (await createAccount(store.accounts, { name: "b", creditMicros: 100 })).account._id;
-    const writer = new MessageWriter(store.accounts, store.messages);
+    const a = (await createAccount(fixture.store.accounts, { name: "a", creditMicros: 100 }))
+      .account._id;
+    const b = (await createAccount(fixture.store.accounts, { name: "b", creditMicros: 100 }))
+      .account._id;
+    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
     await Promise.all([
       ...Array.from({ length: 10 }, () => send(writer, a, 3)),
       ...Array.from({ length: 5 }, () => send(writer, b, 7)),
     ]);
-    expect((await store.accounts.findOne({ _id: a }))?.creditMicros).toBe(70);
-    expect((await store.accounts.findOne({ _id: b }))?.creditMicros).toBe(65);
-    expect(await store.messages.countDocuments({ accountId: { $in: [a, b] } })).toBe(15);
+    expect((await fixture.store.accounts.findOne({ _id: a }))?.creditMicros).toBe(70);
+    expect((await fixture.store.accounts.findOne({ _id: b }))?.creditMicros).toBe(65);
+    expect(await fixture.store.messages.countDocuments({ accountId: { $in: [a, b] } })).toBe(15);
   });
 
   it("refunds a send whose message could not be stored", async () => {
-    const { account } = await createAccount(store.accounts, { name: "a", creditMicros: 10 });
-    const writer = new MessageWriter(store.accounts, store.messages);
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "a",
+      creditMicros: 10,
+    });
+    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
     const first = await send(writer, account._id, 2);
     // A second message with the same id is refused by the database: its charge comes back.
     const charge: PendingCharge = {
@@ -82,7 +81,7 @@ describe("group commit of single sends", () => {
       new Date(),
     );
     await expect(writer.write(account._id, { ...charge, ref: -1 }, duplicate)).rejects.toThrow();
-    const stored = await store.accounts.findOne({ _id: account._id });
+    const stored = await fixture.store.accounts.findOne({ _id: account._id });
     expect(stored?.creditMicros).toBe(8);
     expect(stored?.pendingCharges.map((c) => c.ref)).toEqual([first.id]);
   });

@@ -1,22 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openStore, type Store } from "../../src/store/database.ts";
+import { describe, expect, it } from "vitest";
 import { IdAllocator, reserveIds } from "../../src/store/sequences.ts";
-import { testDatabase } from "../support/database.ts";
+import { useTestStore } from "../support/store.ts";
 
-let store: Store;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  const database = await testDatabase();
-  store = openStore(database.db);
-  close = database.close;
-});
-afterAll(() => close?.());
+const fixture = useTestStore();
 
 describe("id sequences", () => {
   it("reserve whole ranges atomically: concurrent reservations never overlap", async () => {
     const sizes = [1, 5, 100, 3, 10_000, 7, 1, 2];
-    const firsts = await Promise.all(sizes.map((n) => reserveIds(store.counters, "batch", n)));
+    const firsts = await Promise.all(
+      sizes.map((n) => reserveIds(fixture.store.counters, "batch", n)),
+    );
     const ids = firsts.flatMap((first, i) =>
       Array.from({ length: sizes[i] ?? 0 }, (_, k) => first + k),
     );
@@ -26,8 +19,8 @@ describe("id sequences", () => {
   });
 
   it("hand out unique positive integers from two allocators sharing one sequence", async () => {
-    const a = new IdAllocator(store.counters, "message", 16);
-    const b = new IdAllocator(store.counters, "message", 16);
+    const a = new IdAllocator(fixture.store.counters, "message", 16);
+    const b = new IdAllocator(fixture.store.counters, "message", 16);
     const takes = await Promise.all(
       Array.from({ length: 200 }, (_, i) => (i % 2 ? a : b).take(1 + (i % 3))),
     );
