@@ -46,8 +46,8 @@ import de.bwaldvogel.mongo.oplog.Oplog;
  *
  * Changes to the library: its oplog is replaced by {@link ChangeStreamOplog}; {@link Extensions}
  * adds hello, change events for findAndModify, awaitData getMores and postBatchResumeToken;
- * {@link EmulatorMemoryBackend} (in-memory only) uses unique indexes for queries with more fields
- * and hands out snapshots instead of live documents; {@link TtlMonitor} expires TTL indexes. Commands run on netty event-loop threads, and a change stream's getMore
+ * {@link EmulatorMemoryBackend} (in-memory only) uses unique indexes for queries with more fields,
+ * builds and uses non-unique ones ({@link SecondaryIndex}) and hands out snapshots instead of live documents; {@link TtlMonitor} expires TTL indexes. Commands run on netty event-loop threads, and a change stream's getMore
  * now waits there for new events, so the server gets many worker threads: netty hands connections
  * to them round-robin, and each connection then has a thread of its own, like mongod.
  */
@@ -89,7 +89,7 @@ public final class Launcher {
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
         // A failed command is answered to the client with its error; the server's own stack trace for
         // it (duplicate keys, unsupported operators...) is noise. So is the warning that non-unique
-        // indexes are accepted but not built (queries scan instead).
+        // indexes are accepted but not built (H2 backend: queries scan instead; the memory backend builds them).
         // Clients that go away without saying goodbye (reset connections) are noise too.
         for (String logger : List.of("de.bwaldvogel.mongo.wire.MongoWireProtocolHandler",
             "de.bwaldvogel.mongo.wire.MongoDatabaseHandler", "de.bwaldvogel.mongo.backend.AbstractMongoDatabase",
