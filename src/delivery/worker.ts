@@ -108,7 +108,7 @@ export class DeliveryWorker {
     this.logger = options.logger;
     this.instanceId = options.instanceId;
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
-    this.chunkSize = options.chunkSize ?? 250;
+    this.chunkSize = options.chunkSize ?? 1000;
     this.concurrency = Math.max(1, options.concurrency ?? 2);
     this.leaseMs = options.leaseMs ?? 15_000;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;

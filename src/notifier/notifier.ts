@@ -197,9 +197,10 @@ export class Notifier {
     this.allowPrivate = options.allowPrivate ?? false;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 1_000;
     this.leaseMs = options.leaseMs ?? Math.max(30_000, 4 * this.timeoutMs);
-    this.chunkSize = Math.max(1, options.chunkSize ?? 256);
-    // Claimed work waits for a request slot at most a few timeouts, well within the lease.
-    this.maxInFlight = 4 * this.concurrency;
+    this.chunkSize = Math.max(1, options.chunkSize ?? 512);
+    // Claimed work waits for a request slot at most a few timeouts, well within the lease; two
+    // chunks in flight keep a claim running while the previous chunk is sent and recorded.
+    this.maxInFlight = Math.max(4 * this.concurrency, 2 * this.chunkSize);
     this.watchEnabled = options.watch ?? true;
     this.streamIdleMs = options.streamIdleMs ?? 100;
     this.tokenKey = options.resumeTokenKey ?? RESUME_TOKEN_KEY;
