@@ -53,7 +53,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   });
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
-  const confirmations = new ChargeConfirmations(store.accounts);
+  const confirmations = new ChargeConfirmations(store.accounts, (err) =>
+    app.log.warn({ err }, "confirming charges failed; the settler will"),
+  );
   const background = await startBackgroundWork({ config, store, instanceId, logger: app.log });
   const serviceRoutes = routes({
     store,
@@ -71,10 +73,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     sharedSender: config.sharedSender,
   });
 
-  // Charges are confirmed off the request path, and any a crash left pending are settled.
-  const confirmTimer = setInterval(() => {
-    confirmations.flush().catch((err) => app.log.warn({ err }, "confirming charges failed"));
-  }, 250);
+  // Charges a crash left pending are settled: confirmed or refunded.
   const settleTimer = setInterval(() => {
     settleAbandonedCharges(store, 120_000).catch((err) =>
       app.log.warn({ err }, "settling abandoned charges failed"),
@@ -90,7 +89,6 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   });
 
   app.addHook("onClose", async () => {
-    clearInterval(confirmTimer);
     clearInterval(settleTimer);
     await new Promise<void>((resolve) => {
       grpc.close(() => resolve());

@@ -65,14 +65,30 @@ export class ChargeConfirmations {
     { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }
   >();
   private flushing: Promise<void> = Promise.resolve();
+  private flushScheduled = false;
 
-  constructor(private readonly accounts: Collection<AccountDoc>) {}
+  /** `onError` hears of a failed flush; the records stay pending and the settler resolves them. */
+  constructor(
+    private readonly accounts: Collection<AccountDoc>,
+    private readonly onError: (error: unknown) => void = () => undefined,
+  ) {}
 
+  /**
+   * Buffers a confirmation and schedules a flush, so everything confirmed meanwhile is written
+   * together: the account document's pending list stays as short as the writes in flight, which
+   * keeps every debit of that account cheap.
+   */
   add(apiKey: string, charge: PendingCharge): void {
     const key = `${charge.kind}:${apiKey}`;
     const entry = this.buffered.get(key);
     if (entry) entry.refs.push(charge.ref);
     else this.buffered.set(key, { apiKey, kind: charge.kind, refs: [charge.ref] });
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush().catch(this.onError);
+    });
   }
 
   /** Writes what is buffered. Failures keep the records pending, which the settler resolves. */
