@@ -15,8 +15,8 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { idsIn } from "../store/delivery-queue.ts";
 import type { ReasonName } from "../store/documents.ts";
+import { idsIn } from "../store/work-queue.ts";
 import type {
   Carrier,
   CarrierPart,

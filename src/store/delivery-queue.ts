@@ -15,28 +15,12 @@
  * collection once, and a filter that pins `_id` is served by the `_id` index.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
-import { type BatchCommits, withoutUncommitted } from "./batch-commits.ts";
 import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
+import { type ClaimOptions, claimDue, idsIn } from "./work-queue.ts";
 
-/**
- * `_id` condition for a chunk of ids: `$in` with the chunk's range in front. Same meaning; on the
- * test emulator (which checks a `$in` list linearly against every document it scans) the range
- * turns most documents away cheaply, several times faster for chunks of hundreds. Put it first in
- * the filter.
- */
-export function idsIn<T extends number | string>(
-  ids: readonly T[],
-): { $gte: T; $lte: T; $in: T[] } {
-  let min = ids[0] as T;
-  let max = ids[0] as T;
-  for (const id of ids) {
-    if (id < min) min = id;
-    if (id > max) max = id;
-  }
-  return { $gte: min, $lte: max, $in: [...ids] };
-}
+export type { ClaimOptions } from "./work-queue.ts";
 
-/** Indexes the delivery worker queries by, besides `delivery_due` of ensureIndexes. Idempotent. */
+/** A new pending notification, pushed in the same update as its status change. */
 export function pendingNotification(status: StatusName, now: Date): NotificationDoc {
   return { status, state: "pending", createdAt: now, attempts: [] };
 }
@@ -165,69 +149,32 @@ export type ClaimedMessage = Pick<
   | "carrierIds"
 >;
 
-export interface ClaimOptions {
-  now: Date;
-  limit: number;
-  leaseMs: number;
-  /** Unique per claim: the instance id and a counter. */
-  token: string;
-  /** Messages of batches not committed yet are put back, not returned. */
-  commits: BatchCommits;
-}
-
-/**
- * Claims up to `limit` messages due for a delivery step: find due ids, one updateMany that
- * re-checks due-ness per document (so two instances never claim the same message), then read the
- * chunk by id and keep what this claim got.
- */
+/** Claims up to `limit` messages due for a delivery step (see work-queue.ts). */
 export async function claimDueDeliveries(
   messages: Collection<MessageDoc>,
   options: ClaimOptions,
 ): Promise<ClaimedMessage[]> {
-  const { now, limit, leaseMs, token } = options;
-  // No sort: MongoDB walks the delivery_due index in order; the emulator stops at the limit.
-  const due = await messages
-    .find({ deliveryAt: { $lte: now } }, { projection: { _id: 1 } })
-    .limit(limit)
-    .toArray();
-  if (due.length === 0) return [];
-  const ids = due.map((d) => d._id);
-  const until = new Date(now.getTime() + leaseMs);
-  await messages.updateMany(
-    { _id: idsIn(ids), deliveryAt: { $lte: now } },
-    { $set: { deliveryAt: until, deliveryLease: { owner: token, until } } },
-  );
-  const docs = await messages
-    .find(
-      { _id: { $in: ids } },
-      {
-        projection: {
-          _id: 1,
-          to: 1,
-          from: 1,
-          text: 1,
-          segments: 1,
-          parts: 1,
-          status: 1,
-          expiresAt: 1,
-          deliveryAt: 1,
-          carrierIds: 1,
-          deliveryLease: 1,
-          batchId: 1,
-        },
-      },
-    )
-    .toArray();
-  const claimed = docs.filter((doc) => doc.deliveryLease?.owner === token);
-  const ready = await withoutUncommitted(
+  const claimed = await claimDue<ClaimedMessage & { batchId?: number }>(
     messages,
-    claimed,
-    options.commits,
     { due: "deliveryAt", lease: "deliveryLease" },
-    now,
+    CLAIMED_FIELDS,
+    options,
   );
-  return ready.map(({ deliveryLease: _lease, batchId: _batch, ...doc }) => doc as ClaimedMessage);
+  return claimed.map(({ batchId: _batch, ...doc }) => doc);
 }
+
+const CLAIMED_FIELDS = {
+  _id: 1,
+  to: 1,
+  from: 1,
+  text: 1,
+  segments: 1,
+  parts: 1,
+  status: 1,
+  expiresAt: 1,
+  deliveryAt: 1,
+  carrierIds: 1,
+} as const;
 
 export interface SubmissionOutcome {
   id: number;

@@ -8,77 +8,34 @@
  * notification and a crashed instance's claims come due again when the lease runs out.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
-import { type BatchCommits, withoutUncommitted } from "./batch-commits.ts";
 import type { Store } from "./database.ts";
-import { idsIn } from "./delivery-queue.ts";
 import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
+import { type ClaimOptions, claimDue, idsIn } from "./work-queue.ts";
 
 export type NotifyingMessage = Pick<
   MessageDoc,
   "_id" | "accountId" | "batchId" | "statusCallback" | "notifications"
 >;
 
-export interface NotificationClaimOptions {
-  now: Date;
-  limit: number;
-  leaseMs: number;
-  /** Unique per claim. */
-  token: string;
-  /** Messages of batches not committed yet are put back, not returned. */
-  commits: BatchCommits;
-}
+export type NotificationClaimOptions = ClaimOptions;
 
-/**
- * Claims up to `limit` messages with a due notification: find due ids, one updateMany that
- * re-checks due-ness per document (so two instances never claim the same message), then read the
- * chunk by id and keep what this claim got.
- */
-export async function claimDueNotifications(
+/** Claims up to `limit` messages with a due notification (see work-queue.ts). */
+export function claimDueNotifications(
   messages: Collection<MessageDoc>,
   options: NotificationClaimOptions,
 ): Promise<NotifyingMessage[]> {
-  const { now, limit, leaseMs, token } = options;
-  if (limit <= 0) return [];
-  // No sort: MongoDB walks the notify_due index in order; the emulator stops at the limit.
-  const due = await messages
-    .find({ notifyAt: { $lte: now } }, { projection: { _id: 1 } })
-    .limit(limit)
-    .toArray();
-  if (due.length === 0) return [];
-  const ids = due.map((d) => d._id);
-  const until = new Date(now.getTime() + leaseMs);
-  await messages.updateMany(
-    {
-      _id: idsIn(ids),
-      notifyAt: { $lte: now },
-      $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
-    },
-    { $set: { notifyAt: until, notifyLease: { owner: token, until } } },
-  );
-  const docs = await messages
-    .find(
-      { _id: { $in: ids } },
-      {
-        projection: {
-          _id: 1,
-          accountId: 1,
-          batchId: 1,
-          statusCallback: 1,
-          notifications: 1,
-          notifyLease: 1,
-        },
-      },
-    )
-    .toArray();
-  const claimed = docs.filter((doc) => doc.notifyLease?.owner === token);
-  const ready = await withoutUncommitted(
+  return claimDue<NotifyingMessage>(
     messages,
-    claimed,
-    options.commits,
-    { due: "notifyAt", lease: "notifyLease" },
-    now,
+    {
+      due: "notifyAt",
+      lease: "notifyLease",
+      claimable: (now) => ({
+        $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
+      }),
+    },
+    { _id: 1, accountId: 1, batchId: 1, statusCallback: 1, notifications: 1 },
+    options,
   );
-  return ready.map(({ notifyLease: _lease, ...doc }) => doc as NotifyingMessage);
 }
 
 /** Status URL and webhook secret of the given accounts, in one query. */
