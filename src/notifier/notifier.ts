@@ -105,6 +105,7 @@ interface SendTask {
   attemptsBefore: number;
   callback: string;
   secret: string | undefined;
+  account: Pick<AccountDoc, "statusUrl" | "webhookSecret"> | undefined;
   /** The claim (lease owner) the outcome is recorded under. */
   claim: string;
 }
@@ -395,6 +396,7 @@ export class Notifier {
       attemptsBefore: notification.attempts.length,
       callback,
       secret: account?.webhookSecret,
+      account,
       claim,
     });
   }
@@ -470,6 +472,19 @@ export class Notifier {
         if (result.httpStatus >= 200 && result.httpStatus < 300) {
           outcome.state = "delivered";
           this.counters.delivered++;
+          const next = message.notifications[index + 1];
+          if (next?.state === "pending") {
+            // The next status of this message is already known: send it under the same claim
+            // rather than releasing the message and claiming it again (half the claims, in order).
+            outcome.keepLease = true;
+            this.record(outcome);
+            const handled = message.notifications[index];
+            if (handled) handled.state = "delivered";
+            this.inFlight++;
+            this.dispatch(message, task.account, task.claim);
+            this.pump();
+            return;
+          }
         } else {
           this.counters.failedAttempts++;
           const delay = result.permanent

@@ -77,6 +77,11 @@ export interface NotificationOutcome {
    * is removed outright instead of by the two grouped updates.
    */
   last?: boolean;
+  /**
+   * The same claim goes on with the message's next notification (already in the snapshot):
+   * record this one and keep the lease and the due time as they are.
+   */
+  keepLease?: boolean;
 }
 
 /**
@@ -109,7 +114,10 @@ export async function recordNotificationOutcomes(
       if (o.url !== undefined) set[`${path}.url`] = o.url;
       if (o.attempt) push[`${path}.attempts`] = o.attempt;
     }
-    if (o.state === "pending") {
+    if (o.keepLease) {
+      delete unset.notifyLease;
+      if (handled) unset[`${path}.nextAttemptAt`] = "";
+    } else if (o.state === "pending") {
       const at = o.nextAttemptAt ?? now;
       set.notifyAt = at;
       if (handled && !o.deferred) set[`${path}.nextAttemptAt`] = at;
