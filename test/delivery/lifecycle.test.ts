@@ -9,12 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { Notifier } from "../../src/notifier/notifier.ts";
-import { generateWebhookSecret, verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
-import type { AccountDoc, MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
 import { testDatabase } from "../support/database.ts";
+import {
+  eventually,
+  insertAccount as insertAccountInto,
+  insertMessages as insertMessagesInto,
+  testMessage,
+} from "../support/fixtures.ts";
 import {
   type ReceivedRequest,
   startWebhookReceiver,
@@ -25,48 +31,11 @@ const logger = pino({ level: "silent" });
 let database: Awaited<ReturnType<typeof testDatabase>>;
 let store: Store;
 let receiver: WebhookReceiver;
-let nextId = 1;
 
-async function insertAccount(statusUrl?: string): Promise<AccountDoc> {
-  const account: AccountDoc = {
-    _id: `key-${nextId++}`,
-    name: "test",
-    secretHash: "unused",
-    webhookSecret: generateWebhookSecret(),
-    creditMicros: 0,
-    pendingCharges: [],
-    createdAt: new Date(),
-  };
-  if (statusUrl) account.statusUrl = statusUrl;
-  await store.accounts.insertOne(account);
-  return account;
-}
-
-function message(accountId: string, to: string, extra: Partial<NewMessage> = {}): NewMessage {
-  return {
-    id: nextId++,
-    accountId,
-    to,
-    from: "Tester",
-    text: "hello",
-    parts: 1,
-    ttl: 3600,
-    ...extra,
-  };
-}
-
-async function insertMessages(messages: NewMessage[]): Promise<number[]> {
-  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date())));
-  return messages.map((m) => m.id);
-}
-
-async function waitUntil(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const insertAccount = (statusUrl?: string) => insertAccountInto(store, statusUrl);
+const message = testMessage;
+const insertMessages = (messages: NewMessage[]) => insertMessagesInto(store, messages);
+const waitUntil = eventually;
 
 function startAll(tag: string, options: { sendDelayMs?: number; chunkSize?: number } = {}) {
   const carrier = new SimulatorCarrier({

@@ -17,14 +17,14 @@ import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
-import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
+import type { NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
 import { testDatabase } from "../support/database.ts";
+import { eventually, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
 
 const logger = pino({ level: "silent" });
 let database: Awaited<ReturnType<typeof testDatabase>>;
 let store: Store;
-let nextId = 1;
 let nextCollection = 1;
 
 beforeAll(async () => {
@@ -36,33 +36,9 @@ afterAll(async () => {
   await database?.close();
 });
 
-function message(to: string, extra: Partial<NewMessage> = {}): NewMessage {
-  return {
-    id: nextId++,
-    accountId: "acct",
-    to,
-    from: "Tester",
-    text: "hello",
-    parts: 1,
-    ttl: 3600,
-    ...extra,
-  };
-}
-
-async function insert(messages: NewMessage[], options: { at?: Date } = {}): Promise<number[]> {
-  await store.messages.insertMany(
-    messages.map((m) => acceptedMessage(m, options.at ?? new Date())),
-  );
-  return messages.map((m) => m.id);
-}
-
-async function eventually(check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const message = (to: string, extra: Partial<NewMessage> = {}) => testMessage("acct", to, extra);
+const insert = (messages: NewMessage[], options: { at?: Date } = {}) =>
+  insertMessages(store, messages, options.at);
 
 const isFinal = (status: StatusName) =>
   status === "DELIVERED" || status === "SEND_ERROR" || status === "DELIVERY_ERROR";
@@ -222,7 +198,10 @@ describe("delivery worker", () => {
   it("multi-part messages: DELIVERED when every part is, the reason of a failed part otherwise", async () => {
     const collection = `receipts_${nextCollection++}`;
     const segments = (n: number) =>
-      Array.from({ length: n }, (_, i) => ({ id: 5000 + nextId * 10 + i, text: `part ${i}` }));
+      Array.from({ length: n }, (_, i) => ({
+        id: 5000 + nextTestId() * 10 + i,
+        text: `part ${i}`,
+      }));
     const ok = message("+15550001234", { parts: 4, segments: segments(4) });
     const failed = message("+9995551235", { parts: 3, segments: segments(3) });
     const sendError = message("+9995551231", { parts: 2, segments: segments(2) });

@@ -6,20 +6,24 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
-import { generateWebhookSecret, verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus } from "../../src/store/delivery-queue.ts";
-import type { AccountDoc, MessageDoc } from "../../src/store/documents.ts";
-import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
+import type { MessageDoc } from "../../src/store/documents.ts";
+import type { NewMessage } from "../../src/store/messages.ts";
 import { RESUME_TOKEN_KEY } from "../../src/store/notification-queue.ts";
 import { testDatabase } from "../support/database.ts";
+import {
+  insertAccount as insertAccountInto,
+  insertMessages as insertMessagesInto,
+  testMessage,
+} from "../support/fixtures.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const logger = pino({ level: "silent" });
 let database: Awaited<ReturnType<typeof testDatabase>>;
 let store: Store;
 let receiver: WebhookReceiver;
-let nextId = 1;
 const notifiers: Notifier[] = [];
 
 beforeAll(async () => {
@@ -34,38 +38,17 @@ afterAll(async () => {
   await database?.close();
 });
 
-async function insertAccount(statusUrl?: string): Promise<AccountDoc> {
-  const account: AccountDoc = {
-    _id: `key-${nextId++}`,
-    name: "test",
-    secretHash: "unused",
-    webhookSecret: generateWebhookSecret(),
-    creditMicros: 0,
-    pendingCharges: [],
-    createdAt: new Date(),
-  };
-  if (statusUrl) account.statusUrl = statusUrl;
-  await store.accounts.insertOne(account);
-  return account;
-}
+const insertAccount = (statusUrl?: string) => insertAccountInto(store, statusUrl);
 
 async function insertMessages(
   accountId: string,
   count: number,
   extra: Partial<NewMessage> = {},
 ): Promise<number[]> {
-  const messages = Array.from({ length: count }, () => ({
-    id: nextId++,
-    accountId,
-    to: "+15550001111",
-    from: "Tester",
-    text: "hi",
-    parts: 1,
-    ttl: 3600,
-    ...extra,
-  }));
-  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, new Date())));
-  return messages.map((m) => m.id);
+  const messages = Array.from({ length: count }, () =>
+    testMessage(accountId, "+15550001111", { text: "hi", ...extra }),
+  );
+  return insertMessagesInto(store, messages);
 }
 
 function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
