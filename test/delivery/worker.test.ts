@@ -16,11 +16,17 @@ import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
-import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import type { MessageDoc, StatusName } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
 import { testDatabase } from "../support/database.ts";
-import { eventually, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
+import {
+  designedOutcome,
+  eventually,
+  insertMessages,
+  nextTestId,
+  testMessage,
+} from "../support/fixtures.ts";
 
 const logger = pino({ level: "silent" });
 let database: Awaited<ReturnType<typeof testDatabase>>;
@@ -102,20 +108,8 @@ function worker(
   });
 }
 
-const EXPECTED: Record<string, { status: StatusName; reason?: ReasonName }> = {
-  "0": { status: "DELIVERED" },
-  "1": { status: "SEND_ERROR" },
-  "2": { status: "DELIVERY_ERROR", reason: "Unreachable" },
-  "3": { status: "DELIVERY_ERROR", reason: "Expired" },
-  "4": { status: "DELIVERY_ERROR", reason: "SIM card full" },
-  "5": { status: "DELIVERY_ERROR", reason: "Unroutable" },
-  "6": { status: "DELIVERY_ERROR", reason: "Undelivered" },
-};
-
 function expectDesigned(doc: MessageDoc): void {
-  const want = (doc.to.startsWith("+999") ? EXPECTED[doc.to.slice(-1)] : undefined) ?? {
-    status: "DELIVERED",
-  };
+  const want = designedOutcome(doc.to);
   expect({ status: doc.status, reason: doc.reason }, doc.to).toEqual({
     status: want.status,
     reason: want.reason,

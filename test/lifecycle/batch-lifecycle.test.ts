@@ -6,6 +6,7 @@ import { NonDeliveryReason, NotificationState } from "../../gen/sms/v1/types_pb.
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import { basicAuthorization } from "../../src/services/authentication.ts";
 import { type TestDatabase, testDatabase } from "../support/database.ts";
+import { designedOutcome } from "../support/fixtures.ts";
 import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -19,23 +20,8 @@ const ENV = {
   SMS_WEBHOOK_RETRY_SCHEDULE: "200ms,400ms,800ms",
 };
 
-/** Designed outcome by the last digit of a +999 number (design, simulator table). */
-const OUTCOMES: Record<string, string[]> = {
-  "0": ["ACCEPTED", "SENT", "DELIVERED"],
-  "1": ["ACCEPTED", "SEND_ERROR"],
-  "2": ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
-  "3": ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
-  "4": ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
-  "5": ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
-  "6": ["ACCEPTED", "SENT", "DELIVERY_ERROR"],
-};
-const REASONS: Record<string, string | undefined> = {
-  "2": "Unreachable",
-  "3": "Expired",
-  "4": "SIM card full",
-  "5": "Unroutable",
-  "6": "Undelivered",
-};
+/** Last digits of the simulator's numbers whose outcome comes without waiting for a ttl. */
+const DIGITS = ["0", "1", "2", "3", "4", "5", "6"];
 
 const REASON_ENUM: Record<string, NonDeliveryReason> = {
   Unreachable: NonDeliveryReason.UNREACHABLE,
@@ -67,9 +53,8 @@ describe("a batch through delivery and webhooks, across a restart", () => {
       statusUrl: `${receiver.baseUrl}/hooks?source=test`,
     });
     const webhookSecret = account.webhookSecret;
-    const digits = Object.keys(OUTCOMES);
     const messages = Array.from({ length: 140 }, (_, i) => ({
-      to: `+9990000${String(1000 + i)}${digits[i % digits.length]}`,
+      to: `+9990000${String(1000 + i)}${DIGITS[i % DIGITS.length]}`,
       text: i % 10 === 0 ? "long ".repeat(40) : `message ${i}`,
     }));
     const created = await postJson(`${service.baseUrl}/sms-batch`, {
@@ -87,10 +72,7 @@ describe("a batch through delivery and webhooks, across a restart", () => {
     expect(receiver.requests.length).toBeLessThan(140 * 3);
     service = await startService(ENV, database);
 
-    const expectedTotal = messages.reduce(
-      (n, m) => n + (OUTCOMES[m.to.at(-1) ?? "0"]?.length ?? 0),
-      0,
-    );
+    const expectedTotal = messages.reduce((n, m) => n + designedOutcome(m.to).statuses.length, 0);
     await receiver.waitFor((requests) => {
       const unique = new Set(
         requests.filter((r) => r.answered === 200).map((r) => `${r.query.id}:${r.query.status}`),
@@ -104,7 +86,7 @@ describe("a batch through delivery and webhooks, across a restart", () => {
       info.messages.map((m: any) => [m.id, m]),
     );
     for (const message of info.messages) {
-      const designed = OUTCOMES[message.to.at(-1)] ?? [];
+      const designed = designedOutcome(message.to).statuses;
       expect(message.status).toBe(designed.at(-1));
     }
     expect(info).toMatchObject({
@@ -135,7 +117,7 @@ describe("a batch through delivery and webhooks, across a restart", () => {
       received.set(request.query.id ?? "", statuses);
     }
     for (const [id, message] of byId) {
-      expect(received.get(String(id))).toEqual(OUTCOMES[message.to.at(-1) ?? "0"]);
+      expect(received.get(String(id))).toEqual(designedOutcome(message.to).statuses);
     }
 
     // The non-delivery reason and the webhook attempts are visible through GetMessage.
@@ -146,13 +128,13 @@ describe("a batch through delivery and webhooks, across a restart", () => {
     const headers = { authorization: basicAuthorization(account.apiKey, account.apiSecret) };
     for (const [id, message] of [...byId].slice(0, 7)) {
       const details = (await client.getMessage({ id: BigInt(id) }, { headers })).message;
-      const reason = REASONS[message.to.at(-1) ?? "0"];
+      const reason = designedOutcome(message.to).reason;
       expect(details?.nonDeliveryReason).toBe(
         reason ? REASON_ENUM[reason] : NonDeliveryReason.UNSPECIFIED,
       );
       expect(details?.batchId).toBe(BigInt(batchId));
       expect(details?.notifications.map((n) => n.state)).toEqual(
-        (OUTCOMES[message.to.at(-1) ?? "0"] ?? []).map(() => NotificationState.DELIVERED),
+        designedOutcome(message.to).statuses.map(() => NotificationState.DELIVERED),
       );
       expect(
         details?.notifications.every((n) => n.attempts.some((a) => a.httpStatus === 200)),

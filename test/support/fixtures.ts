@@ -1,6 +1,6 @@
 import { generateWebhookSecret } from "../../src/notifier/signature.ts";
 import type { Store } from "../../src/store/database.ts";
-import type { AccountDoc } from "../../src/store/documents.ts";
+import type { AccountDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 
 // Accounts and messages written straight into a test database, for tests of the worker and the
@@ -63,4 +63,32 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 20_0
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+const DESIGNED_FAILURES: Readonly<Record<string, { status: StatusName; reason?: ReasonName }>> = {
+  "1": { status: "SEND_ERROR" },
+  "2": { status: "DELIVERY_ERROR", reason: "Unreachable" },
+  "3": { status: "DELIVERY_ERROR", reason: "Expired" },
+  "4": { status: "DELIVERY_ERROR", reason: "SIM card full" },
+  "5": { status: "DELIVERY_ERROR", reason: "Unroutable" },
+  "6": { status: "DELIVERY_ERROR", reason: "Undelivered" },
+  // SENT, then no receipt: expired when the ttl runs out.
+  "7": { status: "DELIVERY_ERROR", reason: "Expired" },
+};
+
+/**
+ * The final status, reason and notified statuses the design's simulator table gives a number
+ * (`+999…` by its last digit; every other number is delivered). Restated here, not read from the
+ * simulator, so the tests check the simulator against the design.
+ */
+export function designedOutcome(to: string): {
+  status: StatusName;
+  reason?: ReasonName;
+  statuses: StatusName[];
+} {
+  const failure = to.startsWith("+999") ? DESIGNED_FAILURES[to.slice(-1)] : undefined;
+  const final = failure ?? { status: "DELIVERED" as const };
+  const statuses: StatusName[] =
+    final.status === "SEND_ERROR" ? ["ACCEPTED", "SEND_ERROR"] : ["ACCEPTED", "SENT", final.status];
+  return { ...final, statuses };
 }
