@@ -178,8 +178,8 @@ describe("notifier", () => {
 
   it("two instances deliver each notification exactly once between them", async () => {
     const account = await insertAccount(`${receiver.baseUrl}/pair`);
-    const a = notifier("pair-a", { concurrency: 8 });
-    const b = notifier("pair-b", { concurrency: 8 });
+    const a = notifier("pair-a", { concurrency: 8, chunkSize: 20 });
+    const b = notifier("pair-b", { concurrency: 8, chunkSize: 20 });
     await a.start();
     await b.start();
     const ids = await insertMessages(account._id, 150);
