@@ -107,13 +107,24 @@ final class ChangeStreamOplog implements Oplog {
         if (!recorded(ns)) {
             return;
         }
+        MongoCollection<?> collection = remember(ns[0], ns[1]);
         for (Object id : modifiedIds) {
-            recordUpdate(ns, id, update, lookup(ns, id));
+            // A published snapshot is never modified: its values are copied only when an event is read.
+            if (collection instanceof PublishedDocuments snapshots) {
+                recordUpdate(ns, id, update, snapshots.published(id), false);
+            } else {
+                recordUpdate(ns, id, update, lookup(ns, id), true);
+            }
         }
     }
 
     /** Records an update (or replacement, when the update has no operators) of document id. */
     void recordUpdate(String[] ns, Object id, Object update, Document postImage) {
+        recordUpdate(ns, id, update, postImage, true);
+    }
+
+    /** With {@code copy} false, the post-image must never change (its values are kept, not copied). */
+    void recordUpdate(String[] ns, Object id, Object update, Document postImage, boolean copy) {
         if (!(update instanceof Document updateDocument)) {
             return; // pipeline updates are not supported by the emulator
         }
@@ -134,9 +145,9 @@ final class ChangeStreamOplog implements Oplog {
                 case "$unset" -> spec.keySet().forEach(path -> removedFields.add(withoutPositional(path)));
                 case "$rename" -> spec.forEach((from, to) -> {
                     removedFields.add(from);
-                    addUpdatedField(updatedFields, postImage, String.valueOf(to));
+                    addUpdatedField(updatedFields, postImage, String.valueOf(to), copy);
                 });
-                default -> spec.keySet().forEach(path -> addUpdatedField(updatedFields, postImage, path));
+                default -> spec.keySet().forEach(path -> addUpdatedField(updatedFields, postImage, path, copy));
             }
         }
         append("update", ns, id, null, updatedFields, removedFields);
@@ -493,14 +504,14 @@ final class ChangeStreamOplog implements Oplog {
         return result.toString();
     }
 
-    private static void addUpdatedField(Document updatedFields, Document postImage, String path) {
+    private static void addUpdatedField(Document updatedFields, Document postImage, String path, boolean copy) {
         String reported = withoutPositional(path);
         if (reported.isEmpty() || postImage == null) {
             return;
         }
         Object value = valueAt(postImage, reported);
         if (value != MISSING) {
-            updatedFields.put(reported, cloneValue(value));
+            updatedFields.put(reported, copy ? cloneValue(value) : value);
         }
     }
 

@@ -78,7 +78,7 @@ class EmulatorMemoryBackend extends MemoryBackend {
         };
     }
 
-    private static final class EmulatorCollection extends MemoryCollection {
+    private static final class EmulatorCollection extends MemoryCollection implements PublishedDocuments {
 
         private final List<Document> documents;
 
@@ -181,6 +181,28 @@ class EmulatorMemoryBackend extends MemoryBackend {
                 rest.put(field, operators);
             }
             return rest;
+        }
+
+        /**
+         * The library recomputes the BSON size of the old and the new document on every update, only
+         * to report a collection's data size in collStats: a fifth of the emulator's time under an
+         * update-heavy load. The size is not tracked here (collStats reports 0).
+         */
+        @Override
+        protected boolean tracksDataSize() {
+            return false;
+        }
+
+        @Override
+        public synchronized Document published(Object id) {
+            for (Index<Integer> index : getIndexes()) {
+                if (index.isUnique() && index.getKeys().size() == 1
+                    && index.getKeys().get(0).getKey().equals(getIdField())) {
+                    Integer position = index.getPosition(new Document(getIdField(), id));
+                    return position == null ? null : documents.get(position.intValue());
+                }
+            }
+            return null;
         }
 
         /** The library counts outside the collection's lock; the indexes are used only under it. */
