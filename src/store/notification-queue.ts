@@ -7,10 +7,10 @@
  * the lease and records the owner in `notifyLease`, so two instances never claim the same
  * notification and a crashed instance's claims come due again when the lease runs out.
  */
-import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
 import type { Store } from "./database.ts";
 import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
-import { type ClaimOptions, claimDue, idsIn } from "./work-queue.ts";
+import { type ClaimOptions, claimDue } from "./work-queue.ts";
 
 export type NotifyingMessage = Pick<
   MessageDoc,
@@ -87,13 +87,14 @@ export interface NotificationOutcome {
 /**
  * Records the outcomes of claimed notifications in one bulkWrite. Each outcome is an update of its
  * message while the claim still holds (an instance whose lease ran out records nothing: the new
- * owner sends again, at least once); it ends the claim. A final state makes the next notification due now when
- * the snapshot had one; after the notification of a final status `notifyAt` simply goes (nothing can
- * follow it); otherwise two grouped updates settle `notifyAt`, per index K of the next
- * notification: "still no notification K and nobody holds the message" removes `notifyAt`, then
- * "there is a notification K now" makes it due. A status change that appends K in between sets
- * `notifyAt` itself (see delivery-queue's statusChangeOps), so no notification is left without a
- * due time.
+ * owner sends again, at least once); it ends the claim. A final state makes the next notification
+ * due now when the snapshot had one; after the notification of a final status `notifyAt` simply
+ * goes (nothing can follow it). Otherwise the next notification, index K, may have been appended
+ * since the claim, and two `updateOne`s in this order settle it, one of which applies: "the claim
+ * holds and there is no notification K" records and removes `notifyAt`, then "the claim still
+ * holds" (so there is a K) records and makes it due. A status change that appends K after the
+ * first sees no `notifyAt` and sets it itself (see delivery-queue's statusChangeOps), so no
+ * notification is left without a due time.
  */
 export async function recordNotificationOutcomes(
   messages: Collection<MessageDoc>,
@@ -102,7 +103,6 @@ export async function recordNotificationOutcomes(
 ): Promise<void> {
   if (outcomes.length === 0) return;
   const ops: AnyBulkWriteOperation<MessageDoc>[] = [];
-  const settleByNext = new Map<number, number[]>();
   for (const o of outcomes) {
     const set: Record<string, unknown> = {};
     const unset: Record<string, ""> = { notifyLease: "" };
@@ -114,6 +114,7 @@ export async function recordNotificationOutcomes(
       if (o.url !== undefined) set[`${path}.url`] = o.url;
       if (o.attempt) push[`${path}.attempts`] = o.attempt;
     }
+    let unlessNext: number | undefined;
     if (o.keepLease) {
       delete unset.notifyLease;
       if (handled) unset[`${path}.nextAttemptAt`] = "";
@@ -126,32 +127,27 @@ export async function recordNotificationOutcomes(
       const next = handled ? o.index + 1 : o.length;
       if (next < o.length) set.notifyAt = now;
       else if (handled && o.last) unset.notifyAt = "";
-      else settleByNext.set(next, [...(settleByNext.get(next) ?? []), o.messageId]);
+      else unlessNext = next;
     }
-    const update: Record<string, unknown> = { $unset: unset };
-    if (Object.keys(set).length > 0) update.$set = set;
-    if (Object.keys(push).length > 0) update.$push = push;
+    const update = (extraSet: Record<string, unknown>, extraUnset: Record<string, "">) => {
+      const u: Record<string, unknown> = { $unset: { ...unset, ...extraUnset } };
+      if (Object.keys(set).length + Object.keys(extraSet).length > 0)
+        u.$set = { ...set, ...extraSet };
+      if (Object.keys(push).length > 0) u.$push = push;
+      return u as UpdateFilter<MessageDoc>;
+    };
+    const claimed = { _id: o.messageId, "notifyLease.owner": o.claim };
+    if (unlessNext === undefined) {
+      ops.push({ updateOne: { filter: claimed, update: update({}, {}) } });
+      continue;
+    }
     ops.push({
       updateOne: {
-        filter: { _id: o.messageId, "notifyLease.owner": o.claim },
-        update: update as UpdateFilter<MessageDoc>,
+        filter: { ...claimed, [`notifications.${unlessNext}`]: { $exists: false } },
+        update: update({}, { notifyAt: "" }),
       },
     });
-  }
-  for (const [next, ids] of settleByNext) {
-    const base = { _id: idsIn(ids), notifyLease: { $exists: false } };
-    ops.push({
-      updateMany: {
-        filter: { ...base, [`notifications.${next}`]: { $exists: false } } as Filter<MessageDoc>,
-        update: { $unset: { notifyAt: "" } },
-      },
-    });
-    ops.push({
-      updateMany: {
-        filter: { ...base, [`notifications.${next}`]: { $exists: true } } as Filter<MessageDoc>,
-        update: { $set: { notifyAt: now } },
-      },
-    });
+    ops.push({ updateOne: { filter: claimed, update: update({ notifyAt: now }, {}) } });
   }
   await messages.bulkWrite(ops, { ordered: true });
 }

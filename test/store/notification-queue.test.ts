@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { BatchCommits } from "../../src/store/batch-commits.ts";
+import { changeStatus } from "../../src/store/delivery-queue.ts";
+import {
+  claimDueNotifications,
+  type NotificationOutcome,
+  type NotifyingMessage,
+  recordNotificationOutcomes,
+} from "../../src/store/notification-queue.ts";
+import { insertMessages, testMessage } from "../support/fixtures.ts";
+import { useTestStore } from "../support/store.ts";
+
+const fixture = useTestStore();
+
+async function claimOne(id: number, token: string): Promise<NotifyingMessage> {
+  const claimed = await claimDueNotifications(fixture.store.messages, {
+    now: new Date(),
+    limit: 1000,
+    leaseMs: 60_000,
+    token,
+    commits: new BatchCommits(fixture.store.batches),
+  });
+  const message = claimed.find((m) => m._id === id);
+  if (!message) throw new Error(`message ${id} was not claimed`);
+  return message;
+}
+
+function delivered(message: NotifyingMessage, claim: string): NotificationOutcome {
+  return {
+    messageId: message._id,
+    claim,
+    index: 0,
+    length: message.notifications.length,
+    state: "delivered",
+    attempt: { at: new Date(), httpStatus: 200, durationMs: 3 },
+    url: "http://receiver.test/hook",
+  };
+}
+
+const markSent = (id: number) =>
+  changeStatus(fixture.store.messages, [id], ["ACCEPTED"], { status: "SENT" }, new Date());
+
+const stored = async (id: number) => {
+  const doc = await fixture.store.messages.findOne({ _id: id });
+  if (!doc) throw new Error(`message ${id} is gone`);
+  return doc;
+};
+
+describe("recording a delivered notification", () => {
+  it("leaves the message off the queue when nothing follows it", async () => {
+    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+    const claimed = await claimOne(id as number, "n-quiet");
+
+    await recordNotificationOutcomes(
+      fixture.store.messages,
+      [delivered(claimed, "n-quiet")],
+      new Date(),
+    );
+
+    const doc = await stored(id as number);
+    expect(doc.notifications[0]).toMatchObject({
+      state: "delivered",
+      url: "http://receiver.test/hook",
+    });
+    expect(doc.notifications[0]?.attempts).toHaveLength(1);
+    expect(doc.notifyAt).toBeUndefined();
+    expect(doc.notifyLease).toBeUndefined();
+  });
+
+  it("makes the next one due when its status changed after the claim", async () => {
+    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+    const claimed = await claimOne(id as number, "n-raced");
+    await markSent(id as number); // appends notification 1 while notification 0 is being sent
+
+    const now = new Date();
+    await recordNotificationOutcomes(fixture.store.messages, [delivered(claimed, "n-raced")], now);
+
+    const doc = await stored(id as number);
+    expect(doc.notifications.map((n) => [n.status, n.state])).toEqual([
+      ["ACCEPTED", "delivered"],
+      ["SENT", "pending"],
+    ]);
+    expect(doc.notifyAt?.getTime()).toBe(now.getTime());
+    expect(doc.notifyLease).toBeUndefined();
+  });
+
+  it("lets a status change after the record make its own notification due", async () => {
+    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+    const claimed = await claimOne(id as number, "n-after");
+    await recordNotificationOutcomes(
+      fixture.store.messages,
+      [delivered(claimed, "n-after")],
+      new Date(),
+    );
+
+    await markSent(id as number);
+
+    const doc = await stored(id as number);
+    expect(doc.notifications[1]).toMatchObject({ status: "SENT", state: "pending" });
+    expect(doc.notifyAt).toBeInstanceOf(Date);
+  });
+
+  it("records nothing for a claim that was taken over", async () => {
+    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+    const claimed = await claimOne(id as number, "n-old");
+    await fixture.store.messages.updateOne(
+      { _id: id as number },
+      { $set: { "notifyLease.owner": "n-new" } },
+    );
+
+    await recordNotificationOutcomes(
+      fixture.store.messages,
+      [delivered(claimed, "n-old")],
+      new Date(),
+    );
+
+    const doc = await stored(id as number);
+    expect(doc.notifications[0]?.state).toBe("pending");
+    expect(doc.notifyLease?.owner).toBe("n-new");
+  });
+});
