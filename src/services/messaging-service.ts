@@ -22,6 +22,7 @@ import {
 } from "../domain/limits.ts";
 import { batchCounters } from "../domain/message-status.ts";
 import { MICROS } from "../store/accounts.ts";
+import { storeBatch } from "../store/batch-commits.ts";
 import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
 import type {
@@ -233,12 +234,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           amountMicros: partTotal * policy.pricePerPartMicros,
           at: now,
         };
-        // The messages first, then the batch document, which commits them (batch-commits.ts); a
-        // crash in between leaves a pending charge that the settler rolls back.
-        const result = await chargeThenStore(store.accounts, account.apiKey, charge, async () => {
-          await store.messages.insertMany(docs, { ordered: false });
-          await store.batches.insertOne(batchDoc);
-        });
+        // The messages first, then the batch document, which commits them (storeBatch); a crash
+        // in between leaves a pending charge that the settler rolls back.
+        const result = await chargeThenStore(store.accounts, account.apiKey, charge, () =>
+          storeBatch(store, docs, batchDoc),
+        );
         creditRemaining = await confirmCharge(account.apiKey, charge, result);
       }
       return {

@@ -6,6 +6,39 @@ import type { BatchDoc, MessageDoc } from "./documents.ts";
 // put such messages back for a moment. A crash before the commit leaves a pending charge that
 // the settler rolls back, deleting the messages, so nothing of an uncommitted batch is ever sent.
 
+/** A batch's messages are inserted in this many slices at once, of at least `MIN_SLICE` each. */
+const INSERT_SLICES = 4;
+const MIN_SLICE = 1000;
+
+/**
+ * Stores a batch: its messages, then its document, which commits them. The messages go in
+ * parallel slices (each one `insertMany` on its own connection), so the service serialises one
+ * slice while the database stores another instead of taking turns. When storing fails, the
+ * messages that were stored are deleted again (best effort: the settler deletes what is left).
+ */
+export async function storeBatch(
+  collections: { messages: Collection<MessageDoc>; batches: Collection<BatchDoc> },
+  messages: MessageDoc[],
+  batch: BatchDoc,
+): Promise<void> {
+  const slices = Math.max(1, Math.min(INSERT_SLICES, Math.floor(messages.length / MIN_SLICE)));
+  const size = Math.ceil(messages.length / slices);
+  try {
+    const inserts = Array.from({ length: slices }, (_, i) =>
+      collections.messages.insertMany(messages.slice(i * size, (i + 1) * size), {
+        ordered: false,
+      }),
+    );
+    const outcomes = await Promise.allSettled(inserts);
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed) throw failed.reason;
+    await collections.batches.insertOne(batch);
+  } catch (error) {
+    await collections.messages.deleteMany({ batchId: batch._id }).catch(() => undefined);
+    throw error;
+  }
+}
+
 /** How soon a message of a batch still being stored is looked at again. */
 export const UNCOMMITTED_RETRY_MS = 500;
 

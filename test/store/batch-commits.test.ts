@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { BatchCommits } from "../../src/store/batch-commits.ts";
+import { BatchCommits, storeBatch } from "../../src/store/batch-commits.ts";
 import { claimDueDeliveries } from "../../src/store/delivery-queue.ts";
+import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { claimDueNotifications } from "../../src/store/notification-queue.ts";
 import { commitBatch } from "../support/batches.ts";
@@ -52,5 +53,55 @@ describe("a batch commits when its document is stored", () => {
         .map((m) => m._id)
         .sort(),
     ).toEqual([1, 2, 3]);
+  });
+});
+
+describe("storing a batch", () => {
+  const batchOf = (batchId: number, firstId: number, count: number) => ({
+    batch: {
+      _id: batchId,
+      accountId: "a",
+      name: "slices",
+      totalCount: count,
+      acceptedCount: count,
+      rejectedCount: 0,
+      createdAt: new Date(),
+    },
+    messages: Array.from({ length: count }, (_, i) =>
+      acceptedMessage(
+        {
+          id: firstId + i,
+          accountId: "a",
+          batchId,
+          to: "+4915112345678",
+          from: "X",
+          text: "t",
+          parts: 1,
+          ttl: 60,
+        },
+        new Date(),
+      ),
+    ),
+  });
+
+  it("stores every message, however it is sliced, and then the batch document", async () => {
+    const { batch, messages } = batchOf(20, 10_000, 4321);
+
+    await storeBatch(fixture.store, messages, batch);
+
+    expect(await fixture.store.messages.countDocuments({ batchId: 20 })).toBe(4321);
+    expect(await fixture.store.batches.findOne({ _id: 20 })).toMatchObject({ name: "slices" });
+  });
+
+  it("leaves nothing of the batch when a slice fails, and no batch document", async () => {
+    const { batch, messages } = batchOf(21, 20_000, 3000);
+    // A message of another batch already holds an id of the last slice.
+    await fixture.store.messages.insertOne({ ...(messages[2999] as MessageDoc), batchId: 99 });
+
+    await expect(storeBatch(fixture.store, messages, batch)).rejects.toThrow(/duplicate key/i);
+
+    expect(await fixture.store.messages.countDocuments({ batchId: 21 })).toBe(0);
+    expect(await fixture.store.batches.findOne({ _id: 21 })).toBeNull();
+    expect(await fixture.store.messages.countDocuments({ batchId: 99 })).toBe(1);
   });
 });
