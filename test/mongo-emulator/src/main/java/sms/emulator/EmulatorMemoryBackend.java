@@ -14,6 +14,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
+import de.bwaldvogel.mongo.backend.ArrayFilters;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.EmptyIndex;
@@ -26,6 +27,7 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.oplog.Oplog;
 
 /**
  * The library's in-memory backend with these fixes:
@@ -43,8 +45,8 @@ import de.bwaldvogel.mongo.bson.Document;
  * <li>Snapshot reads: the library hands out the stored document objects and updates them in place,
  * so a reply being encoded on one thread while another thread updates the document could fail
  * (ConcurrentModificationException) or show a half-applied update. Here query results are copies
- * taken under the collection's lock, and an update stores the updated copy instead of changing the
- * published object, which is therefore never modified again.</li>
+ * taken under the collection's lock, and an update changes a stored document only under that lock
+ * and only by replacing its values with new ones, so a value once stored is never modified.</li>
  * </ul>
  */
 class EmulatorMemoryBackend extends MemoryBackend {
@@ -228,7 +230,26 @@ class EmulatorMemoryBackend extends MemoryBackend {
             return getIndexes().stream().filter(SecondaryIndex.class::isInstance).map(SecondaryIndex.class::cast);
         }
 
-        /** Every query result passes here (called under the collection's lock): hand out copies. */
+        /** Set while an update runs (under the collection's lock): see matchDocumentsFromStream. */
+        private boolean updating;
+
+        @Override
+        public synchronized Document updateDocuments(Document selector, Document updateQuery, ArrayFilters arrayFilters,
+                                                     boolean isMulti, boolean isUpsert, Oplog oplog) {
+            updating = true;
+            try {
+                return super.updateDocuments(selector, updateQuery, arrayFilters, isMulti, isUpsert, oplog);
+            } finally {
+                updating = false;
+            }
+        }
+
+        /**
+         * Every query result passes here (called under the collection's lock): hand out copies. The
+         * query of an update is the exception: the library copies each matched document itself (the
+         * old version, and the new one it computes), then replaces the values of the stored one with
+         * the new, freshly built values; nothing outside the lock holds the stored object itself.
+         */
         @Override
         protected QueryResult matchDocumentsFromStream(Document query, Stream<Document> documentStream, int numberToSkip,
                                                        int numberToReturn, int batchSize,
@@ -243,7 +264,8 @@ class EmulatorMemoryBackend extends MemoryBackend {
             if (numberToReturn > 0) {
                 matched = matched.limit(numberToReturn);
             }
-            List<Document> copies = matched.map(Document::cloneDeeply).collect(Collectors.toList());
+            List<Document> copies = (updating ? matched : matched.map(Document::cloneDeeply))
+                .collect(Collectors.toList());
             return super.matchDocumentsFromStream(query, copies.stream(), 0, numberToReturn, batchSize, null,
                 fieldSelector); // already sorted
         }
