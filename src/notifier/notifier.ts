@@ -445,11 +445,13 @@ export class Notifier {
     state.lastUsed = Date.now();
     this.hosts.set(host, state);
     this.active++;
+    const snapshot = message.notifications[index];
     const base = {
       messageId: message._id,
       length: message.notifications.length,
       index,
       claim: task.claim,
+      ...(snapshot && { notification: { ...snapshot } }),
     };
     const send = this.attempt(task.url, `msg_${message._id}_${index}`, task.secret)
       .then((result) => {

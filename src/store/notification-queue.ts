@@ -9,7 +9,13 @@
  */
 import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
 import type { Store } from "./database.ts";
-import type { AccountDoc, MessageDoc, NotificationState, WebhookAttemptDoc } from "./documents.ts";
+import type {
+  AccountDoc,
+  MessageDoc,
+  NotificationDoc,
+  NotificationState,
+  WebhookAttemptDoc,
+} from "./documents.ts";
 import { type ClaimOptions, claimDue } from "./work-queue.ts";
 
 export type NotifyingMessage = Pick<
@@ -78,6 +84,11 @@ export interface NotificationOutcome {
    */
   last?: boolean;
   /**
+   * The handled notification as claimed. With it, the notification is written whole, as one
+   * field, instead of field by field (the claim owns it: status changes only append).
+   */
+  notification?: NotificationDoc;
+  /**
    * The same claim goes on with the message's next notification (already in the snapshot):
    * record this one and keep the lease and the due time as they are.
    */
@@ -109,25 +120,41 @@ export async function recordNotificationOutcomes(
     const push: Record<string, unknown> = {};
     const path = `notifications.${o.index}`;
     const handled = o.index < o.length;
+    // Fields of the handled notification: set (or removed, when undefined) with it.
+    const fields: Partial<Record<keyof NotificationDoc, unknown>> = {};
     if (handled) {
-      if (o.state !== undefined) set[`${path}.state`] = o.state;
-      if (o.url !== undefined) set[`${path}.url`] = o.url;
-      if (o.attempt) push[`${path}.attempts`] = o.attempt;
+      if (o.state !== undefined) fields.state = o.state;
+      if (o.url !== undefined) fields.url = o.url;
     }
     let unlessNext: number | undefined;
     if (o.keepLease) {
       delete unset.notifyLease;
-      if (handled) unset[`${path}.nextAttemptAt`] = "";
+      fields.nextAttemptAt = undefined;
     } else if (o.state === "pending") {
       const at = o.nextAttemptAt ?? now;
       set.notifyAt = at;
-      if (handled && !o.deferred) set[`${path}.nextAttemptAt`] = at;
+      if (!o.deferred) fields.nextAttemptAt = at;
     } else {
-      if (handled) unset[`${path}.nextAttemptAt`] = "";
+      fields.nextAttemptAt = undefined;
       const next = handled ? o.index + 1 : o.length;
       if (next < o.length) set.notifyAt = now;
       else if (handled && o.last) unset.notifyAt = "";
       else unlessNext = next;
+    }
+    if (handled && o.notification) {
+      const whole: Record<string, unknown> = { ...o.notification };
+      for (const [field, value] of Object.entries(fields)) {
+        if (value === undefined) delete whole[field];
+        else whole[field] = value;
+      }
+      if (o.attempt) whole.attempts = [...o.notification.attempts, o.attempt];
+      set[path] = whole;
+    } else if (handled) {
+      for (const [field, value] of Object.entries(fields)) {
+        if (value === undefined) unset[`${path}.${field}`] = "";
+        else set[`${path}.${field}`] = value;
+      }
+      if (o.attempt) push[`${path}.attempts`] = o.attempt;
     }
     const update = (extraSet: Record<string, unknown>, extraUnset: Record<string, "">) => {
       const u: Record<string, unknown> = { $unset: { ...unset, ...extraUnset } };

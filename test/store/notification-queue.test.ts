@@ -100,6 +100,31 @@ describe("recording a delivered notification", () => {
     expect(doc.notifyAt).toBeInstanceOf(Date);
   });
 
+  it("written whole, keeps the earlier attempts and drops the retry time", async () => {
+    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+    const failedAt = new Date(Date.now() - 5000);
+    await fixture.store.messages.updateOne(
+      { _id: id as number },
+      {
+        $push: { "notifications.0.attempts": { at: failedAt, httpStatus: 503, durationMs: 9 } },
+        $set: { "notifications.0.nextAttemptAt": new Date(Date.now() - 1000) },
+      },
+    );
+    const claimed = await claimOne(id as number, "n-whole");
+    const handled = claimed.notifications[0];
+
+    await recordNotificationOutcomes(
+      fixture.store.messages,
+      [{ ...delivered(claimed, "n-whole"), ...(handled && { notification: handled }) }],
+      new Date(),
+    );
+
+    const notification = (await stored(id as number)).notifications[0];
+    expect(notification).toMatchObject({ status: "ACCEPTED", state: "delivered" });
+    expect(notification?.attempts.map((a) => a.httpStatus)).toEqual([503, 200]);
+    expect(notification?.nextAttemptAt).toBeUndefined();
+  });
+
   it("records nothing for a claim that was taken over", async () => {
     const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
     const claimed = await claimOne(id as number, "n-old");
