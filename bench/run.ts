@@ -289,9 +289,10 @@ if (runs("2", "3", "5")) {
 
 // ---- 4. Status webhooks: 10000 messages through the simulator with zero delays, twice:
 // "burst" sends them as one batch (all 10000 ACCEPTED at the same instant: the throughput
-// figure); "steady" sends them one POST /sms at a time at a fixed rate that asks for 2100
-// notifications/s (the latency figure: a p99 of change -> receipt is a property of a load the
-// service keeps up with, not of a queue 15 s long; see docs/benchmarks.md).
+// figure); "steady" sends them one POST /sms at a time, paced by autocannon at up to 800/s over
+// 64 connections (each waits for its answer, so ~700/s are reached: over 2000 notifications/s),
+// for the latency figure: a p99 of change -> receipt is a property of a load the service keeps
+// up with, not of a queue 15 s long (see docs/benchmarks.md).
 const WEBHOOK_MESSAGES = quick ? 3_000 : 10_000;
 const STEADY_SENDS_PER_SECOND = Number(process.env.BENCH_STEADY_RATE ?? 800);
 
@@ -318,6 +319,7 @@ async function webhookRun(mode: "burst" | "steady") {
   const account = await createAccount(full.baseUrl, receiverUrl);
   const count = WEBHOOK_MESSAGES;
   const started = Date.now();
+  let sendsPerSecond: number | undefined;
   if (mode === "burst") {
     await postBatch(full.baseUrl, batchBody(account, count, "Webhook benchmark"));
   } else {
@@ -332,9 +334,8 @@ async function webhookRun(mode: "burst" | "steady") {
     });
     if (sends["2xx"] !== count)
       throw new Error(`steady sends: ${sends["2xx"]} of ${count} accepted`);
-    log(
-      `steady sends: ${count} in ${(Date.now() - started) / 1000} s, p99 ${sends.latency.p99} ms`,
-    );
+    sendsPerSecond = count / ((Date.now() - started) / 1000);
+    log(`steady sends: ${count} at ${sendsPerSecond.toFixed(0)}/s, p99 ${sends.latency.p99} ms`);
   }
   const expected = 3 * count;
   const deadline = Date.now() + (quick ? 60_000 : 180_000);
@@ -374,6 +375,7 @@ async function webhookRun(mode: "burst" | "steady") {
       seconds: elapsed,
       p50_ms: percentile(delays, 50),
       p99_ms: percentile(delays, 99),
+      ...(sendsPerSecond !== undefined && { sends_per_s: sendsPerSecond }),
     },
   };
 }
@@ -385,7 +387,7 @@ if (runs("4", "4a")) {
     figure: `4a. Status webhooks, burst: one batch of ${WEBHOOK_MESSAGES} x ACCEPTED/SENT/DELIVERED`,
     value: burst.rate,
     unit: "notifications/s",
-    target: ">= 2000/s",
+    target: ">= 2000/s (p99: a queue of 3 x 10000, see 4b)",
     met: burst.complete && burst.rate >= 2000,
     extra: burst.extra,
   });
