@@ -41,6 +41,10 @@ const figures: Figure[] = [];
 const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
 const client = await new MongoClient(database.uri, { maxPoolSize: 64 }).connect();
 const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
+// Each figure starts from a database holding only its own data: the emulator keeps everything in
+// its JVM heap, and an earlier figure's documents would lengthen every later garbage collection.
+const dropDatabases = (...names: string[]) =>
+  Promise.all(names.map((name) => client.db(name).dropDatabase()));
 
 function serviceEnv(db: string, extra: Record<string, string> = {}) {
   return {
@@ -163,6 +167,7 @@ if (runs("1")) {
       }
     }),
   );
+  await dropDatabases("bench_api", "bench_driver");
   latencies.sort((a, b) => a - b);
   const driverRps = latencies.length / LOAD_SECONDS;
   const rps = service.requests.average;
@@ -285,6 +290,7 @@ if (runs("2", "3", "5")) {
     met: addedMb < 150,
   });
   await api.stop();
+  await dropDatabases("bench_batch", "bench_insert_many");
 }
 
 // ---- 4. Status webhooks: 10000 messages through the simulator with zero delays, twice:
@@ -376,6 +382,7 @@ async function webhookRun(mode: "burst" | "steady") {
   }
   await full.stop();
   receiver.close();
+  await dropDatabases(dbName);
   return {
     rate: received.length / elapsed,
     complete: received.length >= expected,
