@@ -37,6 +37,9 @@ export async function startProcess(
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
+  // A benchmark that fails half-way must not leave its services running.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
@@ -56,6 +59,7 @@ export async function startProcess(
     baseUrl,
     pid: child.pid ?? 0,
     async stop() {
+      process.off("exit", killOnExit);
       child.kill("SIGTERM");
       if (child.exitCode === null) await once(child, "exit");
     },
