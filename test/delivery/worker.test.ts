@@ -133,8 +133,19 @@ describe("delivery worker", () => {
     );
     // Stored but not committed yet: the batch document comes below.
     const ids = await insert(batch);
-    const a = worker(new CountingCarrier(simulator(collection, "sim-a"), counts), "worker-a");
-    const b = worker(new CountingCarrier(simulator(collection, "sim-b"), counts), "worker-b");
+    // Small sequential chunks, so that neither instance can take the whole batch between two
+    // polls of the other.
+    const shared = { chunkSize: 10, concurrency: 1 };
+    const a = worker(
+      new CountingCarrier(simulator(collection, "sim-a"), counts),
+      "worker-a",
+      shared,
+    );
+    const b = worker(
+      new CountingCarrier(simulator(collection, "sim-b"), counts),
+      "worker-b",
+      shared,
+    );
     await a.start();
     await b.start();
     try {
