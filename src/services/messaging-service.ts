@@ -22,7 +22,7 @@ import {
 } from "../domain/limits.ts";
 import { batchCounters } from "../domain/message-status.ts";
 import { MICROS } from "../store/accounts.ts";
-import { storeBatch } from "../store/batch-commits.ts";
+import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
 import type {
@@ -236,8 +236,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         };
         // The messages first, then the batch document, which commits them (storeBatch); a crash
         // in between leaves a pending charge that the settler rolls back.
-        const result = await chargeThenStore(store.accounts, account.apiKey, charge, () =>
-          storeBatch(store, docs, batchDoc),
+        const result = await chargeThenStore(
+          store.accounts,
+          account.apiKey,
+          charge,
+          () => storeBatch(store, docs, batchDoc),
+          () => discardBatch(store, batchId),
         );
         creditRemaining = await confirmCharge(account.apiKey, charge, result);
       }

@@ -13,8 +13,8 @@ const MIN_SLICE = 1000;
 /**
  * Stores a batch: its messages, then its document, which commits them. The messages go in
  * parallel slices (each one `insertMany` on its own connection), so the service serialises one
- * slice while the database stores another instead of taking turns. When storing fails, the
- * messages that were stored are deleted again (best effort: the settler deletes what is left).
+ * slice while the database stores another instead of taking turns. On failure, part of the
+ * messages (or even the document) may be stored: see `discardBatch`.
  */
 export async function storeBatch(
   collections: { messages: Collection<MessageDoc>; batches: Collection<BatchDoc> },
@@ -23,20 +23,28 @@ export async function storeBatch(
 ): Promise<void> {
   const slices = Math.max(1, Math.min(INSERT_SLICES, Math.floor(messages.length / MIN_SLICE)));
   const size = Math.ceil(messages.length / slices);
-  try {
-    const inserts = Array.from({ length: slices }, (_, i) =>
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: slices }, (_, i) =>
       collections.messages.insertMany(messages.slice(i * size, (i + 1) * size), {
         ordered: false,
       }),
-    );
-    const outcomes = await Promise.allSettled(inserts);
-    const failed = outcomes.find((o) => o.status === "rejected");
-    if (failed) throw failed.reason;
-    await collections.batches.insertOne(batch);
-  } catch (error) {
-    await collections.messages.deleteMany({ batchId: batch._id }).catch(() => undefined);
-    throw error;
-  }
+    ),
+  );
+  const failed = outcomes.find((o) => o.status === "rejected");
+  if (failed) throw failed.reason;
+  await collections.batches.insertOne(batch);
+}
+
+/**
+ * Removes whatever of a batch was stored: the document first (so the batch is uncommitted and
+ * nobody works its messages), then the messages.
+ */
+export async function discardBatch(
+  collections: { messages: Collection<MessageDoc>; batches: Collection<BatchDoc> },
+  batchId: number,
+): Promise<void> {
+  await collections.batches.deleteOne({ _id: batchId });
+  await collections.messages.deleteMany({ batchId });
 }
 
 /** How soon a message of a batch still being stored is looked at again. */

@@ -21,19 +21,28 @@ export async function debit(
   return updated ? { creditMicros: updated.creditMicros } : "insufficient";
 }
 
-/** Debits, then stores with `storeIt`; gives the charge back when storing fails. */
+/**
+ * Debits, then stores with `storeIt`. When storing fails, `undo` removes what was stored and the
+ * charge is given back; if either fails, the charge stays pending and the settler does both.
+ */
 export async function chargeThenStore(
   accounts: Collection<AccountDoc>,
   apiKey: string,
   charge: PendingCharge,
   storeIt: () => Promise<void>,
+  undo: () => Promise<void> = async () => undefined,
 ): Promise<DebitResult> {
   const debited = await debit(accounts, apiKey, charge);
   if (debited === "insufficient") return debited;
   try {
     await storeIt();
   } catch (error) {
-    await refund(accounts, apiKey, charge).catch(() => undefined);
+    try {
+      await undo();
+      await refund(accounts, apiKey, charge);
+    } catch {
+      // Left pending: settleAbandonedCharges undoes and refunds it.
+    }
     throw error;
   }
   return debited;

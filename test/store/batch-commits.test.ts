@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BatchCommits, storeBatch } from "../../src/store/batch-commits.ts";
+import { BatchCommits, discardBatch, storeBatch } from "../../src/store/batch-commits.ts";
 import { claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
@@ -93,15 +93,24 @@ describe("storing a batch", () => {
     expect(await fixture.store.batches.findOne({ _id: 20 })).toMatchObject({ name: "slices" });
   });
 
-  it("leaves nothing of the batch when a slice fails, and no batch document", async () => {
+  it("fails when a slice fails, and storing no batch document leaves the batch uncommitted", async () => {
     const { batch, messages } = batchOf(21, 20_000, 3000);
     // A message of another batch already holds an id of the last slice.
     await fixture.store.messages.insertOne({ ...(messages[2999] as MessageDoc), batchId: 99 });
 
     await expect(storeBatch(fixture.store, messages, batch)).rejects.toThrow(/duplicate key/i);
 
-    expect(await fixture.store.messages.countDocuments({ batchId: 21 })).toBe(0);
     expect(await fixture.store.batches.findOne({ _id: 21 })).toBeNull();
+  });
+
+  it("discarding a batch removes its document and its messages, and nothing else", async () => {
+    const { batch, messages } = batchOf(22, 30_000, 1200);
+    await storeBatch(fixture.store, messages, batch);
+
+    await discardBatch(fixture.store, 22);
+
+    expect(await fixture.store.batches.findOne({ _id: 22 })).toBeNull();
+    expect(await fixture.store.messages.countDocuments({ batchId: 22 })).toBe(0);
     expect(await fixture.store.messages.countDocuments({ batchId: 99 })).toBe(1);
   });
 });

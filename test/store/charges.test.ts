@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
-import { ChargeConfirmations, debit, settleAbandonedCharges } from "../../src/store/charges.ts";
+import { discardBatch } from "../../src/store/batch-commits.ts";
+import {
+  ChargeConfirmations,
+  chargeThenStore,
+  debit,
+  settleAbandonedCharges,
+} from "../../src/store/charges.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { useTestStore } from "../support/store.ts";
@@ -106,6 +112,49 @@ describe("credit charges", () => {
     expect(await fixture.store.messages.countDocuments({ batchId: 31 })).toBe(0);
     expect(await fixture.store.messages.countDocuments({ batchId: 32 })).toBe(1);
     expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.creditMicros).toBe(99);
+  });
+
+  it("a store that fails is undone and refunded", async () => {
+    const apiKey = await newAccount(50);
+    const charge: PendingCharge = { ref: 51, kind: "batch", amountMicros: 7, at: new Date() };
+    const storeHalf = async () => {
+      await fixture.store.messages.insertOne(message(501, apiKey, 51));
+      throw new Error("the second slice failed");
+    };
+
+    await expect(
+      chargeThenStore(fixture.store.accounts, apiKey, charge, storeHalf, () =>
+        discardBatch(fixture.store, 51),
+      ),
+    ).rejects.toThrow("the second slice failed");
+
+    expect(await fixture.store.messages.countDocuments({ batchId: 51 })).toBe(0);
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
+    expect(account?.creditMicros).toBe(50);
+    expect(account?.pendingCharges).toEqual([]);
+  });
+
+  it("a store whose undo fails too keeps its charge pending, for the settler to roll back", async () => {
+    const apiKey = await newAccount(50);
+    const charge: PendingCharge = { ref: 52, kind: "batch", amountMicros: 7, at: minutesAgo(5) };
+    const storeHalf = async () => {
+      await fixture.store.messages.insertOne(message(502, apiKey, 52));
+      throw new Error("the second slice failed");
+    };
+    const undoFails = async () => {
+      throw new Error("database gone");
+    };
+
+    await expect(
+      chargeThenStore(fixture.store.accounts, apiKey, charge, storeHalf, undoFails),
+    ).rejects.toThrow("the second slice failed");
+    expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.creditMicros).toBe(43);
+
+    await settleAbandonedCharges(fixture.store, 120_000);
+    expect(await fixture.store.messages.countDocuments({ batchId: 52 })).toBe(0);
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
+    expect(account?.creditMicros).toBe(50);
+    expect(account?.pendingCharges).toEqual([]);
   });
 
   it("leaves young pending charges alone: their requests may still be storing", async () => {
