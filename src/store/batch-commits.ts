@@ -36,8 +36,8 @@ export async function storeBatch(
 }
 
 /**
- * Removes whatever of a batch was stored: the document first (so the batch is uncommitted and
- * nobody works its messages), then the messages.
+ * Removes whatever of a batch was stored: the document first (so the batch reads as uncommitted
+ * and the queues leave its messages alone), then the messages.
  */
 export async function discardBatch(
   collections: { messages: Collection<MessageDoc>; batches: Collection<BatchDoc> },
