@@ -39,6 +39,19 @@ function message(id: number, accountId: string, batchId?: number) {
   );
 }
 
+/** A batch store that stores one message of the batch and then fails. */
+const storeOneThenFail = (messageId: number, apiKey: string, batchId: number) => async () => {
+  await fixture.store.messages.insertOne(message(messageId, apiKey, batchId));
+  throw new Error("the second slice failed");
+};
+
+/** The account's credit is whole again and nothing of it is pending. */
+async function expectRefunded(apiKey: string, credit: number) {
+  const account = await fixture.store.accounts.findOne({ _id: apiKey });
+  expect(account?.creditMicros).toBe(credit);
+  expect(account?.pendingCharges).toEqual([]);
+}
+
 describe("credit charges", () => {
   it("debit refuses to go below zero and changes nothing then", async () => {
     const apiKey = await newAccount(5);
@@ -117,10 +130,7 @@ describe("credit charges", () => {
   it("a store that fails is undone and refunded", async () => {
     const apiKey = await newAccount(50);
     const charge: PendingCharge = { ref: 51, kind: "batch", amountMicros: 7, at: new Date() };
-    const storeHalf = async () => {
-      await fixture.store.messages.insertOne(message(501, apiKey, 51));
-      throw new Error("the second slice failed");
-    };
+    const storeHalf = storeOneThenFail(501, apiKey, 51);
 
     await expect(
       chargeThenStore(fixture.store.accounts, apiKey, charge, storeHalf, () =>
@@ -129,18 +139,13 @@ describe("credit charges", () => {
     ).rejects.toThrow("the second slice failed");
 
     expect(await fixture.store.messages.countDocuments({ batchId: 51 })).toBe(0);
-    const account = await fixture.store.accounts.findOne({ _id: apiKey });
-    expect(account?.creditMicros).toBe(50);
-    expect(account?.pendingCharges).toEqual([]);
+    await expectRefunded(apiKey, 50);
   });
 
   it("a store whose undo fails too keeps its charge pending, for the settler to roll back", async () => {
     const apiKey = await newAccount(50);
     const charge: PendingCharge = { ref: 52, kind: "batch", amountMicros: 7, at: minutesAgo(5) };
-    const storeHalf = async () => {
-      await fixture.store.messages.insertOne(message(502, apiKey, 52));
-      throw new Error("the second slice failed");
-    };
+    const storeHalf = storeOneThenFail(502, apiKey, 52);
     const undoFails = async () => {
       throw new Error("database gone");
     };
@@ -152,9 +157,7 @@ describe("credit charges", () => {
 
     await settleAbandonedCharges(fixture.store, 120_000);
     expect(await fixture.store.messages.countDocuments({ batchId: 52 })).toBe(0);
-    const account = await fixture.store.accounts.findOne({ _id: apiKey });
-    expect(account?.creditMicros).toBe(50);
-    expect(account?.pendingCharges).toEqual([]);
+    await expectRefunded(apiKey, 50);
   });
 
   it("leaves young pending charges alone: their requests may still be storing", async () => {

@@ -46,18 +46,22 @@ const stored = async (id: number) => {
   return doc;
 };
 
+/** A new message, its ACCEPTED notification claimed with `token`. */
+async function newClaimedMessage(token: string) {
+  const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
+  return { id: id as number, claimed: await claimOne(id as number, token) };
+}
+
+const recordDelivered = (claimed: NotifyingMessage, token: string, now = new Date()) =>
+  recordNotificationOutcomes(fixture.store.messages, [delivered(claimed, token)], now);
+
 describe("recording a delivered notification", () => {
   it("leaves the message off the queue when nothing follows it", async () => {
-    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
-    const claimed = await claimOne(id as number, "n-quiet");
+    const { id, claimed } = await newClaimedMessage("n-quiet");
 
-    await recordNotificationOutcomes(
-      fixture.store.messages,
-      [delivered(claimed, "n-quiet")],
-      new Date(),
-    );
+    await recordDelivered(claimed, "n-quiet");
 
-    const doc = await stored(id as number);
+    const doc = await stored(id);
     expect(doc.notifications[0]).toMatchObject({
       state: "delivered",
       url: "http://receiver.test/hook",
@@ -68,14 +72,13 @@ describe("recording a delivered notification", () => {
   });
 
   it("makes the next one due when its status changed after the claim", async () => {
-    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
-    const claimed = await claimOne(id as number, "n-raced");
-    await markSent(id as number); // appends notification 1 while notification 0 is being sent
+    const { id, claimed } = await newClaimedMessage("n-raced");
+    await markSent(id); // appends notification 1 while notification 0 is being sent
 
     const now = new Date();
-    await recordNotificationOutcomes(fixture.store.messages, [delivered(claimed, "n-raced")], now);
+    await recordDelivered(claimed, "n-raced", now);
 
-    const doc = await stored(id as number);
+    const doc = await stored(id);
     expect(doc.notifications.map((n) => [n.status, n.state])).toEqual([
       ["ACCEPTED", "delivered"],
       ["SENT", "pending"],
@@ -85,17 +88,12 @@ describe("recording a delivered notification", () => {
   });
 
   it("lets a status change after the record make its own notification due", async () => {
-    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
-    const claimed = await claimOne(id as number, "n-after");
-    await recordNotificationOutcomes(
-      fixture.store.messages,
-      [delivered(claimed, "n-after")],
-      new Date(),
-    );
+    const { id, claimed } = await newClaimedMessage("n-after");
+    await recordDelivered(claimed, "n-after");
 
-    await markSent(id as number);
+    await markSent(id);
 
-    const doc = await stored(id as number);
+    const doc = await stored(id);
     expect(doc.notifications[1]).toMatchObject({ status: "SENT", state: "pending" });
     expect(doc.notifyAt).toBeInstanceOf(Date);
   });
@@ -126,12 +124,8 @@ describe("recording a delivered notification", () => {
   });
 
   it("records nothing for a claim that was taken over", async () => {
-    const [id] = await insertMessages(fixture.store, [testMessage("acc", "+4915112345678")]);
-    const claimed = await claimOne(id as number, "n-old");
-    await fixture.store.messages.updateOne(
-      { _id: id as number },
-      { $set: { "notifyLease.owner": "n-new" } },
-    );
+    const { id, claimed } = await newClaimedMessage("n-old");
+    await fixture.store.messages.updateOne({ _id: id }, { $set: { "notifyLease.owner": "n-new" } });
 
     await recordNotificationOutcomes(
       fixture.store.messages,
@@ -139,7 +133,7 @@ describe("recording a delivered notification", () => {
       new Date(),
     );
 
-    const doc = await stored(id as number);
+    const doc = await stored(id);
     expect(doc.notifications[0]?.state).toBe("pending");
     expect(doc.notifyLease?.owner).toBe("n-new");
   });
