@@ -53,9 +53,10 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
 ): Promise<T[]> {
   const { now, limit, leaseMs, token } = options;
   if (limit <= 0) return [];
-  // No sort: MongoDB walks the due-time index in order; the emulator stops at the limit.
+  // Oldest due first (the due-time index gives that order without sorting).
   const due = await messages
     .find({ [queue.due]: { $lte: now } }, { projection: { _id: 1 } })
+    .sort({ [queue.due]: 1 })
     .limit(limit)
     .toArray();
   if (due.length === 0) return [];

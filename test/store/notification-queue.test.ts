@@ -138,3 +138,40 @@ describe("recording a delivered notification", () => {
     expect(doc.notifyLease?.owner).toBe("n-new");
   });
 });
+
+describe("claiming notifications", () => {
+  it("takes the one due longest first, whatever order the messages were stored in", async () => {
+    const now = Date.now();
+    const ids = await insertMessages(fixture.store, [
+      testMessage("acc-order", "+4915112345678"),
+      testMessage("acc-order", "+4915112345678"),
+      testMessage("acc-order", "+4915112345678"),
+    ]);
+    // Stored first, due last.
+    const dueAt = [now - 60_000, now - 180_000, now - 120_000];
+    await Promise.all(
+      ids.map((id, i) =>
+        fixture.store.messages.updateOne(
+          { _id: id },
+          { $set: { notifyAt: new Date(dueAt[i] as number) } },
+        ),
+      ),
+    );
+    const claimFirst = (token: string) =>
+      claimDueNotifications(fixture.store.messages, {
+        now: new Date(now),
+        limit: 1,
+        leaseMs: 60_000,
+        token,
+        commits: new BatchCommits(fixture.store.batches),
+      });
+
+    const order = [
+      ...(await claimFirst("o-1")),
+      ...(await claimFirst("o-2")),
+      ...(await claimFirst("o-3")),
+    ].map((m) => m._id);
+
+    expect(order).toEqual([ids[1], ids[2], ids[0]]);
+  });
+});
