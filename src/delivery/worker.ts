@@ -36,6 +36,7 @@ import type {
   ReceiptHandlerResult,
   SubmitResult,
 } from "./carrier.ts";
+import { WakeSignal } from "./wake-signal.ts";
 
 /** The part of a pino logger the worker uses. */
 export interface Logger {
@@ -88,8 +89,7 @@ export class DeliveryWorker {
   private readonly inFlight = new Set<Promise<void>>();
   /** Messages submitted by this instance whose submission is being recorded, by id. */
   private readonly recording = new Map<number, Promise<void>>();
-  private wakeRequested = false;
-  private wakeUp: (() => void) | undefined;
+  private readonly signal = new WakeSignal();
   private pollTimer: NodeJS.Timeout | undefined;
   private claimSeq = 0;
   private readonly counters: DeliveryWorkerStats = {
@@ -120,7 +120,7 @@ export class DeliveryWorker {
     await this.carrier.start((receipts) => this.handleReceipts(receipts));
     this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
     this.pollTimer.unref();
-    this.wakeRequested = true;
+    this.signal.wake();
     this.loop = this.run();
     this.logger.info(
       { instanceId: this.instanceId, carrier: this.carrier.name },
@@ -134,7 +134,7 @@ export class DeliveryWorker {
     this.running = false;
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.pollTimer = undefined;
-    this.wakeUp?.();
+    this.signal.release();
     await this.loop;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     await this.carrier.stop();
@@ -143,10 +143,7 @@ export class DeliveryWorker {
 
   /** Looks for due work now (e.g. right after messages were inserted). */
   wake(): void {
-    this.wakeRequested = true;
-    const resolve = this.wakeUp;
-    this.wakeUp = undefined;
-    resolve?.();
+    this.signal.wake();
   }
 
   stats(): DeliveryWorkerStats {
@@ -183,13 +180,7 @@ export class DeliveryWorker {
 
   private async run(): Promise<void> {
     while (this.running) {
-      if (!this.wakeRequested) {
-        await new Promise<void>((resolve) => {
-          this.wakeUp = resolve;
-        });
-        continue;
-      }
-      this.wakeRequested = false;
+      if (!(await this.signal.next())) continue;
       try {
         while (this.running && this.inFlight.size < this.concurrency) {
           const token = `${this.instanceId}:${++this.claimSeq}`;

@@ -22,6 +22,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { ChangeStream, ChangeStreamOptions, Document } from "mongodb";
+import { WakeSignal } from "../delivery/wake-signal.ts";
 import type { Logger } from "../delivery/worker.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
@@ -149,8 +150,7 @@ export class Notifier {
 
   private running = false;
   private loop: Promise<void> | undefined;
-  private wakeRequested = false;
-  private wakeUp: (() => void) | undefined;
+  private readonly signal = new WakeSignal();
   private sweepTimer: NodeJS.Timeout | undefined;
   private claimSeq = 0;
   private sendSeq = 0;
@@ -235,7 +235,7 @@ export class Notifier {
       this.pruneHosts();
     }, this.sweepIntervalMs);
     this.sweepTimer.unref();
-    this.wakeRequested = true;
+    this.signal.wake();
     this.loop = this.run();
     this.logger.info({ instanceId: this.instanceId }, "notifier started");
   }
@@ -246,7 +246,7 @@ export class Notifier {
     this.running = false;
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;
-    this.wakeUp?.();
+    this.signal.release();
     this.interruptStreamPause();
     const closing = this.stream?.close().catch(() => undefined);
     await this.loop;
@@ -265,10 +265,7 @@ export class Notifier {
 
   /** Looks for due notifications now. */
   wake(): void {
-    this.wakeRequested = true;
-    const resolve = this.wakeUp;
-    this.wakeUp = undefined;
-    resolve?.();
+    this.signal.wake();
   }
 
   stats(): NotifierStats {
@@ -279,13 +276,7 @@ export class Notifier {
 
   private async run(): Promise<void> {
     while (this.running) {
-      if (!this.wakeRequested) {
-        await new Promise<void>((resolve) => {
-          this.wakeUp = resolve;
-        });
-        continue;
-      }
-      this.wakeRequested = false;
+      if (!(await this.signal.next())) continue;
       // Claim in chunks: wait until a good part of the pipeline is free (a recorded outcome wakes us).
       const free = this.maxInFlight - this.inFlight;
       if (free <= 0 || (this.inFlight > 0 && free < Math.min(this.chunkSize, this.maxInFlight / 4)))
@@ -314,7 +305,7 @@ export class Notifier {
         // Claims made before the failure run out and are taken up again.
         this.logger.error({ err: error }, "notifier: claiming failed");
         await new Promise((resolve) => setTimeout(resolve, Math.min(1000, this.sweepIntervalMs)));
-        this.wakeRequested = true;
+        this.signal.wake();
         continue;
       }
       this.counters.claimed += claimed.length;
@@ -332,7 +323,7 @@ export class Notifier {
       }
       for (const message of claimed) this.dispatch(message, accounts.get(message.accountId), token);
       this.pump();
-      if (claimed.length === limit) this.wakeRequested = true; // there may be more due
+      if (claimed.length === limit) this.signal.wake(); // there may be more due
     }
   }
 
