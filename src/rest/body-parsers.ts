@@ -61,14 +61,15 @@ export function registerBodyParsers(app: FastifyInstance): void {
  * required parameter that is null is then reported as missing ("cannot be empty").
  */
 function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
-  for (const [key, value] of Object.entries(body)) {
+  for (const key of Object.keys(body)) {
+    const value = body[key];
     if (value === null) delete body[key];
     else if (Array.isArray(value)) {
+      // for…in rather than Object.entries: no array per message of a 10000-message batch.
       for (const item of value) {
         if (item === null || typeof item !== "object" || Array.isArray(item)) continue;
-        for (const [field, v] of Object.entries(item)) {
-          if (v === null) delete (item as Record<string, unknown>)[field];
-        }
+        const fields = item as Record<string, unknown>;
+        for (const field in fields) if (fields[field] === null) delete fields[field];
       }
     }
   }

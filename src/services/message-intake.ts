@@ -31,16 +31,30 @@ export function resolveSender(
   account: AccountView,
   policy: IntakePolicy,
 ): SenderCheck {
-  const allowed = (name: string) =>
-    name === policy.sharedSender || account.approvedSenders.has(name);
   if (from === undefined || from === "") {
     const fallback = account.defaultSender;
-    return { sender: fallback && allowed(fallback) ? fallback : policy.sharedSender };
+    return {
+      sender: fallback && senderAllowed(fallback, account, policy) ? fallback : policy.sharedSender,
+    };
   }
-  if (allowed(from)) return { sender: from };
+  if (senderAllowed(from, account, policy)) return { sender: from };
   return {
     error: `from must be the shared sender ${policy.sharedSender} or an approved sender name of the account`,
   };
+}
+
+function withError(
+  errors: FieldMessages | undefined,
+  field: keyof FieldMessages & string,
+  message: string,
+): FieldMessages {
+  const found = errors ?? {};
+  found[field] = message;
+  return found;
+}
+
+function senderAllowed(name: string, account: AccountView, policy: IntakePolicy): boolean {
+  return name === policy.sharedSender || account.approvedSenders.has(name);
 }
 
 export function checkMessage(
@@ -48,25 +62,26 @@ export function checkMessage(
   account: AccountView,
   policy: IntakePolicy,
 ): { message: CheckedMessage } | { errors: FieldMessages } {
-  const errors: FieldMessages = {};
-  if (input.to === "") errors.to = cannotBeEmpty("to");
-  else if (!isValidPhoneNumber(input.to)) errors.to = PHONE_NUMBER_ERROR;
+  // Called for each of up to 10000 messages of a batch: no errors object unless one is found.
+  let errors: FieldMessages | undefined;
+  if (input.to === "") errors = withError(errors, "to", cannotBeEmpty("to"));
+  else if (!isValidPhoneNumber(input.to)) errors = withError(errors, "to", PHONE_NUMBER_ERROR);
 
   let parts: string[] | undefined;
   let partCount = 0;
-  if (input.text === "") errors.text = cannotBeEmpty("text");
+  if (input.text === "") errors = withError(errors, "text", cannotBeEmpty("text"));
   else {
     const segmented = segmentText(input.text, policy.maxParts);
     if (segmented.ok) {
       partCount = segmented.parts.length;
       parts = partCount > 1 ? segmented.parts : undefined;
-    } else errors.text = textErrorMessage(segmented.error, policy.maxParts);
+    } else errors = withError(errors, "text", textErrorMessage(segmented.error, policy.maxParts));
   }
 
   const sender = resolveSender(input.from, account, policy);
-  if ("error" in sender) errors.from = sender.error;
+  if ("error" in sender) errors = withError(errors, "from", sender.error);
 
-  if (Object.keys(errors).length > 0 || "error" in sender) return { errors };
+  if (errors || "error" in sender) return { errors: errors ?? {} };
   return { message: { to: input.to, from: sender.sender, text: input.text, parts, partCount } };
 }
 
