@@ -10,11 +10,9 @@ import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { Notifier } from "../../src/notifier/notifier.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
-import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
-import { testDatabase } from "../support/database.ts";
 import {
   designedOutcome,
   eventually,
@@ -22,6 +20,7 @@ import {
   insertMessages as insertMessagesInto,
   testMessage,
 } from "../support/fixtures.ts";
+import { useTestStore } from "../support/store.ts";
 import {
   type ReceivedRequest,
   startWebhookReceiver,
@@ -29,25 +28,24 @@ import {
 } from "../support/webhook-receiver.ts";
 
 const logger = pino({ level: "silent" });
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let store: Store;
+const fixture = useTestStore();
 let receiver: WebhookReceiver;
 
-const insertAccount = (statusUrl?: string) => insertAccountInto(store, statusUrl);
+const insertAccount = (statusUrl?: string) => insertAccountInto(fixture.store, statusUrl);
 const message = testMessage;
-const insertMessages = (messages: NewMessage[]) => insertMessagesInto(store, messages);
+const insertMessages = (messages: NewMessage[]) => insertMessagesInto(fixture.store, messages);
 const waitUntil = eventually;
 
 function startAll(tag: string, options: { sendDelayMs?: number; chunkSize?: number } = {}) {
   const carrier = new SimulatorCarrier({
-    db: store.db,
+    db: fixture.store.db,
     sendDelayMs: options.sendDelayMs ?? 10,
     receiptDelayMs: 100,
     pollIntervalMs: 100,
     instanceId: `sim-${tag}`,
   });
   const worker = new DeliveryWorker({
-    store,
+    store: fixture.store,
     carrier,
     logger,
     instanceId: `worker-${tag}`,
@@ -55,7 +53,7 @@ function startAll(tag: string, options: { sendDelayMs?: number; chunkSize?: numb
     chunkSize: options.chunkSize ?? 500,
   });
   const notifier = new Notifier({
-    store,
+    store: fixture.store,
     logger,
     instanceId: `notifier-${tag}`,
     retrySchedule: [100, 200],
@@ -83,15 +81,11 @@ function finalOf(doc: Pick<MessageDoc, "notifications">): boolean {
 }
 
 beforeAll(async () => {
-  database = await testDatabase();
-  store = openStore(database.db);
-  await ensureIndexes(store);
   receiver = await startWebhookReceiver();
 });
 
 afterAll(async () => {
   await receiver?.close();
-  await database?.close();
 });
 
 /** The designed outcome per destination: statuses notified in order, final reason. */
@@ -151,11 +145,11 @@ describe("message lifecycle with status webhooks", () => {
     const service = startAll("paths");
     await service.start();
     try {
-      await commitBatch(store, batchId, account._id);
+      await commitBatch(fixture.store, batchId, account._id);
       service.worker.wake();
       const all = [...single, ...multi, overridden, ...batch].map((m) => m.id);
       await waitUntil(async () => {
-        const docs = await store.messages.find({ _id: { $in: all } }).toArray();
+        const docs = await fixture.store.messages.find({ _id: { $in: all } }).toArray();
         return (
           docs.length === all.length &&
           docs.every((d) => d.status !== "ACCEPTED" && d.status !== "SENT" && finalOf(d))
@@ -190,7 +184,7 @@ describe("message lifecycle with status webhooks", () => {
         if (!m) throw new Error("missing message");
         const got = check(m, path.statuses);
         expect(got.every((r) => r.path === "/status" && r.query.source === "account")).toBe(true);
-        const doc = await store.messages.findOne({ _id: m.id });
+        const doc = await fixture.store.messages.findOne({ _id: m.id });
         expect(doc?.status).toBe(path.statuses.at(-1));
         expect(doc?.reason).toBe(path.reason);
         expect(doc?.notifications.map((n) => n.state)).toEqual(
@@ -203,10 +197,10 @@ describe("message lifecycle with status webhooks", () => {
     // multi-part: one status per message
     check(multi[0] as NewMessage, ["ACCEPTED", "SENT", "DELIVERED"]);
     check(multi[1] as NewMessage, ["ACCEPTED", "SENT", "DELIVERY_ERROR"]);
-    const failedMulti = await store.messages.findOne({ _id: (multi[1] as NewMessage).id });
+    const failedMulti = await fixture.store.messages.findOne({ _id: (multi[1] as NewMessage).id });
     expect(failedMulti?.reason).toBe("SIM card full");
     expect(
-      (await store.messages.findOne({ _id: (multi[0] as NewMessage).id }))?.carrierIds,
+      (await fixture.store.messages.findOne({ _id: (multi[0] as NewMessage).id }))?.carrierIds,
     ).toHaveLength(3);
     // statusCallback overrides the account's URL, and its own query is kept
     const overrideRequests = check(overridden, ["ACCEPTED", "SENT", "DELIVERED"]);
@@ -216,7 +210,7 @@ describe("message lifecycle with status webhooks", () => {
       expect(r.pathAndQuery).toMatch(/^\/override\?token=abc&id=\d+&status=[A-Z_]+$/);
     }
     // attempts are recorded for GetMessage
-    const doc = await store.messages.findOne({ _id: overridden.id });
+    const doc = await fixture.store.messages.findOne({ _id: overridden.id });
     expect(doc?.notifications[0]?.attempts[0]?.httpStatus).toBe(200);
     expect(doc?.notifications[0]?.url).toBe(`${receiver.baseUrl}/override?token=abc`);
   });
@@ -224,19 +218,19 @@ describe("message lifecycle with status webhooks", () => {
   it("expires a message whose ttl ran out before it was sent", async () => {
     const account = await insertAccount(`${receiver.baseUrl}/expiry`);
     const late = message(account._id, "+15550100500", { ttl: 1 });
-    await store.messages.insertOne(acceptedMessage(late, new Date(Date.now() - 1500)));
+    await fixture.store.messages.insertOne(acceptedMessage(late, new Date(Date.now() - 1500)));
     const service = startAll("expiry");
     await service.start();
     try {
       await waitUntil(async () => {
-        const doc = await store.messages.findOne({ _id: late.id });
+        const doc = await fixture.store.messages.findOne({ _id: late.id });
         return doc?.status === "DELIVERY_ERROR" && finalOf(doc);
       });
     } finally {
       await service.stop();
     }
     expect(requestsFor(late.id).map((r) => r.query.status)).toEqual(["ACCEPTED", "DELIVERY_ERROR"]);
-    expect((await store.messages.findOne({ _id: late.id }))?.reason).toBe("Expired");
+    expect((await fixture.store.messages.findOne({ _id: late.id }))?.reason).toBe("Expired");
   });
 
   it("ends a batch in its designed statuses across a restart in the middle", async () => {
@@ -249,17 +243,17 @@ describe("message lifecycle with status webhooks", () => {
       }),
     );
     await insertMessages(batch);
-    await commitBatch(store, batchId, account._id);
+    await commitBatch(fixture.store, batchId, account._id);
     const ids = batch.map((m) => m.id);
 
     const first = startAll("before", { chunkSize: 40, sendDelayMs: 60 });
     await first.start();
     await waitUntil(
       async () =>
-        (await store.messages.countDocuments({ _id: { $in: ids }, status: "SENT" })) >= 40,
+        (await fixture.store.messages.countDocuments({ _id: { $in: ids }, status: "SENT" })) >= 40,
     );
     await first.stop();
-    const progressed = await store.messages.countDocuments({
+    const progressed = await fixture.store.messages.countDocuments({
       _id: { $in: ids },
       status: { $ne: "ACCEPTED" },
     });
@@ -269,7 +263,7 @@ describe("message lifecycle with status webhooks", () => {
     await second.start();
     try {
       await waitUntil(async () => {
-        const docs = await store.messages
+        const docs = await fixture.store.messages
           .find({ _id: { $in: ids } }, { projection: { status: 1, notifications: 1 } })
           .toArray();
         return docs.every((d) => d.status !== "ACCEPTED" && d.status !== "SENT" && finalOf(d));
@@ -278,7 +272,7 @@ describe("message lifecycle with status webhooks", () => {
       await second.stop();
     }
 
-    const docs = await store.messages.find({ _id: { $in: ids } }).toArray();
+    const docs = await fixture.store.messages.find({ _id: { $in: ids } }).toArray();
     for (const doc of docs) {
       const want = designedOutcome(doc.to);
       expect({ status: doc.status, reason: doc.reason }, doc.to).toEqual({

@@ -4,7 +4,7 @@
  */
 
 import { pino } from "pino";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type {
   Carrier,
   CarrierPart,
@@ -14,12 +14,10 @@ import type {
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
-import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc, StatusName } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
-import { testDatabase } from "../support/database.ts";
 import {
   designedOutcome,
   eventually,
@@ -27,30 +25,21 @@ import {
   nextTestId,
   testMessage,
 } from "../support/fixtures.ts";
+import { useTestStore } from "../support/store.ts";
 
 const logger = pino({ level: "silent" });
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let store: Store;
+const fixture = useTestStore();
 let nextCollection = 1;
-
-beforeAll(async () => {
-  database = await testDatabase();
-  store = openStore(database.db);
-  await ensureIndexes(store);
-});
-afterAll(async () => {
-  await database?.close();
-});
 
 const message = (to: string, extra: Partial<NewMessage> = {}) => testMessage("acct", to, extra);
 const insert = (messages: NewMessage[], options: { at?: Date } = {}) =>
-  insertMessages(store, messages, options.at);
+  insertMessages(fixture.store, messages, options.at);
 
 const isFinal = (status: StatusName) =>
   status === "DELIVERED" || status === "SEND_ERROR" || status === "DELIVERY_ERROR";
 
 async function allFinal(ids: number[]): Promise<boolean> {
-  const docs = await store.messages
+  const docs = await fixture.store.messages
     .find({ _id: { $in: ids } }, { projection: { status: 1 } })
     .toArray();
   return docs.length === ids.length && docs.every((d) => isFinal(d.status));
@@ -83,7 +72,7 @@ class CountingCarrier implements Carrier {
 
 function simulator(collectionName: string, tag: string) {
   return new SimulatorCarrier({
-    db: store.db,
+    db: fixture.store.db,
     sendDelayMs: 5,
     receiptDelayMs: 50,
     pollIntervalMs: 50,
@@ -98,7 +87,7 @@ function worker(
   extra: Partial<ConstructorParameters<typeof DeliveryWorker>[0]> = {},
 ) {
   return new DeliveryWorker({
-    store,
+    store: fixture.store,
     carrier,
     logger,
     instanceId: tag,
@@ -151,9 +140,12 @@ describe("delivery worker", () => {
     try {
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(
-        await store.messages.countDocuments({ _id: { $in: ids }, status: { $ne: "ACCEPTED" } }),
+        await fixture.store.messages.countDocuments({
+          _id: { $in: ids },
+          status: { $ne: "ACCEPTED" },
+        }),
       ).toBe(0); // not committed
-      await commitBatch(store, 1);
+      await commitBatch(fixture.store, 1);
       a.wake();
       b.wake();
       await eventually(() => allFinal(ids.filter((_, i) => i % 9 !== 7)));
@@ -164,7 +156,7 @@ describe("delivery worker", () => {
     expect(a.stats().claimed).toBeGreaterThan(0);
     expect(b.stats().claimed).toBeGreaterThan(0);
     for (const id of ids) expect(counts.get(id), `submissions of ${id}`).toBe(1);
-    const docs = await store.messages.find({ _id: { $in: ids } }).toArray();
+    const docs = await fixture.store.messages.find({ _id: { $in: ids } }).toArray();
     for (const doc of docs) {
       if (doc.to.endsWith("7")) {
         expect(doc.status).toBe("SENT"); // waiting for its receipt until the ttl runs out
@@ -188,7 +180,7 @@ describe("delivery worker", () => {
     } finally {
       await w.stop();
     }
-    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray()) {
+    for (const doc of await fixture.store.messages.find({ _id: { $in: ids } }).toArray()) {
       expect(doc.status).toBe("DELIVERY_ERROR");
       expect(doc.reason).toBe("Expired");
       expect(doc.notifications.map((n) => n.status)).toEqual([
@@ -230,7 +222,7 @@ describe("delivery worker", () => {
       await w.stop();
     }
     const byId = new Map(
-      (await store.messages.find({ _id: { $in: ids } }).toArray()).map((d) => [d._id, d]),
+      (await fixture.store.messages.find({ _id: { $in: ids } }).toArray()).map((d) => [d._id, d]),
     );
     expect(byId.get(ok.id)?.status).toBe("DELIVERED");
     expect(byId.get(ok.id)?.carrierIds).toHaveLength(4);
@@ -250,26 +242,26 @@ describe("delivery worker", () => {
       Array.from({ length: 40 }, (_, i) => message(`+1555000${String(i).padStart(4, "0")}`)),
     );
     // A "crashed" instance claimed them and never came back.
-    const claimed = await claimDueDeliveries(store.messages, {
+    const claimed = await claimDueDeliveries(fixture.store.messages, {
       now: new Date(),
       limit: 1000,
       leaseMs: 800,
       token: "crashed:1",
-      commits: new BatchCommits(store.batches),
+      commits: new BatchCommits(fixture.store.batches),
     });
     expect(claimed.map((m) => m._id)).toEqual(expect.arrayContaining(ids));
     const w = worker(simulator(collection, "sim-crash"), "worker-after-crash");
     await w.start();
     try {
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(await store.messages.countDocuments({ _id: { $in: ids }, status: "ACCEPTED" })).toBe(
-        ids.length,
-      );
+      expect(
+        await fixture.store.messages.countDocuments({ _id: { $in: ids }, status: "ACCEPTED" }),
+      ).toBe(ids.length);
       await eventually(() => allFinal(ids));
     } finally {
       await w.stop();
     }
-    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray())
+    for (const doc of await fixture.store.messages.find({ _id: { $in: ids } }).toArray())
       expectDesigned(doc);
   });
 
@@ -287,7 +279,7 @@ describe("delivery worker", () => {
       await w.stop();
     }
     expect(carrier.failNext).toBe(0);
-    for (const doc of await store.messages.find({ _id: { $in: ids } }).toArray())
+    for (const doc of await fixture.store.messages.find({ _id: { $in: ids } }).toArray())
       expectDesigned(doc);
   });
 
@@ -304,7 +296,7 @@ describe("delivery worker", () => {
     } finally {
       await w.stop();
     }
-    const doc = await store.messages.findOne({ _id: ids[0] });
+    const doc = await fixture.store.messages.findOne({ _id: ids[0] });
     expect(doc).toMatchObject({ status: "DELIVERY_ERROR", reason: "Expired" });
     expect(doc?.notifications.map((n) => n.status)).toEqual(["ACCEPTED", "DELIVERY_ERROR"]);
     expect(counts.size).toBe(0);
@@ -317,24 +309,24 @@ describe("status change with its notification", () => {
     const [waiting, idle] = await insert([message("+15550009201"), message("+15550009202")]);
     const later = new Date(now.getTime() + 60_000);
     // `waiting` has its ACCEPTED notification in backoff; `idle` has sent it already.
-    await store.messages.updateOne(
+    await fixture.store.messages.updateOne(
       { _id: waiting },
       { $set: { notifyAt: later, "notifications.0.nextAttemptAt": later } },
     );
-    await store.messages.updateOne(
+    await fixture.store.messages.updateOne(
       { _id: idle },
       { $set: { "notifications.0.state": "delivered" }, $unset: { notifyAt: "" } },
     );
     const changed = await changeStatus(
-      store.messages,
+      fixture.store.messages,
       [waiting as number, idle as number],
       ["ACCEPTED"],
       { status: "SENT" },
       now,
     );
     expect(changed).toBe(2);
-    const w = await store.messages.findOne({ _id: waiting });
-    const i = await store.messages.findOne({ _id: idle });
+    const w = await fixture.store.messages.findOne({ _id: waiting });
+    const i = await fixture.store.messages.findOne({ _id: idle });
     expect(w?.notifyAt?.getTime()).toBe(later.getTime());
     expect(i?.notifyAt?.getTime()).toBe(now.getTime());
     expect(w?.notifications.map((n) => [n.status, n.state])).toEqual([
@@ -348,7 +340,7 @@ describe("status change with its notification", () => {
     // a status change only applies from the expected status
     expect(
       await changeStatus(
-        store.messages,
+        fixture.store.messages,
         [idle as number],
         ["ACCEPTED"],
         { status: "SEND_ERROR" },

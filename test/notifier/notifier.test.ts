@@ -7,38 +7,32 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
-import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
 import { changeStatus } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { RESUME_TOKEN_KEY } from "../../src/store/notification-queue.ts";
-import { testDatabase } from "../support/database.ts";
 import {
   insertAccount as insertAccountInto,
   insertMessages as insertMessagesInto,
   testMessage,
 } from "../support/fixtures.ts";
+import { useTestStore } from "../support/store.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const logger = pino({ level: "silent" });
-let database: Awaited<ReturnType<typeof testDatabase>>;
-let store: Store;
+const fixture = useTestStore();
 let receiver: WebhookReceiver;
 const notifiers: Notifier[] = [];
 
 beforeAll(async () => {
-  database = await testDatabase();
-  store = openStore(database.db);
-  await ensureIndexes(store);
   receiver = await startWebhookReceiver();
 });
 afterAll(async () => {
   await Promise.all(notifiers.map((n) => n.stop()));
   await receiver?.close();
-  await database?.close();
 });
 
-const insertAccount = (statusUrl?: string) => insertAccountInto(store, statusUrl);
+const insertAccount = (statusUrl?: string) => insertAccountInto(fixture.store, statusUrl);
 
 async function insertMessages(
   accountId: string,
@@ -48,12 +42,12 @@ async function insertMessages(
   const messages = Array.from({ length: count }, () =>
     testMessage(accountId, "+15550001111", { text: "hi", ...extra }),
   );
-  return insertMessagesInto(store, messages);
+  return insertMessagesInto(fixture.store, messages);
 }
 
 function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
   const n = new Notifier({
-    store,
+    store: fixture.store,
     logger,
     instanceId: tag,
     retrySchedule: [100, 200],
@@ -78,7 +72,7 @@ async function eventually(
 }
 
 async function settled(ids: number[]): Promise<boolean> {
-  const docs = await store.messages
+  const docs = await fixture.store.messages
     .find({ _id: { $in: ids } }, { projection: { notifications: 1 } })
     .toArray();
   return (
@@ -88,7 +82,7 @@ async function settled(ids: number[]): Promise<boolean> {
 }
 
 async function doc(id: number | undefined): Promise<MessageDoc> {
-  const found = await store.messages.findOne({ _id: id as number });
+  const found = await fixture.store.messages.findOne({ _id: id as number });
   if (!found) throw new Error(`message ${id} not found`);
   return found;
 }
@@ -106,7 +100,7 @@ describe("notifier", () => {
         r.path === "/retry" && r.query.status === "ACCEPTED" && failures++ < 2 ? 503 : undefined,
     });
     await changeStatus(
-      store.messages,
+      fixture.store.messages,
       [id as number],
       ["ACCEPTED"],
       { status: "SENT" },
@@ -151,7 +145,7 @@ describe("notifier", () => {
       respond: (r) => (r.path === "/down" && r.query.status === "ACCEPTED" ? 500 : undefined),
     });
     await changeStatus(
-      store.messages,
+      fixture.store.messages,
       [id as number, unheard as number],
       ["ACCEPTED"],
       { status: "SENT" },
@@ -183,16 +177,16 @@ describe("notifier", () => {
     await a.start();
     await b.start();
     const ids = await insertMessages(account._id, 150);
-    await changeStatus(store.messages, ids, ["ACCEPTED"], { status: "SENT" }, new Date());
+    await changeStatus(fixture.store.messages, ids, ["ACCEPTED"], { status: "SENT" }, new Date());
     await changeStatus(
-      store.messages,
+      fixture.store.messages,
       ids.slice(0, 75),
       ["SENT"],
       { status: "DELIVERED" },
       new Date(),
     );
     await changeStatus(
-      store.messages,
+      fixture.store.messages,
       ids.slice(75),
       ["SENT"],
       { status: "DELIVERY_ERROR", reason: "Unreachable" },
@@ -233,13 +227,19 @@ describe("notifier", () => {
       while (producing) {
         const batch = await insertMessages(account._id, 5);
         ids.push(...batch);
-        await changeStatus(store.messages, batch, ["ACCEPTED"], { status: "SENT" }, new Date());
+        await changeStatus(
+          fixture.store.messages,
+          batch,
+          ["ACCEPTED"],
+          { status: "SENT" },
+          new Date(),
+        );
         await new Promise((resolve) => setTimeout(resolve, 40));
       }
     })();
     await eventually(() => receiver.requests.filter((r) => r.path === "/restart").length >= 20);
     await first.stop();
-    const token = await store.state.findOne({ _id: RESUME_TOKEN_KEY });
+    const token = await fixture.store.state.findOne({ _id: RESUME_TOKEN_KEY });
     expect(token?.value).toBeTruthy();
     // Changes while no notifier runs.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -323,15 +323,15 @@ describe("notifier", () => {
       await n.start();
       await eventually(() => settled(fastIds));
       // every fast notification is out while most slow ones still wait for their first attempt
-      const slowDocs = await store.messages.find({ _id: { $in: slowIds } }).toArray();
+      const slowDocs = await fixture.store.messages.find({ _id: { $in: slowIds } }).toArray();
       const attempted = slowDocs.filter(
         (d) => (d.notifications[0]?.attempts.length ?? 0) > 0,
       ).length;
       expect(attempted).toBeLessThan(slowIds.length);
       await n.stop();
-      const timedOut = (await store.messages.find({ _id: { $in: slowIds } }).toArray()).flatMap(
-        (d) => d.notifications[0]?.attempts ?? [],
-      );
+      const timedOut = (
+        await fixture.store.messages.find({ _id: { $in: slowIds } }).toArray()
+      ).flatMap((d) => d.notifications[0]?.attempts ?? []);
       expect(timedOut.every((a) => a.httpStatus === 0 && /timeout/.test(a.error ?? ""))).toBe(true);
     } finally {
       await slow.close();
