@@ -72,26 +72,36 @@ export function statusChangeOps(
   now: Date,
   filter: Filter<MessageDoc> = {},
 ): AnyBulkWriteOperation<MessageDoc>[] {
+  return pendingThenIdle(
+    "updateMany",
+    { _id: idsIn(ids), ...inStatus(from), ...filter },
+    change,
+    now,
+  );
+}
+
+/** The two updates of a status change over `base`, in their order (see statusChangeOps). */
+function pendingThenIdle(
+  kind: "updateMany" | "updateOne",
+  base: Filter<MessageDoc>,
+  change: StatusChange,
+  now: Date,
+): AnyBulkWriteOperation<MessageDoc>[] {
   const { ifPending, ifIdle } = statusChangeUpdates(change, now);
-  const base = {
-    _id: idsIn(ids),
-    status: from.length === 1 ? (from[0] as StatusName) : { $in: [...from] },
-    ...filter,
-  } as Filter<MessageDoc>;
-  return [
-    {
-      updateMany: {
-        filter: { ...base, notifyAt: { $exists: true } } as Filter<MessageDoc>,
-        update: ifPending,
-      },
-    },
-    {
-      updateMany: {
-        filter: { ...base, notifyAt: { $exists: false } } as Filter<MessageDoc>,
-        update: ifIdle,
-      },
-    },
-  ];
+  const op = (notifying: boolean, update: UpdateFilter<MessageDoc>) => {
+    const spec = {
+      filter: { ...base, notifyAt: { $exists: notifying } } as Filter<MessageDoc>,
+      update,
+    };
+    return (
+      kind === "updateMany" ? { updateMany: spec } : { updateOne: spec }
+    ) as AnyBulkWriteOperation<MessageDoc>;
+  };
+  return [op(true, ifPending), op(false, ifIdle)];
+}
+
+function inStatus(from: readonly StatusName[]): Filter<MessageDoc> {
+  return { status: from.length === 1 ? (from[0] as StatusName) : { $in: [...from] } };
 }
 
 /**
@@ -197,25 +207,7 @@ export function messageStatusChangeOps(
   { id, from, change }: MessageStatusChange,
   now: Date,
 ): AnyBulkWriteOperation<MessageDoc>[] {
-  const { ifPending, ifIdle } = statusChangeUpdates(change, now);
-  const base = {
-    _id: id,
-    status: from.length === 1 ? (from[0] as StatusName) : { $in: [...from] },
-  } as Filter<MessageDoc>;
-  return [
-    {
-      updateOne: {
-        filter: { ...base, notifyAt: { $exists: true } } as Filter<MessageDoc>,
-        update: ifPending,
-      },
-    },
-    {
-      updateOne: {
-        filter: { ...base, notifyAt: { $exists: false } } as Filter<MessageDoc>,
-        update: ifIdle,
-      },
-    },
-  ];
+  return pendingThenIdle("updateOne", { _id: id, ...inStatus(from) }, change, now);
 }
 
 /**
