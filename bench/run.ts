@@ -245,18 +245,32 @@ if (runs("2", "3", "5")) {
   }
   log(`figure 2: service ${storeTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
   log(`figure 2: insertMany ${insertTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
-  const storeMs = median(storeTimes);
-  const insertMs = median(insertTimes);
-  figures.push({
-    figure: "2. POST /sms-batch, 10000 messages, time to 200",
-    value: storeMs,
-    unit: "ms",
-    baseline: insertMs,
-    baselineName: "driver insertMany of 10000",
-    ratio: storeMs / insertMs,
-    target: "<= 1.5 x insertMany",
-    met: storeMs <= 1.5 * insertMs,
-  });
+  // Figures 2 and 3: the service's median time within 1.5 x its baseline's.
+  const withinBaseline = (
+    figure: string,
+    times: number[],
+    baseline: string,
+    baselineTimes: number[],
+  ) => {
+    const value = median(times);
+    const base = median(baselineTimes);
+    figures.push({
+      figure,
+      value,
+      unit: "ms",
+      baseline: base,
+      baselineName: `driver ${baseline}`,
+      ratio: value / base,
+      target: `<= 1.5 x ${baseline.split(" ")[0]}`,
+      met: value <= 1.5 * base,
+    });
+  };
+  withinBaseline(
+    "2. POST /sms-batch, 10000 messages, time to 200",
+    storeTimes,
+    "insertMany of 10000",
+    insertTimes,
+  );
 
   const url = `${api.baseUrl}/sms-batch/${batchId}?apiKey=${account.apiKey}&apiSecret=${account.apiSecret}`;
   const readTimes: number[] = [];
@@ -273,18 +287,12 @@ if (runs("2", "3", "5")) {
     if (docs.length !== 10_000) throw new Error("baseline read incomplete");
     findTimes.push(performance.now() - started);
   }
-  const readMs = median(readTimes);
-  const findMs = median(findTimes);
-  figures.push({
-    figure: "3. GET /sms-batch/{id}, 10000 messages",
-    value: readMs,
-    unit: "ms",
-    baseline: findMs,
-    baselineName: "driver find().toArray() of 10000",
-    ratio: readMs / findMs,
-    target: "<= 1.5 x find().toArray()",
-    met: readMs <= 1.5 * findMs,
-  });
+  withinBaseline(
+    "3. GET /sms-batch/{id}, 10000 messages",
+    readTimes,
+    "find().toArray() of 10000",
+    findTimes,
+  );
 
   // 5: peak resident memory added while a 10000-message batch of 3-part texts is accepted.
   const threePart = "Lorem ipsum dolor sit amet, consectetur adipiscing elit. "
