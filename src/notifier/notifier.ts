@@ -343,10 +343,10 @@ export class Notifier {
       return;
     }
     const last = FINAL_STATUSES.has(notification.status);
+    const handled = { ...base, index, notification: { ...notification } };
     if (notification.nextAttemptAt && notification.nextAttemptAt.getTime() > now.getTime()) {
       this.record({
-        ...base,
-        index,
+        ...handled,
         state: "pending",
         nextAttemptAt: notification.nextAttemptAt,
         deferred: true,
@@ -356,7 +356,7 @@ export class Notifier {
     const callback = message.statusCallback || account?.statusUrl;
     if (!callback) {
       this.counters.skipped++;
-      this.record({ ...base, index, state: "skipped", last });
+      this.record({ ...handled, state: "skipped", last });
       return;
     }
     let url: URL;
@@ -375,7 +375,7 @@ export class Notifier {
         { messageId: message._id, url: callback, error: attempt.error },
         "webhook refused",
       );
-      this.record({ ...base, index, state: "gave_up", url: callback, attempt, last });
+      this.record({ ...handled, state: "gave_up", url: callback, attempt, last });
       return;
     }
     this.queue.push({
@@ -398,7 +398,9 @@ export class Notifier {
       const task = this.queue.shift() as SendTask;
       if (this.hostSaturated(task.host)) {
         this.counters.deferred++;
+        const snapshot = task.message.notifications[task.index];
         this.record({
+          ...(snapshot && { notification: { ...snapshot } }),
           messageId: task.message._id,
           claim: task.claim,
           length: task.message.notifications.length,

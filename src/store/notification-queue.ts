@@ -84,8 +84,8 @@ export interface NotificationOutcome {
    */
   last?: boolean;
   /**
-   * The handled notification as claimed. With it, the notification is written whole, as one
-   * field, instead of field by field (the claim owns it: status changes only append).
+   * The handled notification as claimed; given whenever `index < length`. It is written back
+   * whole, as one field (the claim owns it: status changes only append).
    */
   notification?: NotificationDoc;
   /**
@@ -117,9 +117,9 @@ export async function recordNotificationOutcomes(
   for (const o of outcomes) {
     const set: Record<string, unknown> = {};
     const unset: Record<string, ""> = { notifyLease: "" };
-    const push: Record<string, unknown> = {};
-    const path = `notifications.${o.index}`;
     const handled = o.index < o.length;
+    if (handled && !o.notification)
+      throw new Error(`outcome of message ${o.messageId} lacks its claimed notification`);
     // Fields of the handled notification: set (or removed, when undefined) with it.
     const fields: Partial<Record<keyof NotificationDoc, unknown>> = {};
     if (handled) {
@@ -141,26 +141,19 @@ export async function recordNotificationOutcomes(
       else if (handled && o.last) unset.notifyAt = "";
       else unlessNext = next;
     }
-    if (handled && o.notification) {
+    if (o.notification && handled) {
       const whole: Record<string, unknown> = { ...o.notification };
       for (const [field, value] of Object.entries(fields)) {
         if (value === undefined) delete whole[field];
         else whole[field] = value;
       }
       if (o.attempt) whole.attempts = [...o.notification.attempts, o.attempt];
-      set[path] = whole;
-    } else if (handled) {
-      for (const [field, value] of Object.entries(fields)) {
-        if (value === undefined) unset[`${path}.${field}`] = "";
-        else set[`${path}.${field}`] = value;
-      }
-      if (o.attempt) push[`${path}.attempts`] = o.attempt;
+      set[`notifications.${o.index}`] = whole;
     }
     const update = (extraSet: Record<string, unknown>, extraUnset: Record<string, "">) => {
       const u: Record<string, unknown> = { $unset: { ...unset, ...extraUnset } };
       if (Object.keys(set).length + Object.keys(extraSet).length > 0)
         u.$set = { ...set, ...extraSet };
-      if (Object.keys(push).length > 0) u.$push = push;
       return u as UpdateFilter<MessageDoc>;
     };
     const claimed = { _id: o.messageId, "notifyLease.owner": o.claim };
