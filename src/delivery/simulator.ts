@@ -24,6 +24,7 @@ import type {
   ReceiptHandler,
   SubmitResult,
 } from "./carrier.ts";
+import type { Logger } from "./worker.ts";
 
 export type SimulatedOutcome =
   | { kind: "DELIVERED" }
@@ -62,13 +63,6 @@ export interface SimulatorReceiptDoc {
   /** Deliveries offered and not acknowledged so far. */
   attempts: number;
   claim?: string;
-}
-
-interface Logger {
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  debug(obj: unknown, msg?: string): void;
 }
 
 export interface SimulatorCarrierOptions {
