@@ -42,6 +42,7 @@ export interface Service {
 export async function build({ config, db, logger }: BuildOptions): Promise<Service> {
   const store = openStore(db);
   await ensureIndexes(store);
+  await store.clock.start();
   const instanceId = randomUUID();
 
   const app = Fastify({
@@ -75,7 +76,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
 
   // Charges a crash left pending are settled: confirmed or refunded.
   const settleTimer = setInterval(() => {
-    settleAbandonedCharges(store, 120_000).catch((err) =>
+    settleAbandonedCharges(store, 120_000, store.clock.now()).catch((err) =>
       app.log.warn({ err }, "settling abandoned charges failed"),
     );
   }, 30_000);
@@ -96,6 +97,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       for (const session of sessions) session.close();
     });
     await background.stop();
+    store.clock.stop();
     await confirmations.flush();
   });
 

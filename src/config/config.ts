@@ -19,10 +19,16 @@ export interface Config {
   bodyLimitBytes: number;
   simSendDelayMs: number;
   simReceiptDelayMs: number;
+  /** Simulator: parts per second it accepts (the carrier's sold throughput); undefined: unlimited. */
+  simTps: number | undefined;
   /** Delays between webhook attempts, in ms. */
   webhookRetryScheduleMs: number[];
   webhookTimeoutMs: number;
   webhookConcurrency: number;
+  /** Webhook requests in flight per receiver (scheme, host, port and path) and instance. */
+  webhookReceiverConcurrency: number;
+  /** Webhook requests in flight per account and instance. */
+  webhookAccountConcurrency: number;
   webhookAllowPrivate: boolean;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
@@ -76,9 +82,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     simSendDelayMs: read.integer("SMS_SIM_SEND_DELAY_MS", 200, { min: 0, max: 3_600_000 }),
     simReceiptDelayMs: read.integer("SMS_SIM_RECEIPT_DELAY_MS", 1000, { min: 0, max: 86_400_000 }),
+    simTps: read.optionalInteger("SMS_SIM_TPS", { min: 1, max: 1_000_000 }),
     webhookRetryScheduleMs: read.parsed("SMS_WEBHOOK_RETRY_SCHEDULE", parseRetrySchedule),
     webhookTimeoutMs: read.integer("SMS_WEBHOOK_TIMEOUT_MS", 5000, { min: 100, max: 60_000 }),
     webhookConcurrency: read.integer("SMS_WEBHOOK_CONCURRENCY", 64, { min: 1, max: 10_000 }),
+    webhookReceiverConcurrency: read.integer("SMS_WEBHOOK_RECEIVER_CONCURRENCY", 16, {
+      min: 1,
+      max: 10_000,
+    }),
+    webhookAccountConcurrency: read.integer("SMS_WEBHOOK_ACCOUNT_CONCURRENCY", 32, {
+      min: 1,
+      max: 10_000,
+    }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
   };
@@ -114,6 +129,12 @@ class EnvReader {
       return fallback;
     }
     return parsed;
+  }
+
+  /** An integer in range, or undefined when the variable is unset. */
+  optionalInteger(name: string, range: { min: number; max: number }): number | undefined {
+    if (this.raw(name) === undefined) return undefined;
+    return this.integer(name, range.min, range);
   }
 
   number(name: string, fallback: number, range: { min: number; max: number }): number {

@@ -108,7 +108,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const message = checked.message;
       const id = await deps.messageIds.take(1 + (message.parts?.length ?? 0));
       const segments = segmentDocs(message.parts, id + 1);
-      const now = new Date();
+      const now = store.clock.now();
       const doc = acceptedMessage(
         {
           id,
@@ -189,7 +189,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         partTotal += checked.message.partCount;
       });
 
-      const now = new Date();
+      const now = store.clock.now();
       const [batchId, firstId] = await Promise.all([
         reserveIds(store.counters, "batch", 1),
         idCount > 0 ? reserveIds(store.counters, "message", idCount) : Promise.resolve(0),

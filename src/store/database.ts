@@ -7,6 +7,7 @@ import type {
   SenderNameDoc,
   StateDoc,
 } from "./documents.ts";
+import { ServerClock } from "./server-clock.ts";
 
 /** The collections of the service, typed. */
 export interface Store {
@@ -18,6 +19,8 @@ export interface Store {
   counters: Collection<CounterDoc>;
   /** Small named documents: the notifier's resume token and the like. */
   state: Collection<StateDoc>;
+  /** The database server's clock: due times, leases and cutoffs are on it. */
+  clock: ServerClock;
 }
 
 export function openStore(db: Db): Store {
@@ -29,6 +32,7 @@ export function openStore(db: Db): Store {
     senderNames: db.collection<SenderNameDoc>("sender_names"),
     counters: db.collection<CounterDoc>("counters"),
     state: db.collection<StateDoc>("state"),
+    clock: new ServerClock(db),
   };
 }
 
