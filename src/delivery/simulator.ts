@@ -16,7 +16,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { ReasonName } from "../store/documents.ts";
-import { idsIn } from "../store/work-queue.ts";
+import { idsIn } from "../store/id-ranges.ts";
 import type {
   Carrier,
   CarrierPart,

@@ -20,8 +20,6 @@ import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import {
   applyReceipts,
-  type ClaimedMessage,
-  claimDueDeliveries,
   expireMessages,
   type ReceiptUpdate,
   type Release,
@@ -36,6 +34,7 @@ import type {
   ReceiptHandlerResult,
   SubmitResult,
 } from "./carrier.ts";
+import { type ClaimedMessage, claimDueDeliveries } from "./delivery-claims.ts";
 import { WakeSignal } from "./wake-signal.ts";
 
 /** The part of a pino logger the worker uses. */

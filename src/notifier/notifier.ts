@@ -28,16 +28,14 @@ import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, StatusName, WebhookAttemptDoc } from "../store/documents.ts";
 import {
-  claimDueNotifications,
   loadResumeToken,
-  loadWebhookAccounts,
   type NotificationOutcome,
-  type NotifyingMessage,
   RESUME_TOKEN_KEY,
   recordNotificationOutcomes,
   saveResumeToken,
 } from "../store/notification-queue.ts";
 import { AddressBlockedError, checkCallbackUrl, guardedLookup } from "./address-guard.ts";
+import { claimDueNotifications, loadWebhookAccounts, type NotifyingMessage } from "./claiming.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS, retryDelayMs } from "./retry-schedule.ts";
 import { webhookHeaders } from "./signature.ts";
 

@@ -3,6 +3,7 @@ import type {
   AccountDoc,
   BatchDoc,
   CounterDoc,
+  LaneDoc,
   MessageDoc,
   SenderNameDoc,
   StateDoc,
@@ -19,6 +20,8 @@ export interface Store {
   counters: Collection<CounterDoc>;
   /** Small named documents: the notifier's resume token and the like. */
   state: Collection<StateDoc>;
+  /** Per account: its delivery and notification lanes (src/delivery/scheduling/lanes.ts). */
+  lanes: Collection<LaneDoc>;
   /** The database server's clock: due times, leases and cutoffs are on it. */
   clock: ServerClock;
 }
@@ -32,6 +35,7 @@ export function openStore(db: Db): Store {
     senderNames: db.collection<SenderNameDoc>("sender_names"),
     counters: db.collection<CounterDoc>("counters"),
     state: db.collection<StateDoc>("state"),
+    lanes: db.collection<LaneDoc>("lanes"),
     clock: new ServerClock(db),
   };
 }
@@ -48,6 +52,13 @@ export async function ensureIndexes(store: Store): Promise<void> {
     store.messages.createIndex({ batchId: 1, _id: 1 }, { name: "batch_messages" }),
     store.messages.createIndex({ notifyAt: 1 }, { name: "notify_due", sparse: true }),
     store.messages.createIndex({ deliveryAt: 1 }, { name: "delivery_due", sparse: true }),
+    // A lane's claims and its next due time: an account's due work in due order.
+    store.messages.createIndex({ accountId: 1, deliveryAt: 1 }, { name: "account_delivery_due" }),
+    store.messages.createIndex({ accountId: 1, notifyAt: 1 }, { name: "account_notify_due" }),
+    ...(["delivery", "notify"] as const).flatMap((queue) => [
+      store.lanes.createIndex({ [`${queue}.dueAt`]: 1 }, { name: `${queue}_due`, sparse: true }),
+      store.lanes.createIndex({ [`${queue}.servedAt`]: 1 }, { name: `${queue}_served` }),
+    ]),
     // Receipts from a carrier that does not echo our message id are matched by its part ids.
     store.messages.createIndex({ carrierIds: 1 }, { name: "carrier_ids", sparse: true }),
     store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),

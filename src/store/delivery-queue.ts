@@ -16,9 +16,7 @@
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
 import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
-import { type ClaimOptions, claimDue, idsIn } from "./work-queue.ts";
-
-export type { ClaimOptions } from "./work-queue.ts";
+import { idsIn } from "./id-ranges.ts";
 
 /** A new pending notification, pushed in the same update as its status change. */
 export function pendingNotification(status: StatusName, now: Date): NotificationDoc {
@@ -144,47 +142,6 @@ export async function changeStatus(
   }
   return changed;
 }
-
-export type ClaimedMessage = Pick<
-  MessageDoc,
-  | "_id"
-  | "to"
-  | "from"
-  | "text"
-  | "segments"
-  | "parts"
-  | "status"
-  | "expiresAt"
-  | "deliveryAt"
-  | "carrierIds"
->;
-
-/** Claims up to `limit` messages due for a delivery step (see work-queue.ts). */
-export async function claimDueDeliveries(
-  messages: Collection<MessageDoc>,
-  options: ClaimOptions,
-): Promise<ClaimedMessage[]> {
-  const claimed = await claimDue<ClaimedMessage & { batchId?: number }>(
-    messages,
-    { due: "deliveryAt", lease: "deliveryLease" },
-    CLAIMED_FIELDS,
-    options,
-  );
-  return claimed.map(({ batchId: _batch, ...doc }) => doc);
-}
-
-const CLAIMED_FIELDS = {
-  _id: 1,
-  to: 1,
-  from: 1,
-  text: 1,
-  segments: 1,
-  parts: 1,
-  status: 1,
-  expiresAt: 1,
-  deliveryAt: 1,
-  carrierIds: 1,
-} as const;
 
 export interface SubmissionOutcome {
   id: number;

@@ -130,3 +130,23 @@ export interface StateDoc {
   value: unknown;
   updatedAt: Date;
 }
+
+/** The queues that share turns by account: delivery steps and notifications. */
+export type LaneQueue = "delivery" | "notify";
+
+export interface LaneState {
+  /** When the lane's earliest work is due; absent while the lane is idle. */
+  dueAt?: Date;
+  /** When a worker last took a turn on the lane; absent: never (first in line). */
+  servedAt?: Date;
+  /** Bumped by every mark. */
+  version?: number;
+}
+
+/** One document per account, holding its lane of each queue (src/delivery/scheduling/lanes.ts). */
+export interface LaneDoc {
+  /** The account id. */
+  _id: string;
+  delivery?: LaneState;
+  notify?: LaneState;
+}

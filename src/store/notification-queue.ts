@@ -1,6 +1,7 @@
 /**
- * Store side of the notifier (design "Status webhooks"): claiming messages whose first pending
- * notification is due, and recording the results of a chunk in one bulkWrite.
+ * Store side of the notifier (design "Status webhooks"): recording the results of a chunk of
+ * claimed notifications in one bulkWrite, and the change stream's resume token. Claiming is the
+ * notifier's (src/notifier/claiming.ts).
  *
  * A message's notifications are sent in order: only the first pending one is ever due, and
  * `notifyAt` is its due time (absent when none is pending). A claim pushes `notifyAt` forward by
@@ -16,47 +17,6 @@ import type {
   NotificationState,
   WebhookAttemptDoc,
 } from "./documents.ts";
-import { type ClaimOptions, claimDue } from "./work-queue.ts";
-
-export type NotifyingMessage = Pick<
-  MessageDoc,
-  "_id" | "accountId" | "batchId" | "statusCallback" | "notifications"
->;
-
-export type NotificationClaimOptions = ClaimOptions;
-
-/** Claims up to `limit` messages with a due notification (see work-queue.ts). */
-export function claimDueNotifications(
-  messages: Collection<MessageDoc>,
-  options: NotificationClaimOptions,
-): Promise<NotifyingMessage[]> {
-  return claimDue<NotifyingMessage>(
-    messages,
-    {
-      due: "notifyAt",
-      lease: "notifyLease",
-      claimable: (now) => ({
-        $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
-      }),
-    },
-    { _id: 1, accountId: 1, batchId: 1, statusCallback: 1, notifications: 1 },
-    options,
-  );
-}
-
-/** Status URL and webhook secret of the given accounts, in one query. */
-export async function loadWebhookAccounts(
-  accounts: Collection<AccountDoc>,
-  ids: readonly string[],
-): Promise<Map<string, Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">>> {
-  const found = await accounts
-    .find(
-      { _id: { $in: [...new Set(ids)] } },
-      { projection: { _id: 1, statusUrl: 1, webhookSecret: 1 } },
-    )
-    .toArray();
-  return new Map(found.map((a) => [a._id, a]));
-}
 
 /** What became of the first pending notification of a claimed message. */
 export interface NotificationOutcome {

@@ -11,10 +11,11 @@ import type {
   ReceiptHandler,
   SubmitResult,
 } from "../../src/delivery/carrier.ts";
+import { claimDueDeliveries } from "../../src/delivery/delivery-claims.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
-import { changeStatus, claimDueDeliveries } from "../../src/store/delivery-queue.ts";
+import { changeStatus } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc, StatusName } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";

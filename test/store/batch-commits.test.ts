@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { claimDueDeliveries } from "../../src/delivery/delivery-claims.ts";
+import { claimDueNotifications } from "../../src/notifier/claiming.ts";
 import { BatchCommits, discardBatch, storeBatch } from "../../src/store/batch-commits.ts";
-import { claimDueDeliveries } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
-import { claimDueNotifications } from "../../src/store/notification-queue.ts";
 import { commitBatch } from "../support/batches.ts";
 import { useTestStore } from "../support/store.ts";
 

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { claimDueNotifications, type NotifyingMessage } from "../../src/notifier/claiming.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { changeStatus } from "../../src/store/delivery-queue.ts";
 import {
-  claimDueNotifications,
   type NotificationOutcome,
-  type NotifyingMessage,
   recordNotificationOutcomes,
 } from "../../src/store/notification-queue.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";

@@ -1,27 +1,11 @@
 import type { Collection, Filter } from "mongodb";
-import { type BatchCommits, withoutUncommitted } from "./batch-commits.ts";
-import type { MessageDoc } from "./documents.ts";
+import { type BatchCommits, withoutUncommitted } from "../../store/batch-commits.ts";
+import type { MessageDoc } from "../../store/documents.ts";
+import { idsIn } from "../../store/id-ranges.ts";
 
 // The two queues on the messages collection (delivery steps and notifications) are claimed the
-// same way: a due-time field that also carries the lease, and the lease owner beside it.
-
-/**
- * `_id` condition for a chunk of ids: `$in` with the chunk's range in front. Same meaning; on the
- * test emulator (which checks a `$in` list linearly against every document it scans) the range
- * turns most documents away cheaply, several times faster for chunks of hundreds. Put it first in
- * the filter.
- */
-export function idsIn<T extends number | string>(
-  ids: readonly T[],
-): { $gte: T; $lte: T; $in: T[] } {
-  let min = ids[0] as T;
-  let max = ids[0] as T;
-  for (const id of ids) {
-    if (id < min) min = id;
-    if (id > max) max = id;
-  }
-  return { $gte: min, $lte: max, $in: [...ids] };
-}
+// same way: a due-time field that also carries the lease, and the lease owner beside it. Claims
+// are taken per account lane (lanes.ts), so the filter names the account.
 
 export interface ClaimOptions {
   now: Date;
@@ -31,6 +15,8 @@ export interface ClaimOptions {
   token: string;
   /** Messages of batches not committed yet are put back, not returned. */
   commits: BatchCommits;
+  /** Further conditions, e.g. the account of the lane being served. */
+  filter?: Filter<MessageDoc>;
 }
 
 export interface WorkQueue {
@@ -41,9 +27,9 @@ export interface WorkQueue {
 }
 
 /**
- * Claims up to `limit` due messages: find due ids, one updateMany that re-checks due-ness per
- * document and pushes the due time to the lease's end (so two instances never claim the same
- * message), then read the chunk by id and keep what this claim got.
+ * Claims up to `limit` due messages: find due ids (earliest due first), one updateMany that
+ * re-checks due-ness per document and pushes the due time to the lease's end (so two instances
+ * never claim the same message), then read the chunk by id and keep what this claim got.
  */
 export async function claimDue<T extends { _id: number; batchId?: number }>(
   messages: Collection<MessageDoc>,
@@ -53,9 +39,8 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
 ): Promise<T[]> {
   const { now, limit, leaseMs, token } = options;
   if (limit <= 0) return [];
-  // Oldest due first (the due-time index gives that order without sorting).
   const due = await messages
-    .find({ [queue.due]: { $lte: now } }, { projection: { _id: 1 } })
+    .find({ ...options.filter, [queue.due]: { $lte: now } }, { projection: { _id: 1 } })
     .sort({ [queue.due]: 1 })
     .limit(limit)
     .toArray();
@@ -74,5 +59,31 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
   return ready.map((doc) => {
     const { [queue.lease]: _lease, ...rest } = doc;
     return rest as unknown as T;
+  });
+}
+
+/** When the account's earliest queued work is due (leased work included: at its lease's end). */
+export async function nextDueAt(
+  messages: Collection<MessageDoc>,
+  queue: WorkQueue,
+  accountId: string,
+): Promise<Date | undefined> {
+  const [first] = await messages
+    .find({ accountId, [queue.due]: { $exists: true } }, { projection: { _id: 0, [queue.due]: 1 } })
+    .sort({ [queue.due]: 1 })
+    .limit(1)
+    .toArray();
+  return first?.[queue.due];
+}
+
+/** Accounts with work overdue by more than `graceMs`: their lanes may have missed a mark. */
+export async function accountsWithOverdueWork(
+  messages: Collection<MessageDoc>,
+  queue: WorkQueue,
+  now: Date,
+  graceMs: number,
+): Promise<string[]> {
+  return messages.distinct("accountId", {
+    [queue.due]: { $lte: new Date(now.getTime() - graceMs) },
   });
 }
