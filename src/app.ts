@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import type { Db } from "mongodb";
 import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
+import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import {
   frameworkErrors,
@@ -57,6 +58,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
     app.log.warn({ err }, "confirming charges failed; the settler will"),
   );
+  // Accepted work is scheduled in its account's lanes before the answer (see scheduling/lanes.ts).
+  const lanes = new LaneMarker(store.lanes, (err) =>
+    app.log.warn({ err }, "marking lanes failed; the overdue sweep will"),
+  );
   const background = await startBackgroundWork({ config, store, instanceId, logger: app.log });
   const serviceRoutes = routes({
     store,
@@ -69,7 +74,12 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       maxParts: config.maxParts,
       pricePerPartMicros: config.pricePerPartMicros,
     },
-    onAccepted: background.wake,
+    onAccepted: async (accountId, deliveryAt, acceptedAt) => {
+      lanes.mark(accountId, "delivery", deliveryAt);
+      lanes.mark(accountId, "notify", acceptedAt);
+      await lanes.flush();
+      background.wake();
+    },
     adminToken: config.adminToken,
     sharedSender: config.sharedSender,
   });

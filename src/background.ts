@@ -25,6 +25,7 @@ export async function startBackgroundWork(deps: {
     db: store.db,
     sendDelayMs: config.simSendDelayMs,
     receiptDelayMs: config.simReceiptDelayMs,
+    ...(config.simTps !== undefined && { tps: config.simTps }),
     instanceId,
     logger,
   });

@@ -48,9 +48,24 @@ export interface ReceiptHandlerResult {
 
 export type ReceiptHandler = (receipts: CarrierReceipt[]) => Promise<ReceiptHandlerResult>;
 
+/**
+ * What the carrier can take, which the worker paces itself by (so that queued work waits in the
+ * database, in fair order, rather than in this process).
+ */
+export interface CarrierLimits {
+  /**
+   * Parts submitted and not yet answered, at most (SMPP: the window of every bind). The worker
+   * also counts a part until its answer is recorded, so a crash resubmits at most this many.
+   */
+  window: number;
+  /** Parts per second the carrier accepts (SMPP: the throughput sold, over every bind); undefined: no limit. */
+  partsPerSecond?: number;
+}
+
 export interface Carrier {
   /** Short name for logs, e.g. `simulator`, `smpp`. */
   readonly name: string;
+  readonly limits: CarrierLimits;
   /** Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot be reached at all. */
   submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]>;
   /** Connects and starts delivering receipts to `onReceipts`. */

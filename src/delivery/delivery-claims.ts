@@ -1,33 +1,40 @@
 /**
- * Claims of due delivery steps (submission, expiry), per account lane: see scheduling/claims.ts
- * for the mechanics and scheduling/lanes.ts for the turns.
+ * Claims of due delivery steps (submission, expiry), one account lane at a time: see
+ * scheduling/claims.ts for the mechanics, scheduling/lanes.ts for the turns and
+ * scheduling/priority.ts for the order within an account.
  */
 import type { Collection } from "mongodb";
 import type { MessageDoc } from "../store/documents.ts";
-import { type ClaimOptions, claimDue } from "./scheduling/claims.ts";
+import { type ClaimOptions, claimDue, type WorkQueue } from "./scheduling/claims.ts";
+
+export const DELIVERY_QUEUE: WorkQueue = { due: "deliveryAt", lease: "deliveryLease" };
 
 export type ClaimedMessage = Pick<
   MessageDoc,
   | "_id"
+  | "accountId"
   | "to"
   | "from"
   | "text"
   | "segments"
   | "parts"
   | "status"
+  | "createdAt"
   | "expiresAt"
   | "deliveryAt"
+  | "deliveryClass"
   | "carrierIds"
+  | "submitAttempts"
 >;
 
-/** Claims up to `limit` messages due for a delivery step (see work-queue.ts). */
+/** Claims up to `limit` messages due for a delivery step, earliest `deliveryAt` first. */
 export async function claimDueDeliveries(
   messages: Collection<MessageDoc>,
   options: ClaimOptions,
 ): Promise<ClaimedMessage[]> {
   const claimed = await claimDue<ClaimedMessage & { batchId?: number }>(
     messages,
-    { due: "deliveryAt", lease: "deliveryLease" },
+    DELIVERY_QUEUE,
     CLAIMED_FIELDS,
     options,
   );
@@ -36,13 +43,17 @@ export async function claimDueDeliveries(
 
 const CLAIMED_FIELDS = {
   _id: 1,
+  accountId: 1,
   to: 1,
   from: 1,
   text: 1,
   segments: 1,
   parts: 1,
   status: 1,
+  createdAt: 1,
   expiresAt: 1,
   deliveryAt: 1,
+  deliveryClass: 1,
   carrierIds: 1,
+  submitAttempts: 1,
 } as const;

@@ -7,7 +7,8 @@
  * treated as `+999…`.
  *
  * `submit` waits `sendDelayMs` per call (a bulk submit is one round trip to the "SMSC"), then
- * answers. Receipts become due `receiptDelayMs` after the submission and are kept in their own
+ * answers; with `tps` (SMS_SIM_TPS) it first waits for the throughput the "operator" sold, as a
+ * throttled SMSC link does. `window` is the parts it takes in flight (the SMPP window's twin). Receipts become due `receiptDelayMs` after the submission and are kept in their own
  * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
  * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
  * instances share the collection; a batch of receipts is claimed (token + claim timeout) before it
@@ -19,11 +20,13 @@ import type { ReasonName } from "../store/documents.ts";
 import { idsIn } from "../store/id-ranges.ts";
 import type {
   Carrier,
+  CarrierLimits,
   CarrierPart,
   CarrierReceipt,
   ReceiptHandler,
   SubmitResult,
 } from "./carrier.ts";
+import { TokenBucket } from "./throttle.ts";
 import type { Logger } from "./worker.ts";
 
 export type SimulatedOutcome =
@@ -70,6 +73,15 @@ export interface SimulatorCarrierOptions {
   db: Db;
   /** Delay of a submit call before it answers (SMS_SIM_SEND_DELAY_MS). Default 100. */
   sendDelayMs?: number;
+  /** Parts per second accepted (SMS_SIM_TPS); undefined: unlimited. */
+  tps?: number;
+  /** Parts in flight at most (the worker's window). Default 500. */
+  window?: number;
+  /**
+   * Record every submitted part (message id, part index, time) in `simulator_submissions` before
+   * answering, so tests can count what reached the "carrier" (twice, after a crash). Default false.
+   */
+  logSubmissions?: boolean;
   /** Delay from submission to receipt (SMS_SIM_RECEIPT_DELAY_MS). Default 500. */
   receiptDelayMs?: number;
   /** How often due receipts are looked for besides the in-process timer. Default 500. */
@@ -87,9 +99,19 @@ export interface SimulatorCarrierOptions {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+export interface SimulatorSubmissionDoc {
+  messageId: number;
+  partIndex: number;
+  at: Date;
+}
+
 export class SimulatorCarrier implements Carrier {
   readonly name = "simulator";
+  readonly limits: CarrierLimits;
   readonly receipts: Collection<SimulatorReceiptDoc>;
+  readonly submissions: Collection<SimulatorSubmissionDoc>;
+  private readonly bucket: TokenBucket | undefined;
+  private readonly logSubmissions: boolean;
   private readonly sendDelayMs: number;
   private readonly receiptDelayMs: number;
   private readonly pollIntervalMs: number;
@@ -112,6 +134,14 @@ export class SimulatorCarrier implements Carrier {
     this.receipts = options.db.collection<SimulatorReceiptDoc>(
       options.collectionName ?? "simulator_receipts",
     );
+    this.submissions = options.db.collection<SimulatorSubmissionDoc>("simulator_submissions");
+    this.logSubmissions = options.logSubmissions ?? false;
+    this.limits = { window: options.window ?? 500 };
+    if (options.tps !== undefined) {
+      this.limits.partsPerSecond = options.tps;
+      // A tenth of a second saved up at most: the "operator" does not allow bursts above it.
+      this.bucket = new TokenBucket(options.tps, Math.max(1, options.tps / 10));
+    }
     this.sendDelayMs = options.sendDelayMs ?? 100;
     this.receiptDelayMs = options.receiptDelayMs ?? 500;
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
@@ -123,6 +153,13 @@ export class SimulatorCarrier implements Carrier {
   }
 
   async submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    if (this.logSubmissions && parts.length > 0) {
+      const at = new Date();
+      await this.submissions.insertMany(
+        parts.map((p) => ({ messageId: p.messageId, partIndex: p.partIndex, at })),
+      );
+    }
+    await this.bucket?.acquire(parts.length);
     if (this.sendDelayMs > 0) await sleep(this.sendDelayMs);
     const now = new Date();
     const dueAt = new Date(now.getTime() + this.receiptDelayMs);

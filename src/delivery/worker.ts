@@ -1,40 +1,34 @@
 /**
- * The delivery worker (design "Message lifecycle"): moves accepted messages through the carrier.
+ * The delivery worker (design "Message lifecycle", "Scheduling: fair and prioritized"): moves
+ * accepted messages through the carrier, fairly between accounts and by priority within one.
  *
- * - Claims due messages in chunks (`claimDueDeliveries`: a lease pushed into `deliveryAt`), so
- *   several instances can run and a crashed instance's claims come back when the lease runs out.
- * - ACCEPTED: submits every part of the chunk in one carrier call and records SENT (with the parts'
- *   carrier ids) or SEND_ERROR in one bulkWrite. Once recorded, a message is never submitted again
- *   (the record is filtered on ACCEPTED and a SENT message is only due for expiry).
- * - Receipts from the carrier: DELIVERED when every part is, DELIVERY_ERROR with the reason of the
- *   first failed part.
- * - Expiry: a message still ACCEPTED or SENT when its ttl runs out becomes DELIVERY_ERROR / Expired
- *   (a SENT message is due again at `expiresAt`, so this happens within a poll interval).
- * Every status change carries its pending notification in the same single-document update.
+ * - Pacing: it claims only what the carrier can take now: the parts its window has free and, for a
+ *   carrier with a throughput limit, the tokens of a bucket filled at that rate. The backlog stays
+ *   in the database, where the next claim picks the best next work, instead of queueing in this
+ *   process behind work claimed earlier.
+ * - Fairness: each claim round takes turns on the due account lanes least recently served first
+ *   (scheduling/lanes.ts) and gives each an equal share of the round; within an account, messages
+ *   are taken in `deliveryAt` order, which ranks OTP, then single sends, then batches
+ *   (scheduling/priority.ts). Several instances share the turn order through the database.
+ * - Claims carry a lease (default 30 s: an election plus server selection), renewed while the work
+ *   runs (scheduling/lease-keeper.ts); a crashed instance's claims come back when it runs out.
+ * - Each claim is worked by `workClaim` (submission.ts): crash-safe submission, recording, expiry.
+ * - Receipts from the carrier are applied by receipts.ts.
  *
  * The worker owns its carrier's lifecycle: `start` starts the carrier with the worker's receipt
- * handler, `stop` finishes the chunks in flight and then stops the carrier.
+ * handler, `stop` finishes the claims in flight and then stops the carrier.
  */
 
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
-import {
-  applyReceipts,
-  expireMessages,
-  type ReceiptUpdate,
-  type Release,
-  recordSubmissions,
-  releaseDeliveries,
-  type SubmissionOutcome,
-} from "../store/delivery-queue.ts";
-import type {
-  Carrier,
-  CarrierPart,
-  CarrierReceipt,
-  ReceiptHandlerResult,
-  SubmitResult,
-} from "./carrier.ts";
-import { type ClaimedMessage, claimDueDeliveries } from "./delivery-claims.ts";
+import type { Carrier } from "./carrier.ts";
+import { type ClaimedMessage, claimDueDeliveries, DELIVERY_QUEUE } from "./delivery-claims.ts";
+import { ReceiptHandler } from "./receipts.ts";
+import { accountsWithOverdueWork, nextDueAt } from "./scheduling/claims.ts";
+import { FairLanes, LaneMarker, type Turn } from "./scheduling/lanes.ts";
+import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
+import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
+import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
 
 /** The part of a pino logger the worker uses. */
@@ -51,16 +45,18 @@ export interface DeliveryWorkerOptions {
   logger: Logger;
   /** Distinguishes this instance's claims from other instances'. */
   instanceId: string;
-  /** How often due work is looked for without a wake-up. Default 500. */
+  /** How often due work is looked for without a wake-up. Default 250. */
   pollIntervalMs?: number;
-  /** Messages per claim (one carrier submit, one bulkWrite). Default 250. */
-  chunkSize?: number;
-  /** Chunks worked on at once. Default 2. */
-  concurrency?: number;
-  /** Claim lease: a claim not finished within it (crash) is taken up again. Default 15000. */
+  /** Claim lease, renewed every third of it while the work runs. Default 30000. */
   leaseMs?: number;
-  /** When the carrier cannot be reached, the chunk is tried again after this. Default 5000. */
+  /** When the carrier cannot be reached, submissions pause this long. Default 5000. */
   submitRetryMs?: number;
+  /** Account lanes served per claim round at most. Default 32. */
+  lanesPerRound?: number;
+  /** Largest claim (parts) of one lane in one round. Default half the carrier's window. */
+  maxClaimParts?: number;
+  /** How often accounts with overdue work have their lanes marked again (crash repair). Default 5000. */
+  overdueSweepMs?: number;
 }
 
 export interface DeliveryWorkerStats {
@@ -70,6 +66,8 @@ export interface DeliveryWorkerStats {
   expired: number;
   receipts: number;
   receiptChanges: number;
+  /** Parts submitted again after a crash may have submitted them (at most the window per crash). */
+  resubmittedParts: number;
 }
 
 export class DeliveryWorker {
@@ -79,17 +77,25 @@ export class DeliveryWorker {
   private readonly logger: Logger;
   private readonly instanceId: string;
   private readonly pollIntervalMs: number;
-  private readonly chunkSize: number;
-  private readonly concurrency: number;
   private readonly leaseMs: number;
   private readonly submitRetryMs: number;
+  private readonly lanesPerRound: number;
+  private readonly maxClaimParts: number;
+  private readonly overdueSweepMs: number;
+  private readonly lanes: FairLanes;
+  private readonly marks: LaneMarker;
+  private readonly leases: LeaseKeeper;
+  private readonly window: Window;
+  private readonly bucket: TokenBucket | undefined;
+  private readonly receipts: ReceiptHandler;
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Messages submitted by this instance whose submission is being recorded, by id. */
-  private readonly recording = new Map<number, Promise<void>>();
   private readonly signal = new WakeSignal();
   private pollTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private pausedUntil = 0;
   private claimSeq = 0;
   private readonly counters: DeliveryWorkerStats = {
     claimed: 0,
@@ -98,6 +104,7 @@ export class DeliveryWorker {
     expired: 0,
     receipts: 0,
     receiptChanges: 0,
+    resubmittedParts: 0,
   };
 
   constructor(options: DeliveryWorkerOptions) {
@@ -106,41 +113,65 @@ export class DeliveryWorker {
     this.carrier = options.carrier;
     this.logger = options.logger;
     this.instanceId = options.instanceId;
-    this.pollIntervalMs = options.pollIntervalMs ?? 500;
-    this.chunkSize = options.chunkSize ?? 1000;
-    this.concurrency = Math.max(1, options.concurrency ?? 2);
-    this.leaseMs = options.leaseMs ?? 15_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 250;
+    this.leaseMs = options.leaseMs ?? 30_000;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
+    this.lanesPerRound = Math.max(1, options.lanesPerRound ?? 32);
+    const { window, partsPerSecond } = this.carrier.limits;
+    this.window = new Window(Math.max(1, window));
+    this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.window.size / 2));
+    if (partsPerSecond !== undefined) {
+      // A tenth of a second of throughput per round at most: claims stay small and frequent, so
+      // a newly due lane waits for at most that before its turn.
+      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 10));
+    }
+    this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
+    this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);
+    this.marks = new LaneMarker(options.store.lanes, (err) =>
+      this.logger.warn({ err }, "marking lanes failed; the overdue sweep will"),
+    );
+    this.leases = new LeaseKeeper({
+      messages: options.store.messages,
+      queue: DELIVERY_QUEUE,
+      clock: options.store.clock,
+      leaseMs: this.leaseMs,
+      onError: (err) => this.logger.warn({ err }, "renewing delivery leases failed"),
+    });
+    this.receipts = new ReceiptHandler(options.store, this.marks, this.counters, this.logger);
   }
 
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
-    await this.carrier.start((receipts) => this.handleReceipts(receipts));
+    await this.carrier.start((receipts) => this.receipts.handle(receipts));
+    this.leases.start();
     this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
     this.pollTimer.unref();
+    this.sweepTimer = setInterval(() => void this.markOverdueLanes(), this.overdueSweepMs);
+    this.sweepTimer.unref();
     this.signal.wake();
     this.loop = this.run();
     this.logger.info(
-      { instanceId: this.instanceId, carrier: this.carrier.name },
+      { instanceId: this.instanceId, carrier: this.carrier.name, ...this.carrier.limits },
       "delivery worker started",
     );
   }
 
-  /** Stops claiming, finishes the chunks in flight, then stops the carrier. */
+  /** Stops claiming, finishes the claims in flight, then stops the carrier. */
   async stop(): Promise<void> {
     if (!this.running) return;
     this.running = false;
-    if (this.pollTimer) clearInterval(this.pollTimer);
-    this.pollTimer = undefined;
+    for (const timer of [this.pollTimer, this.sweepTimer, this.wakeTimer]) clearInterval(timer);
     this.signal.release();
     await this.loop;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.leases.stop();
+    await this.marks.flush();
     await this.carrier.stop();
     this.logger.info({ instanceId: this.instanceId, ...this.counters }, "delivery worker stopped");
   }
 
-  /** Looks for due work now (e.g. right after messages were inserted). */
+  /** Looks for due work now (e.g. right after messages were accepted). */
   wake(): void {
     this.signal.wake();
   }
@@ -149,159 +180,138 @@ export class DeliveryWorker {
     return { ...this.counters };
   }
 
-  /** The carrier's receipt handler: applies receipts; those not matched yet are to be offered again. */
-  async handleReceipts(receipts: CarrierReceipt[]): Promise<ReceiptHandlerResult> {
-    // A receipt can overtake the recording of its own submission (zero receipt delay): wait for
-    // this instance's recordings of the messages concerned rather than send the receipt round again.
-    const recordings = new Set<Promise<void>>();
-    for (const r of receipts) {
-      const recording = r.messageId === undefined ? undefined : this.recording.get(r.messageId);
-      if (recording) recordings.add(recording);
-    }
-    if (recordings.size > 0) await Promise.allSettled([...recordings]);
-    const updates = receipts.map((r) => {
-      const update: ReceiptUpdate = { carrierId: r.carrierId, status: r.status };
-      if (r.reason) update.reason = r.reason;
-      if (r.messageId !== undefined) update.messageId = r.messageId;
-      return update;
-    });
-    const result = await applyReceipts(this.store.messages, updates, new Date());
-    this.counters.receipts += receipts.length;
-    this.counters.receiptChanges += result.changed;
-    if (result.retry.length > 0) {
-      this.logger.debug(
-        { count: result.retry.length },
-        "receipts without a recorded submission yet",
-      );
-    }
-    return { retry: result.retry };
-  }
+  /** The carrier's receipt handler (exposed for tests). */
+  handleReceipts: ReceiptHandler["handle"] = (receipts) => this.receipts.handle(receipts);
 
   private async run(): Promise<void> {
     while (this.running) {
       if (!(await this.signal.next())) continue;
       try {
-        while (this.running && this.inFlight.size < this.concurrency) {
-          const token = `${this.instanceId}:${++this.claimSeq}`;
-          const chunk = await claimDueDeliveries(this.store.messages, {
-            now: new Date(),
-            limit: this.chunkSize,
-            leaseMs: this.leaseMs,
-            token,
-            commits: this.commits,
-          });
-          if (chunk.length === 0) break;
-          this.counters.claimed += chunk.length;
-          const work: Promise<void> = this.process(chunk)
-            .catch((error: unknown) => {
-              // The claims run out and the messages are taken up again.
-              this.logger.error({ err: error, count: chunk.length }, "delivery chunk failed");
-            })
-            .finally(() => {
-              this.inFlight.delete(work);
-              this.wake();
-            });
-          this.inFlight.add(work);
-          if (chunk.length < this.chunkSize) break;
-        }
+        await this.claimRounds();
       } catch (error) {
         this.logger.error({ err: error }, "claiming deliveries failed");
       }
     }
   }
 
-  private async process(chunk: ClaimedMessage[]): Promise<void> {
-    const now = new Date();
-    const releases: Release[] = [];
-    const toExpire: number[] = [];
-    const toSubmit: ClaimedMessage[] = [];
-    for (const message of chunk) {
-      const live = message.status === "ACCEPTED" || message.status === "SENT";
-      if (!live) releases.push({ id: message._id });
-      else if (message.expiresAt.getTime() <= now.getTime()) toExpire.push(message._id);
-      else if (message.status === "ACCEPTED") toSubmit.push(message);
-      else releases.push({ id: message._id, dueAt: message.expiresAt });
-    }
-    if (toExpire.length > 0)
-      this.counters.expired += await expireMessages(this.store.messages, toExpire, now);
-    if (toSubmit.length > 0) await this.submit(toSubmit, releases);
-    await releaseDeliveries(this.store.messages, releases);
+  /** Parts the carrier can take now. */
+  private budget(): number {
+    const free = this.window.free;
+    return this.bucket ? Math.min(free, this.bucket.available()) : free;
   }
 
-  private async submit(messages: ClaimedMessage[], releases: Release[]): Promise<void> {
-    const parts: CarrierPart[] = [];
-    for (const message of messages) {
-      const segments =
-        message.segments && message.segments.length > 0
-          ? message.segments
-          : [{ id: message._id, text: message.text }];
-      segments.forEach((segment, partIndex) => {
-        parts.push({
-          messageId: message._id,
-          partId: segment.id,
-          partIndex,
-          partCount: segments.length,
-          to: message.to,
-          from: message.from,
-          text: segment.text,
-        });
+  /** Claims rounds of work while the carrier has room and lanes have work. */
+  private async claimRounds(): Promise<void> {
+    while (this.running) {
+      const pause = this.pausedUntil - Date.now();
+      if (pause > 0) return this.wakeIn(pause);
+      const budget = this.budget();
+      // Wait for a worthwhile round (half a bucket): fewer, larger claims at the same pace.
+      const minimum = this.bucket ? Math.max(1, Math.floor(this.bucket.capacity / 2)) : 1;
+      if (budget < Math.min(minimum, this.window.size)) {
+        // A full window is woken by the claim that frees it; an empty bucket by a timer.
+        if (this.bucket && this.window.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
+        return;
+      }
+      const turns = await this.lanes.takeTurns(Math.min(this.lanesPerRound, budget));
+      if (turns.length === 0) return;
+      const share = Math.max(1, Math.min(this.maxClaimParts, Math.floor(budget / turns.length)));
+      const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
+      if (claims.every((claim) => claim.messages.length === 0)) return;
+      for (const claim of claims) if (claim.messages.length > 0) this.startClaim(claim);
+    }
+  }
+
+  private async claimTurn(
+    turn: Turn,
+    share: number,
+  ): Promise<{ token: string; messages: ClaimedMessage[] }> {
+    const token = `${this.instanceId}:${++this.claimSeq}`;
+    const messages = await claimDueDeliveries(this.store.messages, {
+      now: this.store.clock.now(),
+      limit: share,
+      leaseMs: this.leaseMs,
+      token,
+      commits: this.commits,
+      filter: { accountId: turn.key },
+    });
+    if (messages.length < share) {
+      await this.lanes.settle(turn, await nextDueAt(this.store.messages, DELIVERY_QUEUE, turn.key));
+    }
+    return { token, messages };
+  }
+
+  private startClaim(claim: { token: string; messages: ClaimedMessage[] }): void {
+    const { token, messages } = claim;
+    const parts = messages.reduce((sum, m) => sum + partsOf(m), 0);
+    this.window.take(parts);
+    this.bucket?.take(parts);
+    this.counters.claimed += messages.length;
+    for (const message of messages) this.leases.hold(message._id, token);
+    const work: Promise<void> = workClaim(
+      { messages: this.store.messages, carrier: this.carrier, clock: this.store.clock },
+      { token, messages, now: this.store.clock.now() },
+      this.logger,
+    )
+      .then((outcome) => this.recordOutcome(messages, outcome))
+      .catch((error: unknown) => {
+        // The claims run out and the messages are taken up again.
+        this.logger.error({ err: error, count: messages.length }, "delivery claim failed");
+      })
+      .finally(() => {
+        this.window.give(parts);
+        for (const message of messages) {
+          this.leases.release(message._id, token);
+          if (this.receipts.working.get(message._id) === work)
+            this.receipts.working.delete(message._id);
+        }
+        this.inFlight.delete(work);
+        this.wake();
       });
-    }
-    let recorded: () => void = () => undefined;
-    const recording = new Promise<void>((resolve) => {
-      recorded = resolve;
-    });
-    for (const message of messages) this.recording.set(message._id, recording);
-    try {
-      await this.submitAndRecord(messages, parts, releases);
-    } finally {
-      for (const message of messages) {
-        if (this.recording.get(message._id) === recording) this.recording.delete(message._id);
-      }
-      recorded();
-    }
+    this.inFlight.add(work);
+    for (const message of messages) this.receipts.working.set(message._id, work);
   }
 
-  private async submitAndRecord(
-    messages: ClaimedMessage[],
-    parts: CarrierPart[],
-    releases: Release[],
-  ): Promise<void> {
-    let results: SubmitResult[];
-    try {
-      results = await this.carrier.submit(parts);
-      if (results.length !== parts.length) {
-        throw new Error(`carrier answered ${results.length} results for ${parts.length} parts`);
-      }
-    } catch (error) {
+  private async recordOutcome(messages: ClaimedMessage[], outcome: ClaimOutcome): Promise<void> {
+    this.counters.sent += outcome.sent;
+    this.counters.sendErrors += outcome.sendErrors;
+    this.counters.expired += outcome.expired;
+    this.counters.resubmittedParts += outcome.resubmittedParts;
+    if (outcome.resubmittedParts > 0) {
       this.logger.warn(
-        { err: error, count: messages.length },
-        "carrier submit failed; retrying later",
+        { parts: outcome.resubmittedParts },
+        "resubmitted parts whose earlier submission was cut off (crash or lost lease)",
       );
-      const retryAt = new Date(Date.now() + this.submitRetryMs);
-      for (const message of messages) releases.push({ id: message._id, dueAt: retryAt });
-      return;
     }
-    const perMessage = new Map<number, { carrierIds: string[]; error?: string }>();
-    parts.forEach((part, i) => {
-      const result = results[i];
-      const entry = perMessage.get(part.messageId) ?? { carrierIds: [] };
-      if (result?.ok) entry.carrierIds.push(result.carrierId);
-      else entry.error ??= result?.error ?? "no result";
-      perMessage.set(part.messageId, entry);
-    });
-    const outcomes: SubmissionOutcome[] = messages.map((message) => {
-      const entry = perMessage.get(message._id) ?? { carrierIds: [], error: "no result" };
-      const outcome: SubmissionOutcome = {
-        id: message._id,
-        carrierIds: entry.carrierIds,
-        expiresAt: message.expiresAt,
-      };
-      if (entry.error !== undefined) outcome.error = entry.error;
-      return outcome;
-    });
-    const recorded = await recordSubmissions(this.store.messages, outcomes, new Date());
-    this.counters.sent += recorded.sent;
-    this.counters.sendErrors += recorded.sendErrors;
+    if (outcome.carrierDown) this.pausedUntil = Date.now() + this.submitRetryMs;
+    // Status changes queued notifications; given-back work is due again in its lane.
+    const now = this.store.clock.now();
+    for (const accountId of new Set(messages.map((m) => m.accountId)))
+      this.marks.mark(accountId, "notify", now);
+    for (const { accountId, dueAt } of outcome.released)
+      this.marks.mark(accountId, "delivery", dueAt);
+    await this.marks.flush();
+  }
+
+  private wakeIn(ms: number): void {
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    this.wakeTimer = setTimeout(() => this.wake(), Math.max(1, ms));
+    this.wakeTimer.unref();
+  }
+
+  /** Marks the lanes of accounts with overdue work: repairs a mark lost to a crash. */
+  private async markOverdueLanes(): Promise<void> {
+    try {
+      const now = this.store.clock.now();
+      const accounts = await accountsWithOverdueWork(
+        this.store.messages,
+        DELIVERY_QUEUE,
+        now,
+        this.overdueSweepMs,
+      );
+      if (accounts.length > 0) await this.lanes.markDue(accounts, now);
+    } catch (error) {
+      this.logger.warn({ err: error }, "overdue delivery sweep failed");
+    }
   }
 }

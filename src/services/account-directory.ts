@@ -8,6 +8,8 @@ export interface AccountView {
   defaultSender?: string;
   /** Approved sender names of the account. */
   approvedSenders: ReadonlySet<string>;
+  /** Approved names whose purpose is OTP: their messages are delivered first. */
+  otpSenders: ReadonlySet<string>;
 }
 
 /**
@@ -45,7 +47,7 @@ export class AccountDirectory {
         { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1 } },
       ),
       this.senderNames
-        .find({ accountId: apiKey, pending: false }, { projection: { name: 1 } })
+        .find({ accountId: apiKey, pending: false }, { projection: { name: 1, purpose: 1 } })
         .toArray(),
     ]);
     if (!account) return null;
@@ -53,6 +55,7 @@ export class AccountDirectory {
       apiKey,
       secretHash: account.secretHash,
       approvedSenders: new Set(approved.map((s) => s.name)),
+      otpSenders: new Set(approved.filter((s) => s.purpose === "OTP").map((s) => s.name)),
     };
     if (account.statusUrl) view.statusUrl = account.statusUrl;
     if (account.defaultSender) view.defaultSender = account.defaultSender;

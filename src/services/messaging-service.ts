@@ -14,6 +14,7 @@ import {
   NonDeliveryReason,
   NotificationState,
 } from "../../gen/sms/v1/types_pb.ts";
+import { deliveryClass } from "../delivery/scheduling/priority.ts";
 import {
   BATCH_MAX_MESSAGES,
   isValidBatchName,
@@ -61,8 +62,11 @@ export interface MessagingDeps {
   /** Stores single sends with group commit. */
   writer: MessageWriter;
   policy: IntakePolicy & { pricePerPartMicros: number };
-  /** Called after messages are stored, to wake the delivery worker. */
-  onAccepted?: () => void;
+  /**
+   * Called after messages are stored, before the answer: schedules their delivery (the account's
+   * lanes, due at the earliest `deliveryAt`) and wakes the delivery worker.
+   */
+  onAccepted?: (accountId: string, deliveryAt: Date, acceptedAt: Date) => Promise<void> | void;
 }
 
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
@@ -73,6 +77,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     apiKey: string,
     charge: PendingCharge,
     result: DebitResult,
+    deliveryAt: Date,
   ): Promise<number> {
     if (result === "insufficient") {
       // Only on this failure path: one more read, so the caller learns how much is missing.
@@ -86,7 +91,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       );
     }
     deps.confirmations.add(apiKey, charge);
-    deps.onAccepted?.();
+    await deps.onAccepted?.(apiKey, deliveryAt, charge.at);
     return result.creditMicros / MICROS;
   }
 
@@ -118,6 +123,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           text: message.text,
           parts: message.partCount,
           ttl: ttl.ttl,
+          deliveryClass: deliveryClass(message.from, account.otpSenders, false),
           ...(segments && { segments }),
           ...(req.statusCallback && { statusCallback: req.statusCallback }),
         },
@@ -133,6 +139,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         account.apiKey,
         charge,
         await deps.writer.write(account.apiKey, charge, doc),
+        doc.deliveryAt ?? now,
       );
       return {
         message: create(MessageSchema, {
@@ -222,6 +229,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
               text: message.text,
               parts: message.partCount,
               ttl: TTL_DEFAULT_SECONDS,
+              deliveryClass: deliveryClass(message.from, account.otpSenders, true),
               ...(segments && { segments }),
               ...(req.statusCallback && { statusCallback: req.statusCallback }),
             },
@@ -243,7 +251,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           () => storeBatch(store, docs, batchDoc),
           () => discardBatch(store, batchId),
         );
-        creditRemaining = await confirmCharge(account.apiKey, charge, result);
+        let firstDue = now;
+        for (const doc of docs)
+          if (doc.deliveryAt && doc.deliveryAt < firstDue) firstDue = doc.deliveryAt;
+        creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue);
       }
       return {
         batch: create(BatchSchema, {

@@ -80,8 +80,15 @@ export interface MessageDoc {
   notifyAt?: Date;
   /** Lease of the notifier instance sending the first pending notification. */
   notifyLease?: Lease;
-  /** Due time of the next delivery step (submit or expiry); absent once final. Indexed. */
+  /**
+   * Due time of the next delivery step, absent once final: while ACCEPTED its rank in the
+   * account's queue (accepted time minus its class's head start), while SENT its expiry. A claim
+   * pushes it to the lease's end. Indexed with the account.
+   */
   deliveryAt?: Date;
+  deliveryClass?: "otp" | "single" | "batch";
+  /** Submissions begun (counted before each call to the carrier): above 1 after a crash. */
+  submitAttempts?: number;
   deliveryLease?: Lease;
   /** Carrier's ids of the parts, recorded with SENT. */
   carrierIds?: string[];

@@ -1,3 +1,4 @@
+import { type DeliveryClass, deliveryRank } from "../delivery/scheduling/priority.ts";
 import type { MessageDoc, SegmentDoc } from "./documents.ts";
 
 export interface NewMessage {
@@ -11,14 +12,18 @@ export interface NewMessage {
   parts: number;
   ttl: number;
   statusCallback?: string;
+  /** Its place in the account's delivery queue (src/delivery/scheduling/priority.ts); by default batch or single. */
+  deliveryClass?: DeliveryClass;
 }
 
 /**
  * The document of a freshly accepted message: status ACCEPTED with its ACCEPTED notification
- * pending, due for delivery now. A batch's messages wait for their batch to commit (see
+ * pending, due for delivery now, ranked in its account's queue by its class. A batch's messages wait for their batch to commit (see
  * batch-commits.ts) before anyone works them.
  */
 export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
+  const deliveryClass =
+    message.deliveryClass ?? (message.batchId === undefined ? "single" : "batch");
   const doc: MessageDoc = {
     _id: message.id,
     accountId: message.accountId,
@@ -33,7 +38,8 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     expiresAt: new Date(now.getTime() + message.ttl * 1000),
     notifications: [{ status: "ACCEPTED", state: "pending", createdAt: now, attempts: [] }],
     notifyAt: now,
-    deliveryAt: now,
+    deliveryAt: deliveryRank(now, deliveryClass),
+    deliveryClass,
   };
   if (message.batchId !== undefined) doc.batchId = message.batchId;
   if (message.segments) doc.segments = message.segments;

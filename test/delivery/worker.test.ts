@@ -49,6 +49,9 @@ async function allFinal(ids: number[]): Promise<boolean> {
 /** A simulator that counts submissions per message (shared between instances through `counts`). */
 class CountingCarrier implements Carrier {
   readonly name = "counting";
+  get limits() {
+    return this.inner.limits;
+  }
   failNext = 0;
   constructor(
     private readonly inner: SimulatorCarrier,
@@ -71,8 +74,9 @@ class CountingCarrier implements Carrier {
   }
 }
 
-function simulator(collectionName: string, tag: string) {
+function simulator(collectionName: string, tag: string, window?: number) {
   return new SimulatorCarrier({
+    ...(window !== undefined && { window }),
     db: fixture.store.db,
     sendDelayMs: 5,
     receiptDelayMs: 50,
@@ -93,7 +97,6 @@ function worker(
     logger,
     instanceId: tag,
     pollIntervalMs: 50,
-    chunkSize: 50,
     ...extra,
   });
 }
@@ -123,19 +126,10 @@ describe("delivery worker", () => {
     );
     // Stored but not committed yet: the batch document comes below.
     const ids = await insert(batch);
-    // Small sequential chunks, so that neither instance can take the whole batch between two
-    // polls of the other.
-    const shared = { chunkSize: 10, concurrency: 1 };
-    const a = worker(
-      new CountingCarrier(simulator(collection, "sim-a"), counts),
-      "worker-a",
-      shared,
-    );
-    const b = worker(
-      new CountingCarrier(simulator(collection, "sim-b"), counts),
-      "worker-b",
-      shared,
-    );
+    // A small window, so that neither instance can take the whole batch between two polls of the
+    // other.
+    const a = worker(new CountingCarrier(simulator(collection, "sim-a", 10), counts), "worker-a");
+    const b = worker(new CountingCarrier(simulator(collection, "sim-b", 10), counts), "worker-b");
     await a.start();
     await b.start();
     try {
@@ -208,6 +202,7 @@ describe("delivery worker", () => {
     const inner = simulator(collection, "sim-multi");
     const carrier: Carrier = {
       name: "recording",
+      limits: inner.limits,
       submit: async (p) => {
         parts.push(...p);
         return inner.submit(p);

@@ -1,3 +1,4 @@
+import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { generateWebhookSecret } from "../../src/notifier/signature.ts";
 import type { Store } from "../../src/store/database.ts";
 import type { AccountDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
@@ -46,13 +47,24 @@ export function testMessage(
   };
 }
 
-/** Stores the messages as accepted (at `at`, default now) and returns their ids. */
+/**
+ * Stores the messages as accepted (at `at`, default now) and marks their accounts' lanes due, as
+ * the intake does; returns their ids.
+ */
 export async function insertMessages(
   store: Store,
   messages: NewMessage[],
   at: Date = new Date(),
 ): Promise<number[]> {
-  await store.messages.insertMany(messages.map((m) => acceptedMessage(m, at)));
+  const docs = messages.map((m) => acceptedMessage(m, at));
+  await store.messages.insertMany(docs);
+  const due = new Map<string, { delivery: Date; notify: Date }>();
+  for (const doc of docs) {
+    const lanes = due.get(doc.accountId) ?? { delivery: doc.deliveryAt ?? at, notify: at };
+    if (doc.deliveryAt && doc.deliveryAt < lanes.delivery) lanes.delivery = doc.deliveryAt;
+    due.set(doc.accountId, lanes);
+  }
+  await markLanesDue(store.lanes, due);
   return messages.map((m) => m.id);
 }
 

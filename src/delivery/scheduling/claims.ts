@@ -54,7 +54,11 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
   const docs = await messages
     .find({ _id: { $in: ids } }, { projection: { ...projection, batchId: 1, [queue.lease]: 1 } })
     .toArray();
-  const claimed = docs.filter((doc) => doc[queue.lease]?.owner === token);
+  // In due order (the read returns storage order): the carrier gets them in their queue's order.
+  const order = new Map(ids.map((id, i) => [id, i]));
+  const claimed = docs
+    .filter((doc) => doc[queue.lease]?.owner === token)
+    .sort((a, b) => (order.get(a._id) ?? 0) - (order.get(b._id) ?? 0));
   const ready = await withoutUncommitted(messages, claimed, options.commits, queue, now);
   return ready.map((doc) => {
     const { [queue.lease]: _lease, ...rest } = doc;

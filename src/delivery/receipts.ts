@@ -1,0 +1,51 @@
+/**
+ * The worker's receipt handler: applies the carrier's receipts (store/receipts.ts) and marks the
+ * notification lanes of the accounts concerned. Receipts whose part cannot be matched yet are
+ * handed back to the carrier to be offered again (at least once; see carrier.ts).
+ */
+import type { Store } from "../store/database.ts";
+import { applyReceipts, type ReceiptUpdate } from "../store/receipts.ts";
+import type { CarrierReceipt, ReceiptHandlerResult } from "./carrier.ts";
+import type { LaneMarker } from "./scheduling/lanes.ts";
+
+export class ReceiptHandler {
+  /** Claims of this instance being worked, by message id: their submissions are being recorded. */
+  readonly working = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly marks: LaneMarker,
+    private readonly counters: { receipts: number; receiptChanges: number },
+    private readonly logger: { debug(obj: unknown, msg?: string): void },
+  ) {}
+
+  handle = async (receipts: CarrierReceipt[]): Promise<ReceiptHandlerResult> => {
+    // A receipt can overtake the recording of its own submission (zero receipt delay): wait for
+    // this instance's claims of the messages concerned rather than send the receipt round again.
+    const recordings = new Set<Promise<void>>();
+    for (const r of receipts) {
+      const recording = r.messageId === undefined ? undefined : this.working.get(r.messageId);
+      if (recording) recordings.add(recording);
+    }
+    if (recordings.size > 0) await Promise.allSettled([...recordings]);
+    const updates = receipts.map((r) => {
+      const update: ReceiptUpdate = { carrierId: r.carrierId, status: r.status };
+      if (r.reason) update.reason = r.reason;
+      if (r.messageId !== undefined) update.messageId = r.messageId;
+      return update;
+    });
+    const now = this.store.clock.now();
+    const result = await applyReceipts(this.store.messages, updates, now);
+    this.counters.receipts += receipts.length;
+    this.counters.receiptChanges += result.changed;
+    for (const accountId of result.accounts) this.marks.mark(accountId, "notify", now);
+    await this.marks.flush();
+    if (result.retry.length > 0) {
+      this.logger.debug(
+        { count: result.retry.length },
+        "receipts without a recorded submission yet",
+      );
+    }
+    return { retry: result.retry };
+  };
+}

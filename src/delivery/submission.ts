@@ -1,0 +1,158 @@
+/**
+ * One claim of delivery work, worked through: expire what ran out of time, submit what is
+ * ACCEPTED to the carrier and record the outcome, give back the rest. Every status change carries
+ * its pending notification in the same single-document update (store/delivery-queue.ts).
+ *
+ * Crash safety: the attempt is recorded on the messages before the carrier is called, on those the
+ * claim still holds (`beginSubmissions`), and the outcome right after the carrier answers, before
+ * the worker's window lets more parts go. A crash therefore leaves at most the window's parts
+ * submitted and unrecorded: only those can reach the carrier twice, never a whole claim.
+ */
+import type { Collection } from "mongodb";
+import {
+  beginSubmissions,
+  expireMessages,
+  type Release,
+  recordSubmissions,
+  releaseDeliveries,
+  type SubmissionOutcome,
+} from "../store/delivery-queue.ts";
+import type { MessageDoc } from "../store/documents.ts";
+import type { ServerClock } from "../store/server-clock.ts";
+import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
+import type { ClaimedMessage } from "./delivery-claims.ts";
+import { deliveryRank } from "./scheduling/priority.ts";
+
+/** What working a claim did, for the worker's counters and the lanes to mark. */
+export interface ClaimOutcome {
+  sent: number;
+  sendErrors: number;
+  expired: number;
+  /** Parts submitted that an earlier (crashed) attempt may already have submitted. */
+  resubmittedParts: number;
+  /** Messages given back with a due time: their delivery lanes must be due by then. */
+  released: { accountId: string; dueAt: Date }[];
+  /** The carrier could not be reached: the worker pauses before it submits again. */
+  carrierDown: boolean;
+}
+
+/** The parts of a message as the carrier takes them: its segments, or its whole text. */
+export function carrierParts(message: ClaimedMessage): CarrierPart[] {
+  const segments =
+    message.segments && message.segments.length > 0
+      ? message.segments
+      : [{ id: message._id, text: message.text }];
+  return segments.map((segment, partIndex) => ({
+    messageId: message._id,
+    partId: segment.id,
+    partIndex,
+    partCount: segments.length,
+    to: message.to,
+    from: message.from,
+    text: segment.text,
+  }));
+}
+
+/** Parts a claimed message will take from the window when submitted. */
+export function partsOf(message: Pick<MessageDoc, "parts" | "status">): number {
+  return message.status === "ACCEPTED" ? Math.max(1, message.parts) : 0;
+}
+
+export interface SubmissionDeps {
+  messages: Collection<MessageDoc>;
+  carrier: Carrier;
+  clock: ServerClock;
+}
+
+export async function workClaim(
+  deps: SubmissionDeps,
+  claim: { token: string; messages: ClaimedMessage[]; now: Date },
+  logger: { warn(obj: unknown, msg?: string): void },
+): Promise<ClaimOutcome> {
+  const { now } = claim;
+  const outcome: ClaimOutcome = {
+    sent: 0,
+    sendErrors: 0,
+    expired: 0,
+    resubmittedParts: 0,
+    released: [],
+    carrierDown: false,
+  };
+  const releases: Release[] = [];
+  const release = (message: ClaimedMessage, dueAt?: Date) => {
+    releases.push(dueAt === undefined ? { id: message._id } : { id: message._id, dueAt });
+    if (dueAt !== undefined) outcome.released.push({ accountId: message.accountId, dueAt });
+  };
+  const toExpire: number[] = [];
+  const toSubmit: ClaimedMessage[] = [];
+  for (const message of claim.messages) {
+    const live = message.status === "ACCEPTED" || message.status === "SENT";
+    if (!live) release(message);
+    else if (message.expiresAt.getTime() <= now.getTime()) toExpire.push(message._id);
+    else if (message.status === "ACCEPTED") toSubmit.push(message);
+    else release(message, message.expiresAt);
+  }
+  if (toExpire.length > 0) outcome.expired = await expireMessages(deps.messages, toExpire, now);
+  if (toSubmit.length > 0) await submit(deps, claim.token, toSubmit, outcome, release, logger);
+  await releaseDeliveries(deps.messages, releases);
+  return outcome;
+}
+
+async function submit(
+  deps: SubmissionDeps,
+  token: string,
+  claimed: ClaimedMessage[],
+  outcome: ClaimOutcome,
+  release: (message: ClaimedMessage, dueAt?: Date) => void,
+  logger: { warn(obj: unknown, msg?: string): void },
+): Promise<void> {
+  const held = await beginSubmissions(
+    deps.messages,
+    claimed.map((m) => m._id),
+    token,
+  );
+  const messages = claimed.filter((m) => held.has(m._id));
+  const parts = messages.flatMap(carrierParts);
+  for (const message of messages)
+    if ((message.submitAttempts ?? 0) > 0) outcome.resubmittedParts += Math.max(1, message.parts);
+  if (parts.length === 0) return;
+  let results: SubmitResult[];
+  try {
+    results = await deps.carrier.submit(parts);
+    if (results.length !== parts.length) {
+      throw new Error(`carrier answered ${results.length} results for ${parts.length} parts`);
+    }
+  } catch (error) {
+    // Not failed: the messages keep their place in their account's queue and wait for the carrier.
+    logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
+    outcome.carrierDown = true;
+    for (const message of messages)
+      release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"));
+    return;
+  }
+  const perMessage = new Map<number, { carrierIds: string[]; error?: string }>();
+  parts.forEach((part, i) => {
+    const result = results[i];
+    const entry = perMessage.get(part.messageId) ?? { carrierIds: [] };
+    if (result?.ok) entry.carrierIds.push(result.carrierId);
+    else entry.error ??= result?.error ?? "no result";
+    perMessage.set(part.messageId, entry);
+  });
+  const outcomes: SubmissionOutcome[] = messages.map((message) => {
+    const entry = perMessage.get(message._id) ?? { carrierIds: [], error: "no result" };
+    const submission: SubmissionOutcome = {
+      id: message._id,
+      carrierIds: entry.carrierIds,
+      expiresAt: message.expiresAt,
+    };
+    if (entry.error !== undefined) submission.error = entry.error;
+    return submission;
+  });
+  const recorded = await recordSubmissions(deps.messages, outcomes, deps.clock.now());
+  // A SENT message is due again at its expiry, which may come before its lane's next turn.
+  for (const message of messages)
+    if (perMessage.get(message._id)?.error === undefined)
+      outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
+  outcome.sent += recorded.sent;
+  outcome.sendErrors += recorded.sendErrors;
+}

@@ -1,0 +1,79 @@
+/**
+ * Pacing of submissions to a carrier: a token bucket for its throughput (parts per second) and a
+ * window of parts in flight. The worker claims only what both allow now, so the backlog stays in
+ * the database, where the lanes order it fairly, and a crash finds at most the window in flight.
+ */
+
+/** A token bucket: `ratePerSecond` tokens a second, at most `capacity` saved up. May go into debt. */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+
+  constructor(
+    readonly ratePerSecond: number,
+    readonly capacity: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.tokens = capacity;
+    this.last = now();
+  }
+
+  /** Whole tokens available now (0 while in debt). */
+  available(): number {
+    this.refill();
+    return Math.max(0, Math.floor(this.tokens));
+  }
+
+  /** Takes `n` tokens, going into debt if there are fewer. */
+  take(n: number): void {
+    this.refill();
+    this.tokens -= n;
+  }
+
+  /** Milliseconds until `n` tokens are available (0 if they are). */
+  msUntil(n: number): number {
+    this.refill();
+    const missing = n - this.tokens;
+    return missing <= 0 ? 0 : Math.ceil((missing / this.ratePerSecond) * 1000);
+  }
+
+  /** Waits until `n` tokens are available, then takes them. */
+  async acquire(n: number): Promise<void> {
+    for (let wait = this.msUntil(n); wait > 0; wait = this.msUntil(n)) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    this.take(n);
+  }
+
+  private refill(): void {
+    const now = this.now();
+    this.tokens = Math.min(
+      this.capacity,
+      this.tokens + ((now - this.last) / 1000) * this.ratePerSecond,
+    );
+    this.last = now;
+  }
+}
+
+/** Parts in flight against a window; `free` may be negative after one oversized message. */
+export class Window {
+  private used = 0;
+
+  constructor(readonly size: number) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  get free(): number {
+    return this.size - this.used;
+  }
+
+  take(n: number): void {
+    this.used += n;
+  }
+
+  give(n: number): void {
+    this.used = Math.max(0, this.used - n);
+  }
+}

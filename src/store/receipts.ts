@@ -1,0 +1,154 @@
+/**
+ * Receipts from the carrier (design "Message lifecycle"): matched to their messages by the parts'
+ * carrier ids, and applied as grouped status changes, each with its pending notification in the
+ * same single-document update (see delivery-queue.ts).
+ */
+import type { AnyBulkWriteOperation, Collection } from "mongodb";
+import { changeStatus } from "./delivery-queue.ts";
+import type { MessageDoc, ReasonName } from "./documents.ts";
+
+export interface ReceiptUpdate {
+  carrierId: string;
+  /** Hint from the carrier: looked up by `_id` (cheap everywhere) and checked against the carrier id. */
+  messageId?: number;
+  status: "DELIVERED" | "DELIVERY_ERROR";
+  reason?: ReasonName;
+}
+
+export interface ReceiptsResult {
+  /**
+   * Carrier ids to offer again later: no message has them yet, or their message is not SENT yet
+   * (the receipt overtook the recording of the submission).
+   */
+  retry: string[];
+  /** Messages whose status changed. */
+  changed: number;
+  /** Accounts of the messages the receipts were for (their notification lanes may have work). */
+  accounts: string[];
+}
+
+/**
+ * Applies receipts: one lookup by carrier id, then grouped status changes. A failed part makes the
+ * message DELIVERY_ERROR with the part's reason. A delivered part is added to the message's
+ * `deliveredParts`; a message becomes DELIVERED once that set holds all its parts, by an update
+ * filtered on the set's size that runs after the add, so whichever receipt completes the set (on any
+ * instance) makes the change. Only a SENT message changes; receipts of final messages are dropped.
+ */
+export async function applyReceipts(
+  messages: Collection<MessageDoc>,
+  receipts: readonly ReceiptUpdate[],
+  now: Date,
+): Promise<ReceiptsResult> {
+  if (receipts.length === 0) return { retry: [], changed: 0, accounts: [] };
+  const projection = { _id: 1, accountId: 1, status: 1, carrierIds: 1 } as const;
+  const hinted = [
+    ...new Set(receipts.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId]))),
+  ];
+  const found =
+    hinted.length > 0
+      ? await messages.find({ _id: { $in: hinted } }, { projection }).toArray()
+      : [];
+  type Found = (typeof found)[number];
+  const byId = new Map(found.map((m) => [m._id, m]));
+  const byCarrierId = new Map<string, Found>();
+  const index = (list: Found[]) => {
+    for (const message of list)
+      for (const cid of message.carrierIds ?? []) byCarrierId.set(cid, message);
+  };
+  index(found);
+  const unhinted = [
+    ...new Set(
+      receipts
+        .filter((r) => r.messageId === undefined && !byCarrierId.has(r.carrierId))
+        .map((r) => r.carrierId),
+    ),
+  ];
+  if (unhinted.length > 0)
+    index(await messages.find({ carrierIds: { $in: unhinted } }, { projection }).toArray());
+  const retry: string[] = [];
+  const perMessage = new Map<number, { message: Found; receipts: ReceiptUpdate[] }>();
+  for (const receipt of receipts) {
+    const message = byCarrierId.get(receipt.carrierId);
+    if (!message) {
+      // Not recorded yet: offer again. With a hint, a message past ACCEPTED that does not know this
+      // carrier id has been submitted again since (after a crash); this receipt is an orphan.
+      const hintedMessage =
+        receipt.messageId === undefined ? undefined : byId.get(receipt.messageId);
+      if (receipt.messageId === undefined || hintedMessage?.status === "ACCEPTED")
+        retry.push(receipt.carrierId);
+      continue;
+    }
+    if (message.status === "ACCEPTED") {
+      retry.push(receipt.carrierId);
+      continue;
+    }
+    if (message.status !== "SENT") continue; // final already: acknowledged, nothing to do
+    const entry = perMessage.get(message._id) ?? { message, receipts: [] };
+    entry.receipts.push(receipt);
+    perMessage.set(message._id, entry);
+  }
+  const failedByReason = new Map<ReasonName, number[]>();
+  const deliveredSingle: number[] = [];
+  const multiByParts = new Map<number, number[]>();
+  const addParts: AnyBulkWriteOperation<MessageDoc>[] = [];
+  for (const { message, receipts: mine } of perMessage.values()) {
+    const failed = mine.find((r) => r.status === "DELIVERY_ERROR");
+    if (failed) {
+      const reason = failed.reason ?? "Undelivered";
+      failedByReason.set(reason, [...(failedByReason.get(reason) ?? []), message._id]);
+      continue;
+    }
+    const parts = message.carrierIds?.length ?? 1;
+    if (parts <= 1) {
+      deliveredSingle.push(message._id);
+      continue;
+    }
+    addParts.push({
+      updateOne: {
+        filter: { _id: message._id },
+        update: {
+          $addToSet: { deliveredParts: { $each: [...new Set(mine.map((r) => r.carrierId))] } },
+        },
+      },
+    });
+    multiByParts.set(parts, [...(multiByParts.get(parts) ?? []), message._id]);
+  }
+  const finalUnset: (keyof MessageDoc)[] = ["deliveryAt", "deliveryLease"];
+  let changed = 0;
+  for (const [reason, messageIds] of failedByReason) {
+    changed += await changeStatus(
+      messages,
+      messageIds,
+      ["SENT"],
+      { status: "DELIVERY_ERROR", reason, unset: finalUnset },
+      now,
+    );
+  }
+  if (deliveredSingle.length > 0) {
+    changed += await changeStatus(
+      messages,
+      deliveredSingle,
+      ["SENT"],
+      { status: "DELIVERED", unset: finalUnset },
+      now,
+    );
+  }
+  if (addParts.length > 0) {
+    await messages.bulkWrite(addParts, { ordered: false });
+    for (const [parts, messageIds] of multiByParts) {
+      changed += await changeStatus(
+        messages,
+        messageIds,
+        ["SENT"],
+        { status: "DELIVERED", unset: finalUnset },
+        now,
+        {
+          filter: { [`deliveredParts.${parts - 1}`]: { $exists: true } },
+          stillDue: (doc) => (doc.deliveredParts?.length ?? 0) >= parts,
+        },
+      );
+    }
+  }
+  const accounts = [...new Set([...perMessage.values()].map((e) => e.message.accountId))];
+  return { retry, changed, accounts };
+}

@@ -1,0 +1,138 @@
+/**
+ * The delivery engine's promises (design "Scheduling: fair and prioritized"), with the carrier as
+ * the bottleneck (a simulator limited to a few hundred parts per second): an account's single
+ * sends are not queued behind another account's batch, on one instance or several; within an
+ * account OTP goes first, then single sends, then batch messages. Order is read from the
+ * simulator's own log of submitted parts.
+ */
+
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
+import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import type { NewMessage } from "../../src/store/messages.ts";
+import { commitBatch } from "../support/batches.ts";
+import { eventually, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
+import { useTestStore } from "../support/store.ts";
+
+const logger = pino({ level: "silent" });
+const fixture = useTestStore();
+let nextRun = 1;
+
+/** A worker and its simulator limited to `tps` parts/s, logging every submitted part. */
+function instance(tag: string, receipts: string, tps: number) {
+  const carrier = new SimulatorCarrier({
+    db: fixture.store.db,
+    sendDelayMs: 0,
+    receiptDelayMs: 0,
+    pollIntervalMs: 50,
+    instanceId: `sim-${tag}`,
+    collectionName: receipts,
+    tps,
+    window: 40,
+    logSubmissions: true,
+  });
+  const worker = new DeliveryWorker({
+    store: fixture.store,
+    carrier,
+    logger,
+    instanceId: `worker-${tag}`,
+    pollIntervalMs: 50,
+  });
+  return { carrier, worker };
+}
+
+/** Message ids in the order the carrier received their first part (ties: by id). */
+async function submissionOrder(carrier: SimulatorCarrier, ids: number[]): Promise<number[]> {
+  const log = await carrier.submissions
+    .find({ messageId: { $in: ids }, partIndex: 0 })
+    .sort({ at: 1, _id: 1 })
+    .toArray();
+  return log.map((entry) => entry.messageId);
+}
+
+async function allSubmitted(carrier: SimulatorCarrier, ids: number[]): Promise<boolean> {
+  return (await carrier.submissions.countDocuments({ messageId: { $in: ids } })) >= ids.length;
+}
+
+function batchOf(accountId: string, count: number, batchId: number): NewMessage[] {
+  return Array.from({ length: count }, (_, i) =>
+    testMessage(accountId, `+49151${String(10_000_000 + i)}`, { batchId }),
+  );
+}
+
+describe("fair delivery between accounts", () => {
+  for (const instances of [1, 2]) {
+    it(`an account's single sends go out within the first rounds while another account's batch drains (${instances} instance${instances > 1 ? "s" : ""})`, async () => {
+      const run = nextRun++;
+      const batchId = nextTestId();
+      const big = batchOf(`big-${run}`, 400, batchId);
+      await insertMessages(fixture.store, big);
+      await commitBatch(fixture.store, batchId, `big-${run}`);
+      const workers = Array.from({ length: instances }, (_, i) =>
+        instance(`fair-${run}-${i}`, `receipts_fair_${run}`, 200),
+      );
+      for (const w of workers) await w.worker.start();
+      try {
+        // The batch is draining when the small account's messages arrive.
+        const first = workers[0]?.carrier as SimulatorCarrier;
+        const bigIds = big.map((m) => m.id);
+        const batchSubmitted = () =>
+          first.submissions.countDocuments({ messageId: { $in: bigIds } });
+        await eventually(async () => (await batchSubmitted()) >= 20);
+        const before = await batchSubmitted();
+        const small = Array.from({ length: 5 }, (_, i) =>
+          testMessage(`small-${run}`, `+4917000000${i}`),
+        );
+        const smallIds = await insertMessages(fixture.store, small);
+        for (const w of workers) w.worker.wake();
+        const all = [...big.map((m) => m.id), ...smallIds];
+        await eventually(() => allSubmitted(first, all), 30_000);
+        const order = await submissionOrder(first, all);
+        // Served within the next rounds (a round is a tenth of a second of the carrier's
+        // throughput, 20 parts, shared by the due accounts), not behind the batch's remainder.
+        const positions = smallIds.map((id) => order.indexOf(id));
+        expect(before).toBeLessThan(300);
+        expect(Math.max(...positions)).toBeLessThan(before + 100);
+        // each message reached the carrier once
+        expect(new Set(order).size).toBe(order.length);
+        expect(order.length).toBe(all.length);
+      } finally {
+        for (const w of workers) await w.worker.stop();
+      }
+    });
+  }
+});
+
+describe("priority within an account", () => {
+  it("OTP first, then single sends, then batch messages", async () => {
+    const run = nextRun++;
+    const account = `prio-${run}`;
+    const batchId = nextTestId();
+    const batch = batchOf(account, 200, batchId);
+    const singles = Array.from({ length: 5 }, (_, i) =>
+      testMessage(account, `+4917100000${i}`, { deliveryClass: "single" }),
+    );
+    const otps = Array.from({ length: 5 }, (_, i) =>
+      testMessage(account, `+4917200000${i}`, { deliveryClass: "otp", from: "Verify" }),
+    );
+    // All accepted in the order batch, singles, OTPs, before the worker starts.
+    const now = Date.now();
+    await insertMessages(fixture.store, batch, new Date(now - 2000));
+    await commitBatch(fixture.store, batchId, account);
+    await insertMessages(fixture.store, singles, new Date(now - 1000));
+    await insertMessages(fixture.store, otps, new Date(now));
+    const { carrier, worker } = instance(`prio-${run}`, `receipts_prio_${run}`, 200);
+    await worker.start();
+    const ids = [...batch, ...singles, ...otps].map((m) => m.id);
+    try {
+      await eventually(() => allSubmitted(carrier, ids), 30_000);
+    } finally {
+      await worker.stop();
+    }
+    const order = await submissionOrder(carrier, ids);
+    const at = (list: NewMessage[]) => list.map((m) => order.indexOf(m.id));
+    expect(Math.max(...at(otps))).toBeLessThan(Math.min(...at(singles)));
+    expect(Math.max(...at(singles))).toBeLessThan(Math.min(...at(batch)));
+  });
+});
