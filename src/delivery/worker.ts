@@ -21,12 +21,14 @@
 
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
+import { releaseDeliveries } from "../store/delivery-queue.ts";
 import type { Carrier } from "./carrier.ts";
 import { type ClaimedMessage, claimDueDeliveries, DELIVERY_QUEUE } from "./delivery-claims.ts";
 import { ReceiptHandler } from "./receipts.ts";
 import { accountsWithOverdueWork, nextDueAt } from "./scheduling/claims.ts";
 import { FairLanes, LaneMarker, type Turn } from "./scheduling/lanes.ts";
 import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
+import { deliveryRank } from "./scheduling/priority.ts";
 import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
@@ -38,6 +40,9 @@ export interface Logger {
   error(obj: unknown, msg?: string): void;
   debug(obj: unknown, msg?: string): void;
 }
+
+/** Parts of the longest message by default (SMS_MAX_PARTS): a round waits for room for one. */
+const TYPICAL_LONGEST_MESSAGE = 10;
 
 export interface DeliveryWorkerOptions {
   store: Store;
@@ -206,8 +211,12 @@ export class DeliveryWorker {
       const pause = this.pausedUntil - Date.now();
       if (pause > 0) return this.wakeIn(pause);
       const budget = this.budget();
-      // Wait for a worthwhile round (half a bucket): fewer, larger claims at the same pace.
-      const minimum = this.bucket ? Math.max(1, Math.floor(this.bucket.capacity / 2)) : 1;
+      // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
+      // claims at the same pace.
+      const minimum = Math.max(
+        this.bucket ? Math.floor(this.bucket.capacity / 2) : 1,
+        Math.min(this.window.size, TYPICAL_LONGEST_MESSAGE),
+      );
       if (budget < Math.min(minimum, this.window.size)) {
         // A full window is woken by the claim that frees it; an empty bucket by a timer.
         if (this.bucket && this.window.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
@@ -238,7 +247,36 @@ export class DeliveryWorker {
     if (messages.length < share) {
       await this.lanes.settle(turn, await nextDueAt(this.store.messages, DELIVERY_QUEUE, turn.key));
     }
-    return { token, messages };
+    return { token, messages: await this.withinParts(messages, share) };
+  }
+
+  /**
+   * The claim cut to `parts` parts (the claim counted messages, of up to 10 parts each): the rest
+   * goes back at once, in its place, so the window is never overrun.
+   */
+  private async withinParts(messages: ClaimedMessage[], parts: number): Promise<ClaimedMessage[]> {
+    let total = 0;
+    let keep = 0;
+    while (keep < messages.length) {
+      const next = partsOf(messages[keep] as ClaimedMessage);
+      // A message larger than the whole window goes alone, when nothing else is in flight.
+      if (total + next > parts && (keep > 0 || this.window.inUse > 0)) break;
+      total += next;
+      keep++;
+    }
+    const back = messages.slice(keep);
+    if (back.length > 0) {
+      await releaseDeliveries(
+        this.store.messages,
+        back.map((m) => ({
+          id: m._id,
+          dueAt: deliveryRank(m.createdAt, m.deliveryClass ?? "single"),
+        })),
+      );
+      for (const m of back) this.marks.mark(m.accountId, "delivery", this.store.clock.now());
+      await this.marks.flush();
+    }
+    return messages.slice(0, keep);
   }
 
   private startClaim(claim: { token: string; messages: ClaimedMessage[] }): void {
