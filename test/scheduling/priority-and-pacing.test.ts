@@ -1,0 +1,75 @@
+/** Pure rules of the delivery engine: class ranks with a bounded wait, and the token bucket. */
+import { describe, expect, it } from "vitest";
+import {
+  deliveryClass,
+  deliveryRank,
+  HEAD_START_MS,
+} from "../../src/delivery/scheduling/priority.ts";
+import { TokenBucket, Window } from "../../src/delivery/throttle.ts";
+
+describe("delivery classes and ranks", () => {
+  it("OTP is a sender name of purpose OTP, in a batch or not; otherwise single or batch", () => {
+    const otp = new Set(["Verify"]);
+    expect(deliveryClass("Verify", otp, false)).toBe("otp");
+    expect(deliveryClass("Verify", otp, true)).toBe("otp");
+    expect(deliveryClass("Shop", otp, false)).toBe("single");
+    expect(deliveryClass("Shop", otp, true)).toBe("batch");
+  });
+
+  it("accepted at the same time: OTP before single before batch", () => {
+    const at = new Date("2026-11-23T12:00:00Z");
+    const [otp, single, batch] = (["otp", "single", "batch"] as const).map((c) =>
+      deliveryRank(at, c).getTime(),
+    );
+    expect(otp).toBeLessThan(single as number);
+    expect(single).toBeLessThan(batch as number);
+  });
+
+  it("no class starves: a batch message goes before any OTP accepted more than the head start after it", () => {
+    const batchAt = new Date("2026-11-23T12:00:00Z");
+    const later = (ms: number) => new Date(batchAt.getTime() + ms);
+    const batch = deliveryRank(batchAt, "batch").getTime();
+    expect(deliveryRank(later(HEAD_START_MS.otp - 1), "otp").getTime()).toBeLessThan(batch);
+    expect(deliveryRank(later(HEAD_START_MS.otp + 1), "otp").getTime()).toBeGreaterThan(batch);
+    expect(deliveryRank(later(HEAD_START_MS.single + 1), "single").getTime()).toBeGreaterThan(
+      batch,
+    );
+  });
+});
+
+describe("token bucket", () => {
+  it("gives its rate per second, saves up at most its capacity, and can go into debt", () => {
+    let now = 0;
+    const bucket = new TokenBucket(100, 10, () => now);
+    expect(bucket.available()).toBe(10);
+    bucket.take(25);
+    expect(bucket.available()).toBe(0);
+    expect(bucket.msUntil(1)).toBe(160); // 15 owed plus 1, at 100/s
+    now += 160;
+    expect(bucket.available()).toBe(1);
+    now += 10_000;
+    expect(bucket.available()).toBe(10);
+  });
+
+  it("acquire waits for the tokens; more than the capacity waits for a full bucket and owes the rest", async () => {
+    const bucket = new TokenBucket(1000, 10);
+    bucket.take(10);
+    const started = performance.now();
+    await bucket.acquire(5);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(4);
+    await bucket.acquire(30);
+    expect(bucket.msUntil(1)).toBeGreaterThanOrEqual(15); // 20 owed
+  });
+});
+
+describe("window", () => {
+  it("counts parts in flight", () => {
+    const window = new Window(20);
+    window.take(15);
+    expect(window.free).toBe(5);
+    window.give(15);
+    expect(window.free).toBe(20);
+    window.give(1);
+    expect(window.inUse).toBe(0);
+  });
+});
