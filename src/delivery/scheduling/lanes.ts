@@ -110,7 +110,8 @@ export class FairLanes {
  * next one; the queues' overdue sweeps repair what a crash loses.
  */
 export class LaneMarker {
-  private pending = new Map<string, Partial<Record<LaneQueue, Date>>>();
+  /** Marks not written yet; `written` once a flush asked for them. */
+  private batch: MarkBatch = { due: new Map() };
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -120,21 +121,27 @@ export class LaneMarker {
 
   /** Marks `queue`'s lane of account `key` due at `at`; written by the next flush. */
   mark(key: string, queue: LaneQueue, at: Date): void {
-    const queues = this.pending.get(key) ?? {};
+    const queues = this.batch.due.get(key) ?? {};
     const current = queues[queue];
     if (current === undefined || at < current) queues[queue] = at;
-    this.pending.set(key, queues);
+    this.batch.due.set(key, queues);
   }
 
-  /** Writes every mark made so far (joining a write in progress, then writing what came since). */
-  async flush(): Promise<void> {
+  /** Resolves once every mark made before it is written (or failed and kept for the next write). */
+  flush(): Promise<void> {
+    const batch = this.batch;
+    if (batch.due.size === 0) return this.writing ?? Promise.resolve();
+    batch.written ??= this.write(batch);
+    return batch.written;
+  }
+
+  /** Writes `batch` after the write in progress, with every mark made until it starts. */
+  private async write(batch: MarkBatch): Promise<void> {
     while (this.writing) await this.writing;
-    if (this.pending.size === 0) return;
-    const due = this.pending;
-    this.pending = new Map();
-    this.writing = markLanesDue(this.lanes, due)
+    if (this.batch === batch) this.batch = { due: new Map() };
+    this.writing = markLanesDue(this.lanes, batch.due)
       .catch((error: unknown) => {
-        for (const [key, queues] of due)
+        for (const [key, queues] of batch.due)
           for (const [queue, at] of Object.entries(queues)) this.mark(key, queue as LaneQueue, at);
         this.onError(error);
       })
@@ -143,4 +150,9 @@ export class LaneMarker {
       });
     await this.writing;
   }
+}
+
+interface MarkBatch {
+  due: Map<string, Partial<Record<LaneQueue, Date>>>;
+  written?: Promise<void>;
 }
