@@ -18,6 +18,7 @@ import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { changeStatus } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc, StatusName } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
+import { ServerClock } from "../../src/store/server-clock.ts";
 import { commitBatch } from "../support/batches.ts";
 import {
   designedOutcome,
@@ -343,5 +344,46 @@ describe("status change with its notification", () => {
         now,
       ),
     ).toBe(0);
+  });
+});
+
+describe("clocks", () => {
+  it("an instance whose clock runs 20 s fast leaves another instance's 10 s lease alone", async () => {
+    const collection = `receipts_${nextCollection++}`;
+    const ids = await insert([message("+15550009301"), message("+15550009302")]);
+    // Another instance holds them, leased for 10 s by the server's clock.
+    await claimDueDeliveries(fixture.store.messages, {
+      now: new Date(),
+      limit: 10,
+      leaseMs: 10_000,
+      token: "other:1",
+      commits: new BatchCommits(fixture.store.batches),
+      filter: { _id: { $in: ids } },
+    });
+    const skewed = new ServerClock(fixture.store.db, () => Date.now() + 20_000);
+    await skewed.sync();
+    const counts = new Map<number, number>();
+    // The worker reads every time from the store's clock.
+    const fast = new DeliveryWorker({
+      store: { ...fixture.store, clock: skewed },
+      carrier: new CountingCarrier(simulator(collection, "sim-skew-2"), counts),
+      logger,
+      instanceId: "worker-fast-clock",
+      pollIntervalMs: 50,
+    });
+    await fast.start();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    } finally {
+      await fast.stop();
+    }
+    expect(fast.stats().claimed).toBe(0);
+    expect(counts.size).toBe(0);
+    expect(
+      await fixture.store.messages.countDocuments({
+        _id: { $in: ids },
+        "deliveryLease.owner": "other:1",
+      }),
+    ).toBe(2);
   });
 });
