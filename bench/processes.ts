@@ -19,11 +19,15 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/** Runs `src/main.ts` (or another script) in a child process and waits for it to answer. */
+/**
+ * Runs `src/main.ts` (or another script) in a child process and waits for it to answer. `cwd`: the
+ * directory the script path is relative to (another checkout, for a baseline commit).
+ */
 export async function startProcess(
   script: string,
   env: Record<string, string>,
   readyPath = "/health",
+  cwd?: string,
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
@@ -36,6 +40,7 @@ export async function startProcess(
       ...env,
     },
     stdio: ["ignore", "ignore", "inherit"],
+    ...(cwd && { cwd }),
   });
   // A benchmark that fails half-way must not leave its services running.
   const killOnExit = () => child.kill("SIGKILL");
@@ -43,7 +48,10 @@ export async function startProcess(
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
+    if (child.exitCode !== null) {
+      process.off("exit", killOnExit);
+      throw new Error(`${script} exited with ${child.exitCode}`);
+    }
     try {
       const response = await fetch(`${baseUrl}${readyPath}`, {
         method: readyPath === "/health" ? "GET" : "POST",
@@ -52,7 +60,11 @@ export async function startProcess(
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`${script} did not start`);
+    if (Date.now() > deadline) {
+      process.off("exit", killOnExit);
+      child.kill("SIGKILL");
+      throw new Error(`${script} did not start`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {

@@ -2,9 +2,6 @@
 // baseline measured in the same run on the same machine and database.
 
 import { execFile } from "node:child_process";
-import { once } from "node:events";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { cpus, totalmem } from "node:os";
 import { promisify } from "node:util";
 import autocannon from "autocannon";
@@ -13,10 +10,23 @@ import { ensureIndexes, openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { startDatabase } from "../src/store/embedded-mongo.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
+import {
+  ADMIN_TOKEN,
+  type BenchContext,
+  batchBody,
+  createAccount,
+  type Figure,
+  postBatch,
+} from "./common.ts";
+import { deliveryFigures } from "./delivery-figures.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
+import { throughputFigure } from "./throughput-figure.ts";
+import { webhookFigures } from "./webhook-figures.ts";
+import { webhookRun } from "./webhook-run.ts";
 
 const quick = process.argv.includes("--quick");
-// --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4.
+// --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
+// 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -25,19 +35,6 @@ const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
 const CONCURRENCY = 32;
 const LOAD_SECONDS = quick ? 3 : 10;
 const REPEATS = quick ? 3 : 11; // pairs of figures 2 and 3: the emulator's GC pauses make single runs vary x3
-const ADMIN_TOKEN = "bench-admin-token-0123456789";
-
-interface Figure {
-  figure: string;
-  value: number;
-  unit: string;
-  baseline?: number;
-  baselineName?: string;
-  ratio?: number;
-  target: string;
-  met: boolean;
-  extra?: Record<string, number>;
-}
 const figures: Figure[] = [];
 
 const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
@@ -65,42 +62,7 @@ function serviceEnv(db: string, extra: Record<string, string> = {}) {
     ...extra,
   };
 }
-
-async function createAccount(baseUrl: string, statusUrl?: string) {
-  const response = await fetch(`${baseUrl}/sms.v1.AdminService/CreateAccount`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
-    body: JSON.stringify({ name: "bench", credit: 1e8, ...(statusUrl && { statusUrl }) }),
-  });
-  const body = (await response.json()) as { account: { apiKey: string }; apiSecret: string };
-  return { apiKey: body.account.apiKey, apiSecret: body.apiSecret };
-}
-
-function batchBody(account: object, count: number, text: string, statusCallback?: string) {
-  return JSON.stringify({
-    ...account,
-    name: "bench",
-    ...(statusCallback && { statusCallback }),
-    messages: Array.from({ length: count }, (_, i) => ({
-      to: `+49151${String(10_000_000 + i)}`,
-      text,
-    })),
-  });
-}
-
-async function postBatch(baseUrl: string, body: string, count = 10_000) {
-  const started = performance.now();
-  const response = await fetch(`${baseUrl}/sms-batch`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body,
-  });
-  const result = (await response.json()) as { id: number; acceptedCount: number };
-  if (response.status !== 200 || result.acceptedCount !== count) {
-    throw new Error(`batch failed: ${response.status} ${JSON.stringify(result).slice(0, 300)}`);
-  }
-  return { ms: performance.now() - started, id: result.id };
-}
+const ctx: BenchContext = { quick, client, figures, runs, log, dropDatabases, serviceEnv };
 
 function equivalentDocs(firstId: number, count: number, text: string): MessageDoc[] {
   const now = new Date();
@@ -322,113 +284,20 @@ if (runs("2", "3", "5")) {
   await dropDatabases("bench_batch", "bench_insert_many");
 }
 
-// ---- 4. Status webhooks: 10000 messages through the simulator with zero delays, twice:
-// "burst" sends them as one batch (all 10000 ACCEPTED at the same instant: the throughput
-// figure); "steady" sends them one POST /sms at a time, paced by autocannon at up to 800/s over
-// 64 connections (each waits for its answer, so ~700/s are reached: over 2000 notifications/s),
-// for the latency figure: a p99 of change -> receipt is a property of a load the service keeps
-// up with, not of a queue 15 s long (see docs/benchmarks.md).
+// ---- 4. Status webhooks: 10000 messages through the simulator with zero delays, twice (see
+// webhook-run.ts): "burst", one batch, for the throughput; "steady", one POST /sms at a time, paced
+// by autocannon at up to 800/s over 64 connections (each waits for its answer, so ~700/s are
+// reached: over 2000 notifications/s), for the latency.
 const WEBHOOK_MESSAGES = quick ? 3_000 : 10_000;
 const STEADY_SENDS_PER_SECOND = Number(process.env.BENCH_STEADY_RATE ?? 800);
 
-async function webhookRun(mode: "burst" | "steady") {
-  const received: { id: string; status: string; at: number }[] = [];
-  const receiver = createServer((req, res) => {
-    const query = new URL(req.url ?? "/", "http://x").searchParams;
-    received.push({ id: query.get("id") ?? "", status: query.get("status") ?? "", at: Date.now() });
-    res.writeHead(200).end();
-  });
-  receiver.keepAliveTimeout = 60_000;
-  receiver.listen(0, "127.0.0.1");
-  await once(receiver, "listening");
-  const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-  const dbName = `bench_webhooks_${mode}`;
-  const full = await startProcess(
-    "src/main.ts",
-    serviceEnv(dbName, {
-      SMS_SIM_SEND_DELAY_MS: "0",
-      SMS_SIM_RECEIPT_DELAY_MS: "0",
-      SMS_WEBHOOK_ALLOW_PRIVATE: "true",
-    }),
-  );
-  const account = await createAccount(full.baseUrl, receiverUrl);
-  const count = WEBHOOK_MESSAGES;
-  const started = Date.now();
-  let sendsPerSecond: number | undefined;
-  if (mode === "burst") {
-    await postBatch(full.baseUrl, batchBody(account, count, "Webhook benchmark"), count);
-  } else {
-    const sends = await autocannon({
-      url: `${full.baseUrl}/sms`,
-      method: "POST",
-      connections: 64,
-      overallRate: STEADY_SENDS_PER_SECOND,
-      amount: count,
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ to: "+4915112345678", text: "Webhook benchmark", ...account }),
-    });
-    if (sends["2xx"] !== count)
-      throw new Error(`steady sends: ${sends["2xx"]} of ${count} accepted`);
-    log(`steady sends: ${count} accepted, p99 ${sends.latency.p99} ms`);
-  }
-  const expected = 3 * count;
-  const deadline = Date.now() + (quick ? 60_000 : 180_000);
-  while (received.length < expected && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
-  const elapsed = ((received.at(-1)?.at ?? Date.now()) - started) / 1000;
-  // Latency from the status change (the notification's creation, in the same update) to receipt.
-  const changes = new Map<string, number>();
-  const cursor = client
-    .db(dbName)
-    .collection<MessageDoc>("messages")
-    .find({}, { projection: { notifications: 1 } });
-  let firstAccepted = Number.POSITIVE_INFINITY;
-  let lastAccepted = 0;
-  for await (const doc of cursor) {
-    for (const n of doc.notifications) {
-      const at = n.createdAt.getTime();
-      changes.set(`${doc._id}:${n.status}`, at);
-      if (n.status === "ACCEPTED") {
-        firstAccepted = Math.min(firstAccepted, at);
-        lastAccepted = Math.max(lastAccepted, at);
-      }
-    }
-  }
-  // The rate the sends were accepted at, from the messages' own ACCEPTED times.
-  if (mode === "steady") sendsPerSecond = (count - 1) / ((lastAccepted - firstAccepted) / 1000);
-  const delays = received
-    .map((r) => r.at - (changes.get(`${r.id}:${r.status}`) ?? r.at))
-    .sort((a, b) => a - b);
-  if (process.env.BENCH_TRACE) {
-    const perSecond = new Map<number, Record<string, number>>();
-    for (const r of received) {
-      const second = Math.floor((r.at - started) / 1000);
-      const row = perSecond.get(second) ?? {};
-      row[r.status] = (row[r.status] ?? 0) + 1;
-      perSecond.set(second, row);
-    }
-    for (const [second, row] of perSecond) log(`${mode} t=${second}s ${JSON.stringify(row)}`);
-  }
-  await full.stop();
-  receiver.close();
-  await dropDatabases(dbName);
-  return {
-    rate: received.length / elapsed,
-    complete: received.length >= expected,
-    extra: {
-      received: received.length,
-      expected,
-      seconds: elapsed,
-      p50_ms: percentile(delays, 50),
-      p99_ms: percentile(delays, 99),
-      ...(sendsPerSecond !== undefined && { sends_per_s: sendsPerSecond }),
-    },
-  };
-}
-
 if (runs("4", "4a")) {
   log("figure 4: status webhooks (burst: one batch)");
-  const burst = await webhookRun("burst");
+  const burst = await webhookRun(ctx, {
+    mode: "burst",
+    count: WEBHOOK_MESSAGES,
+    dbName: "bench_webhooks_burst",
+  });
   figures.push({
     figure: `4a. Status webhooks, burst: one batch of ${WEBHOOK_MESSAGES} x ACCEPTED/SENT/DELIVERED`,
     value: burst.rate,
@@ -440,7 +309,12 @@ if (runs("4", "4a")) {
 }
 if (runs("4", "4b")) {
   log(`figure 4: status webhooks (steady: POST /sms at ${STEADY_SENDS_PER_SECOND}/s)`);
-  const steady = await webhookRun("steady");
+  const steady = await webhookRun(ctx, {
+    mode: "steady",
+    count: WEBHOOK_MESSAGES,
+    sendsPerSecond: STEADY_SENDS_PER_SECOND,
+    dbName: "bench_webhooks_steady",
+  });
   // The load is what was offered: three notifications per send, at the rate the sends reached.
   const offered = 3 * (steady.extra.sends_per_s ?? 0);
   figures.push({
@@ -452,6 +326,11 @@ if (runs("4", "4b")) {
     extra: { ...steady.extra, offered_per_s: offered, received_per_s: steady.rate },
   });
 }
+
+// ---- 6 to 10: delivery and notification under load (issue 9), each beside its quiet baseline.
+await deliveryFigures(ctx);
+await webhookFigures(ctx);
+await throughputFigure(ctx);
 
 await client.close();
 await database.stop();

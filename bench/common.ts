@@ -1,0 +1,230 @@
+// What the benchmark's figures share: the run's context, accounts, sends, batches, and the webhook
+// receivers (plain node:http servers in the bench process, recording when each request arrives).
+
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Filter, MongoClient } from "mongodb";
+import type { MessageDoc } from "../src/store/documents.ts";
+
+export const ADMIN_TOKEN = "bench-admin-token-0123456789";
+
+export interface Figure {
+  figure: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  baselineName?: string;
+  ratio?: number;
+  target: string;
+  met: boolean;
+  extra?: Record<string, number>;
+}
+
+/** What run.ts gives the figures defined in other modules. */
+export interface BenchContext {
+  quick: boolean;
+  client: MongoClient;
+  figures: Figure[];
+  /** Whether `--only` selects one of these figure ids (or no `--only` was given). */
+  runs(...ids: string[]): boolean;
+  log(message: string): void;
+  /** Drops the databases (and collects the emulator's heap). */
+  dropDatabases(...names: string[]): Promise<void>;
+  /** The service's environment on database `db`, with `extra` variables. */
+  serviceEnv(db: string, extra?: Record<string, string>): Record<string, string>;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
+
+/** Polls `done` every 50 ms until it holds or `timeoutMs` ran out; returns whether it held. */
+export async function waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) return false;
+    await sleep(50);
+  }
+  return true;
+}
+
+export interface Account {
+  apiKey: string;
+  apiSecret: string;
+}
+
+async function admin(baseUrl: string, method: string, request: object) {
+  const response = await fetch(`${baseUrl}/sms.v1.AdminService/${method}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify(request),
+  });
+  const body = await response.json();
+  if (response.status !== 200) throw new Error(`${method}: ${JSON.stringify(body)}`);
+  return body;
+}
+
+export async function createAccount(
+  baseUrl: string,
+  statusUrl?: string,
+  name = "bench",
+): Promise<Account> {
+  const body = (await admin(baseUrl, "CreateAccount", {
+    name,
+    credit: 1e8,
+    ...(statusUrl && { statusUrl }),
+  })) as { account: { apiKey: string }; apiSecret: string };
+  return { apiKey: body.account.apiKey, apiSecret: body.apiSecret };
+}
+
+/** Requests sender name `name` with purpose OTP (REST) and approves it (AdminService). */
+export async function approvedOtpSender(baseUrl: string, account: Account, name: string) {
+  const response = await fetch(`${baseUrl}/sender_names`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      ...account,
+      name,
+      purpose: "OTP",
+      ownerType: "COMPANY",
+      owner: "Bench Ltd",
+      exampleMsg: "Your code is 123456",
+    }),
+  });
+  if (response.status !== 200) throw new Error(`POST /sender_names: ${await response.text()}`);
+  await admin(baseUrl, "ApproveSenderName", { apiKey: account.apiKey, name });
+}
+
+export function batchBody(account: object, count: number, text: string, statusCallback?: string) {
+  return JSON.stringify({
+    ...account,
+    name: "bench",
+    ...(statusCallback && { statusCallback }),
+    messages: Array.from({ length: count }, (_, i) => ({
+      to: `+49151${String(10_000_000 + i)}`,
+      text,
+    })),
+  });
+}
+
+export async function postBatch(baseUrl: string, body: string, count = 10_000) {
+  const started = performance.now();
+  const response = await fetch(`${baseUrl}/sms-batch`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  const result = (await response.json()) as { id: number; acceptedCount: number };
+  if (response.status !== 200 || result.acceptedCount !== count) {
+    throw new Error(`batch failed: ${response.status} ${JSON.stringify(result).slice(0, 300)}`);
+  }
+  return { ms: performance.now() - started, id: result.id };
+}
+
+/** A single send that was accepted: its id, and when its 200 arrived (epoch ms). */
+export interface Send {
+  id: number;
+  acceptedAt: number;
+}
+
+export async function sendSms(baseUrl: string, body: object): Promise<Send> {
+  const response = await fetch(`${baseUrl}/sms`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  const acceptedAt = Date.now();
+  if (response.status !== 200) throw new Error(`POST /sms: ${response.status} ${text}`);
+  return { id: (JSON.parse(text) as { id: number }).id, acceptedAt };
+}
+
+/**
+ * POSTs `body` to /sms every `intervalMs` (each send started on time, not after the previous
+ * answer) until `stop()` holds or `maxMs` ran out; resolves with every send once all are answered.
+ */
+export async function pacedSends(
+  baseUrl: string,
+  body: object,
+  intervalMs: number,
+  stop: () => boolean,
+  maxMs: number,
+): Promise<Send[]> {
+  const started = performance.now();
+  const sends: Promise<Send>[] = [];
+  for (let i = 0; !stop() && performance.now() - started < maxMs; i++) {
+    sends.push(sendSms(baseUrl, body));
+    await sleep(started + (i + 1) * intervalMs - performance.now());
+  }
+  return Promise.all(sends);
+}
+
+export interface Arrival {
+  path: string;
+  /** `${id}:${status}` of the webhook. */
+  key: string;
+  /** Epoch ms of the request's arrival. */
+  at: number;
+}
+
+export interface Receiver {
+  url(path: string): string;
+  /** Every request, in arrival order (duplicates included). */
+  readonly arrivals: Arrival[];
+  /** First arrival of each `${id}:${status}`. */
+  readonly first: Map<string, number>;
+  /** Arrivals that repeat an `${id}:${status}` already received. */
+  duplicates(): number;
+  close(): void;
+}
+
+/**
+ * A webhook receiver on 127.0.0.1. `answerAfter(path)`: ms before its 200, or "never" (the request
+ * stays open until the service gives up on it).
+ */
+export async function startReceiver(
+  answerAfter: (path: string) => number | "never" = () => 0,
+): Promise<Receiver> {
+  const arrivals: Arrival[] = [];
+  const first = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const at = Date.now();
+    const url = new URL(req.url ?? "/", "http://x");
+    const key = `${url.searchParams.get("id")}:${url.searchParams.get("status")}`;
+    arrivals.push({ path: url.pathname, key, at });
+    if (!first.has(key)) first.set(key, at);
+    const delay = answerAfter(url.pathname);
+    if (delay === "never") return;
+    if (delay <= 0) res.writeHead(200).end();
+    else setTimeout(() => res.writeHead(200).end(), delay);
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: (path) => `http://127.0.0.1:${port}${path}`,
+    arrivals,
+    first,
+    duplicates: () => arrivals.length - first.size,
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** When each status change of the messages matching `filter` happened: `${id}:${status}` -> epoch ms. */
+export async function changeTimes(
+  client: MongoClient,
+  dbName: string,
+  filter: Filter<MessageDoc> = {},
+): Promise<Map<string, number>> {
+  const changes = new Map<string, number>();
+  const cursor = client
+    .db(dbName)
+    .collection<MessageDoc>("messages")
+    .find(filter, { projection: { notifications: 1 } });
+  for await (const doc of cursor)
+    for (const n of doc.notifications) changes.set(`${doc._id}:${n.status}`, n.createdAt.getTime());
+  return changes;
+}

@@ -1,0 +1,108 @@
+// Figure 10 (issue 9): burst notification throughput (figure 4a: one batch, zero simulator
+// delays, notifications/s until all 3 x count webhooks arrived) on this checkout beside the code
+// before issue 9 (BENCH_BASELINE_REF, default 076ed69), run from a temporary git worktree that
+// shares this checkout's node_modules, alternately, against the same database server.
+
+import { execFile, execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdtemp, rm, symlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import type { BenchContext } from "./common.ts";
+import { median } from "./processes.ts";
+import { webhookRun } from "./webhook-run.ts";
+
+const BASELINE_REF = process.env.BENCH_BASELINE_REF || "076ed69";
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const git = (...args: string[]) => promisify(execFile)("git", ["-C", root, ...args]);
+
+/** Checks `ref` out in a temporary worktree with this checkout's node_modules; returns its path and how to remove it. */
+async function baselineCheckout(ref: string) {
+  const parent = await mkdtemp(join(tmpdir(), "sms-bench-baseline-"));
+  const dir = join(parent, "checkout");
+  await git("worktree", "add", "--detach", dir, ref).catch(async (error: Error) => {
+    await rm(parent, { recursive: true, force: true });
+    throw error;
+  });
+  // Also when the run dies half-way (synchronously: nothing else runs on exit).
+  const removeOnExit = () => {
+    try {
+      execFileSync("git", ["-C", root, "worktree", "remove", "--force", dir], { stdio: "ignore" });
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  };
+  process.once("exit", removeOnExit);
+  const remove = async () => {
+    process.off("exit", removeOnExit);
+    await git("worktree", "remove", "--force", dir).catch(() => undefined);
+    await rm(parent, { recursive: true, force: true });
+    await git("worktree", "prune").catch(() => undefined);
+  };
+  try {
+    await symlink(join(root, "node_modules"), join(dir, "node_modules"), "dir");
+    const { stdout } = await git("-C", dir, "rev-parse", "--short", "HEAD");
+    return { dir, commit: stdout.trim(), remove };
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+}
+
+export async function throughputFigure(ctx: BenchContext) {
+  if (!ctx.runs("10")) return;
+  const count = ctx.quick ? 3_000 : 10_000;
+  const rounds = ctx.quick ? 1 : 3;
+  ctx.log(`figure 10: burst webhooks, this checkout vs ${BASELINE_REF}, ${rounds} round(s)`);
+  const baseline = await baselineCheckout(BASELINE_REF);
+  const current: { rate: number; complete: boolean }[] = [];
+  const old: { rate: number; complete: boolean }[] = [];
+  try {
+    // A warm-up burst first (the emulator's JIT, when figure 10 runs alone), then the rounds,
+    // alternated, so that neither side always meets a fresher database server.
+    const warmUp = await webhookRun(ctx, {
+      mode: "burst",
+      count: Math.floor(count / 3),
+      dbName: "bench_burst_warm_up",
+    });
+    ctx.log(`figure 10 warm-up: ${warmUp.rate.toFixed(0)}/s`);
+    for (let round = 0; round < rounds; round++) {
+      const oldRun = await webhookRun(ctx, {
+        mode: "burst",
+        count,
+        dbName: "bench_burst_old",
+        cwd: baseline.dir,
+      });
+      old.push(oldRun);
+      const currentRun = await webhookRun(ctx, { mode: "burst", count, dbName: "bench_burst" });
+      current.push(currentRun);
+      ctx.log(
+        `figure 10 round ${round + 1}: ${baseline.commit} ${oldRun.rate.toFixed(0)}/s, this checkout ${currentRun.rate.toFixed(0)}/s`,
+      );
+    }
+  } finally {
+    await baseline.remove();
+  }
+  const value = median(current.map((r) => r.rate));
+  const base = median(old.map((r) => r.rate));
+  const complete = [...current, ...old].every((r) => r.complete);
+  ctx.figures.push({
+    figure: `10. Status webhooks, burst: one batch of ${count} x ACCEPTED/SENT/DELIVERED (4a), this checkout vs ${baseline.commit}, median of ${rounds}`,
+    value,
+    unit: "notifications/s",
+    baseline: base,
+    baselineName: `commit ${baseline.commit} (before issue 9)`,
+    ratio: value / base,
+    target: ">= 0.9 x the old code",
+    met: complete && value >= 0.9 * base,
+    extra: {
+      min_per_s: Math.min(...current.map((r) => r.rate)),
+      max_per_s: Math.max(...current.map((r) => r.rate)),
+      old_min_per_s: Math.min(...old.map((r) => r.rate)),
+      old_max_per_s: Math.max(...old.map((r) => r.rate)),
+      incomplete_runs: [...current, ...old].filter((r) => !r.complete).length,
+    },
+  });
+}
