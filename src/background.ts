@@ -37,6 +37,8 @@ export async function startBackgroundWork(deps: {
     retrySchedule: config.webhookRetryScheduleMs,
     timeoutMs: config.webhookTimeoutMs,
     concurrency: config.webhookConcurrency,
+    receiverConcurrency: config.webhookReceiverConcurrency,
+    accountConcurrency: config.webhookAccountConcurrency,
     allowPrivate: config.webhookAllowPrivate,
   });
   await worker.start();

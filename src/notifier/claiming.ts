@@ -1,10 +1,33 @@
 /**
- * Claiming of due notifications (design "Status webhooks"): a message whose first pending
- * notification is due (`notifyAt`) is claimed atomically before it is sent, so only one instance
- * sends it; see src/delivery/scheduling/claims.ts for the mechanics.
+ * Claiming of due notifications (design "Status webhooks" and "Scheduling: fair and prioritized").
+ *
+ * A message whose first pending notification is due (`notifyAt`) is claimed atomically before it
+ * is sent, so only one instance sends it (src/delivery/scheduling/claims.ts for the mechanics).
+ * Claims are taken by account lane (`FairLanes`, queue "notify"): each round takes turns on the due
+ * lanes least recently served first, on every instance alike, splits the round's capacity between
+ * them and claims each lane's share in due order; a lane that gives less than its share is settled
+ * (idle, or due when its next work is). An account with 10000 due notifications thus gets no more
+ * turns than an account with one.
+ *
+ * Every claimed message is held by a `LeaseKeeper` until its outcome is recorded, so work that
+ * waits its turn in this process, or a slow receiver, never lets the claim run out and another
+ * instance send the same notification again. The notifier marks a lane due after every write that
+ * leaves its account a `notifyAt` (`mark` + `flushMarks`), and an overdue sweep repairs the lanes
+ * a crash left unmarked.
  */
 import type { Collection } from "mongodb";
-import { type ClaimOptions, claimDue } from "../delivery/scheduling/claims.ts";
+import {
+  accountsWithOverdueWork,
+  type ClaimOptions,
+  claimDue,
+  nextDueAt,
+  type WorkQueue,
+} from "../delivery/scheduling/claims.ts";
+import { FairLanes, LaneMarker, type Turn } from "../delivery/scheduling/lanes.ts";
+import { LeaseKeeper } from "../delivery/scheduling/lease-keeper.ts";
+import type { Logger } from "../delivery/worker.ts";
+import type { BatchCommits } from "../store/batch-commits.ts";
+import type { Store } from "../store/database.ts";
 import type { AccountDoc, MessageDoc } from "../store/documents.ts";
 
 export type NotifyingMessage = Pick<
@@ -12,22 +35,30 @@ export type NotifyingMessage = Pick<
   "_id" | "accountId" | "batchId" | "statusCallback" | "notifications"
 >;
 
+export type WebhookAccount = Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">;
+
 export type NotificationClaimOptions = ClaimOptions;
 
-/** Claims up to `limit` messages with a due notification (see src/delivery/scheduling/claims.ts). */
+/** The notification queue on `messages`: due time, lease, and what makes a message claimable. */
+export const NOTIFY_QUEUE: WorkQueue = {
+  due: "notifyAt",
+  lease: "notifyLease",
+  claimable: (now) => ({
+    $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
+  }),
+};
+
+/**
+ * Claims up to `limit` messages with a due notification (`options.filter`, e.g. one account's);
+ * see src/delivery/scheduling/claims.ts.
+ */
 export function claimDueNotifications(
   messages: Collection<MessageDoc>,
   options: NotificationClaimOptions,
 ): Promise<NotifyingMessage[]> {
   return claimDue<NotifyingMessage>(
     messages,
-    {
-      due: "notifyAt",
-      lease: "notifyLease",
-      claimable: (now) => ({
-        $or: [{ notifyLease: { $exists: false } }, { "notifyLease.until": { $lte: now } }],
-      }),
-    },
+    NOTIFY_QUEUE,
     { _id: 1, accountId: 1, batchId: 1, statusCallback: 1, notifications: 1 },
     options,
   );
@@ -37,7 +68,7 @@ export function claimDueNotifications(
 export async function loadWebhookAccounts(
   accounts: Collection<AccountDoc>,
   ids: readonly string[],
-): Promise<Map<string, Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">>> {
+): Promise<Map<string, WebhookAccount>> {
   const found = await accounts
     .find(
       { _id: { $in: [...new Set(ids)] } },
@@ -45,4 +76,184 @@ export async function loadWebhookAccounts(
     )
     .toArray();
   return new Map(found.map((a) => [a._id, a]));
+}
+
+export interface NotificationClaimerOptions {
+  store: Store;
+  commits: BatchCommits;
+  logger: Logger;
+  instanceId: string;
+  leaseMs: number;
+  /** Lanes served in one round at most. */
+  lanesPerRound: number;
+  /** Lanes claimed from at once. */
+  laneParallelism: number;
+}
+
+export interface ClaimRound {
+  /** The claim token (lease owner) of every message of the round. */
+  token: string;
+  messages: NotifyingMessage[];
+  /** The webhook settings of the messages' accounts; undefined when they could not be read. */
+  accounts: Map<string, WebhookAccount> | undefined;
+  /** Lanes served. */
+  lanes: number;
+  /** More work may be due now: a lane gave its whole share, or every lane asked for was due. */
+  more: boolean;
+}
+
+/** Fair claims by account lane, the lease renewal of what was claimed, and the lanes' upkeep. */
+export class NotificationClaimer {
+  readonly lanes: FairLanes;
+  private readonly leases: LeaseKeeper;
+  private readonly marker: LaneMarker;
+  private seq = 0;
+
+  constructor(private readonly options: NotificationClaimerOptions) {
+    const { store, logger, leaseMs } = options;
+    this.lanes = new FairLanes(store.lanes, "notify", store.clock);
+    this.leases = new LeaseKeeper({
+      messages: store.messages,
+      queue: NOTIFY_QUEUE,
+      clock: store.clock,
+      leaseMs,
+      onError: (error) => logger.warn({ err: error }, "notifier: renewing leases failed"),
+    });
+    this.marker = new LaneMarker(store.lanes, (error) =>
+      logger.warn({ err: error }, "notifier: marking lanes due failed"),
+    );
+  }
+
+  start(): void {
+    this.leases.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.leases.stop();
+    await this.marker.flush();
+  }
+
+  /** Messages held (their leases renewed) now. */
+  get held(): number {
+    return this.leases.size;
+  }
+
+  /**
+   * One round: turns on up to `limit` due lanes (not those in `skip`), `limit` claims split evenly
+   * between them, each lane's share capped by `room(account)`. Claimed messages are held until
+   * `release`. A lane whose claim fails is logged and left due; the others' claims stand.
+   */
+  async claimRound(
+    limit: number,
+    room: (accountId: string) => number,
+    skip: ReadonlySet<string>,
+  ): Promise<ClaimRound> {
+    const { store, logger } = this.options;
+    const token = `${this.options.instanceId}:${++this.seq}`;
+    const wanted = Math.min(limit, this.options.lanesPerRound);
+    const turns = await this.lanes.takeTurns(wanted, skip);
+    if (turns.length === 0)
+      return { token, messages: [], accounts: new Map(), lanes: 0, more: false };
+    const base = Math.floor(limit / turns.length);
+    const extra = limit % turns.length;
+    const shares = turns.map((turn, i) =>
+      Math.max(0, Math.min(base + (i < extra ? 1 : 0), room(turn.key))),
+    );
+    let more = turns.length === wanted;
+    const messages: NotifyingMessage[] = [];
+    await inParallel(turns, this.options.laneParallelism, async (turn, i) => {
+      const share = shares[i] ?? 0;
+      if (share <= 0) return;
+      try {
+        const claimed = await this.claimLane(turn, share, token);
+        for (const message of claimed) this.leases.hold(message._id, token);
+        messages.push(...claimed);
+        if (claimed.length >= share) more = true;
+      } catch (error) {
+        logger.error({ err: error, account: turn.key }, "notifier: claiming a lane failed");
+      }
+    });
+    let accounts: Map<string, WebhookAccount> | undefined;
+    if (messages.length > 0) {
+      try {
+        accounts = await loadWebhookAccounts(
+          store.accounts,
+          messages.map((m) => m.accountId),
+        );
+      } catch (error) {
+        logger.error({ err: error }, "notifier: reading the accounts' webhook settings failed");
+      }
+    } else {
+      accounts = new Map();
+    }
+    return { token, messages, accounts, lanes: turns.length, more };
+  }
+
+  /** Stops renewing a message's claim (its outcome is recorded, or its claim is given up). */
+  release(id: number, token: string): void {
+    this.leases.release(id, token);
+  }
+
+  /** Marks the notify lane of `accountId` due at `at`; written by the next `flushMarks`. */
+  mark(accountId: string, at: Date): void {
+    this.marker.mark(accountId, "notify", at);
+  }
+
+  /** Writes the marks made so far (failures are logged, and the marks kept for the next flush). */
+  flushMarks(): Promise<void> {
+    return this.marker.flush();
+  }
+
+  /**
+   * Marks due the lanes of accounts with notifications overdue by more than `graceMs`: a crash
+   * between writing work and marking its lane leaves it unmarked. Returns how many were marked.
+   */
+  async repairLanes(graceMs: number): Promise<number> {
+    const { store } = this.options;
+    const now = store.clock.now();
+    const accounts = await accountsWithOverdueWork(store.messages, NOTIFY_QUEUE, now, graceMs);
+    if (accounts.length > 0) await this.lanes.markDue(accounts, now);
+    return accounts.length;
+  }
+
+  /** Claims up to `share` of the lane's due notifications; settles the lane when it gave less. */
+  private async claimLane(turn: Turn, share: number, token: string): Promise<NotifyingMessage[]> {
+    const { store, commits, leaseMs } = this.options;
+    const claimed = await claimDueNotifications(store.messages, {
+      now: store.clock.now(),
+      limit: share,
+      leaseMs,
+      token,
+      commits,
+      filter: { accountId: turn.key },
+    });
+    if (claimed.length < share) {
+      try {
+        await this.lanes.settle(turn, await nextDueAt(store.messages, NOTIFY_QUEUE, turn.key));
+      } catch (error) {
+        // The lane stays due: one empty turn more, nothing lost.
+        this.options.logger.warn(
+          { err: error, account: turn.key },
+          "notifier: settling a lane failed",
+        );
+      }
+    }
+    return claimed;
+  }
+}
+
+/** Runs `work` over `items`, at most `parallelism` at a time. */
+async function inParallel<T>(
+  items: readonly T[],
+  parallelism: number,
+  work: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await work(items[index] as T, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallelism, items.length) }, worker));
 }

@@ -11,7 +11,6 @@
 import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
 import type { Store } from "./database.ts";
 import type {
-  AccountDoc,
   MessageDoc,
   NotificationDoc,
   NotificationState,
@@ -66,14 +65,18 @@ export interface NotificationOutcome {
  * holds" (so there is a K) records and makes it due. A status change that appends K after the
  * first sees no `notifyAt` and sets it itself (see delivery-queue's statusChangeOps), so no
  * notification is left without a due time.
+ *
+ * Returns, for each outcome, the `notifyAt` its update may have left the message (undefined: none,
+ * or the claim goes on), so that the caller marks the account's notify lane due at that time.
  */
 export async function recordNotificationOutcomes(
   messages: Collection<MessageDoc>,
   outcomes: readonly NotificationOutcome[],
   now: Date,
-): Promise<void> {
-  if (outcomes.length === 0) return;
+): Promise<(Date | undefined)[]> {
+  if (outcomes.length === 0) return [];
   const ops: AnyBulkWriteOperation<MessageDoc>[] = [];
+  const dueAt: (Date | undefined)[] = [];
   for (const o of outcomes) {
     const set: Record<string, unknown> = {};
     const unset: Record<string, ""> = { notifyLease: "" };
@@ -116,6 +119,9 @@ export async function recordNotificationOutcomes(
         u.$set = { ...set, ...extraSet };
       return u as UpdateFilter<MessageDoc>;
     };
+    // When the update leaves a notification due: the time set, or now when the next
+    // notification may have been appended since the claim.
+    dueAt.push(unlessNext === undefined ? (set.notifyAt as Date | undefined) : now);
     const claimed = { _id: o.messageId, "notifyLease.owner": o.claim };
     if (unlessNext === undefined) {
       ops.push({ updateOne: { filter: claimed, update: update({}, {}) } });
@@ -130,6 +136,7 @@ export async function recordNotificationOutcomes(
     ops.push({ updateOne: { filter: claimed, update: update({ notifyAt: now }, {}) } });
   }
   await messages.bulkWrite(ops, { ordered: true });
+  return dueAt;
 }
 
 export const RESUME_TOKEN_KEY = "notifier.resumeToken";

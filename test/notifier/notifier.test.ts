@@ -5,6 +5,7 @@
  */
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import { changeStatus } from "../../src/store/delivery-queue.ts";
@@ -81,6 +82,18 @@ async function settled(ids: number[]): Promise<boolean> {
   );
 }
 
+/** A status change, and its accounts' notify lanes marked due, as the delivery worker does. */
+async function statusChange(
+  ids: number[],
+  from: MessageDoc["status"][],
+  change: Parameters<typeof changeStatus>[3],
+): Promise<void> {
+  const now = new Date();
+  await changeStatus(fixture.store.messages, ids, from, change, now);
+  const accounts = await fixture.store.messages.distinct("accountId", { _id: { $in: ids } });
+  await markLanesDue(fixture.store.lanes, new Map(accounts.map((a) => [a, { notify: now }])));
+}
+
 async function doc(id: number | undefined): Promise<MessageDoc> {
   const found = await fixture.store.messages.findOne({ _id: id as number });
   if (!found) throw new Error(`message ${id} not found`);
@@ -99,13 +112,7 @@ describe("notifier", () => {
       respond: (r) =>
         r.path === "/retry" && r.query.status === "ACCEPTED" && failures++ < 2 ? 503 : undefined,
     });
-    await changeStatus(
-      fixture.store.messages,
-      [id as number],
-      ["ACCEPTED"],
-      { status: "SENT" },
-      new Date(),
-    );
+    await statusChange([id as number], ["ACCEPTED"], { status: "SENT" });
     const n = notifier("retry");
     await n.start();
     await eventually(() => settled([id as number]));
@@ -144,13 +151,7 @@ describe("notifier", () => {
     receiver.set({
       respond: (r) => (r.path === "/down" && r.query.status === "ACCEPTED" ? 500 : undefined),
     });
-    await changeStatus(
-      fixture.store.messages,
-      [id as number, unheard as number],
-      ["ACCEPTED"],
-      { status: "SENT" },
-      new Date(),
-    );
+    await statusChange([id as number, unheard as number], ["ACCEPTED"], { status: "SENT" });
     const n = notifier("give-up");
     await n.start();
     await eventually(() => settled([id as number, unheard as number]));
@@ -177,21 +178,12 @@ describe("notifier", () => {
     await a.start();
     await b.start();
     const ids = await insertMessages(account._id, 150);
-    await changeStatus(fixture.store.messages, ids, ["ACCEPTED"], { status: "SENT" }, new Date());
-    await changeStatus(
-      fixture.store.messages,
-      ids.slice(0, 75),
-      ["SENT"],
-      { status: "DELIVERED" },
-      new Date(),
-    );
-    await changeStatus(
-      fixture.store.messages,
-      ids.slice(75),
-      ["SENT"],
-      { status: "DELIVERY_ERROR", reason: "Unreachable" },
-      new Date(),
-    );
+    await statusChange(ids, ["ACCEPTED"], { status: "SENT" });
+    await statusChange(ids.slice(0, 75), ["SENT"], { status: "DELIVERED" });
+    await statusChange(ids.slice(75), ["SENT"], {
+      status: "DELIVERY_ERROR",
+      reason: "Unreachable",
+    });
     await eventually(() => settled(ids));
     const got = receiver.requests.filter((r) => r.path === "/pair");
     const perId = new Map<string, number>();
@@ -227,13 +219,7 @@ describe("notifier", () => {
       while (producing) {
         const batch = await insertMessages(account._id, 5);
         ids.push(...batch);
-        await changeStatus(
-          fixture.store.messages,
-          batch,
-          ["ACCEPTED"],
-          { status: "SENT" },
-          new Date(),
-        );
+        await statusChange(batch, ["ACCEPTED"], { status: "SENT" });
         await new Promise((resolve) => setTimeout(resolve, 40));
       }
     })();
@@ -315,8 +301,7 @@ describe("notifier", () => {
       const fastIds = await insertMessages(fastAccount._id, 30);
       const n = notifier("slow", {
         concurrency: 8,
-        perHostConcurrency: 2,
-        slowHostMs: 200,
+        receiverConcurrency: 2,
         timeoutMs: 1_000,
         retrySchedule: [60_000],
       });

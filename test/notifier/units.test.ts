@@ -5,12 +5,12 @@ import {
   checkCallbackUrl,
   guardedLookup,
 } from "../../src/notifier/address-guard.ts";
-import { notificationUrl } from "../../src/notifier/notifier.ts";
 import {
   DEFAULT_RETRY_SCHEDULE_MS,
   parseRetrySchedule,
   retryDelayMs,
 } from "../../src/notifier/retry-schedule.ts";
+import { notificationUrl, receiverKey } from "../../src/notifier/sending.ts";
 import {
   generateWebhookSecret,
   signWebhook,
@@ -176,6 +176,18 @@ describe("notification URL", () => {
     expect(notificationUrl("http://example.com?", 9, "ACCEPTED").href).toBe(
       "http://example.com/?id=9&status=ACCEPTED",
     );
+  });
+});
+
+describe("receiver key", () => {
+  it("is scheme, host, port and path: another path on the same host is another receiver", () => {
+    const key = (callback: string) => receiverKey(notificationUrl(callback, 1, "SENT"));
+    expect(key("http://h.example:8080/a?x=1")).toBe("http://h.example:8080/a");
+    expect(key("http://h.example:8080/a?x=2")).toBe(key("http://h.example:8080/a"));
+    expect(key("http://h.example:8080/b")).not.toBe(key("http://h.example:8080/a"));
+    expect(key("http://h.example:8081/a")).not.toBe(key("http://h.example:8080/a"));
+    expect(key("https://h.example:8080/a")).not.toBe(key("http://h.example:8080/a"));
+    expect(key("https://h.example/a")).toBe(key("https://h.example:443/a"));
   });
 });
 

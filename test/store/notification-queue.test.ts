@@ -138,6 +138,46 @@ describe("recording a delivered notification", () => {
   });
 });
 
+describe("the due time a record leaves", () => {
+  it("is returned per outcome, so the notifier marks the message's lane due then", async () => {
+    const quiet = await newClaimedMessage("d-quiet");
+    const retried = await newClaimedMessage("d-retry");
+    const kept = await newClaimedMessage("d-kept");
+    const now = new Date();
+    const retryAt = new Date(now.getTime() + 5_000);
+
+    const due = await recordNotificationOutcomes(
+      fixture.store.messages,
+      [
+        // nothing follows in the snapshot: a status change may have appended one meanwhile
+        delivered(quiet.claimed, "d-quiet"),
+        {
+          ...delivered(retried.claimed, "d-retry"),
+          state: "pending",
+          nextAttemptAt: retryAt,
+          attempt: { at: now, httpStatus: 503, durationMs: 2 },
+        },
+        { ...delivered(kept.claimed, "d-kept"), keepLease: true },
+      ],
+      now,
+    );
+
+    expect(due).toEqual([now, retryAt, undefined]);
+    expect((await stored(retried.id)).notifyAt).toEqual(retryAt);
+    expect((await stored(kept.id)).notifyLease?.owner).toBe("d-kept");
+  });
+
+  it("is none after the notification of a final status", async () => {
+    const { id, claimed } = await newClaimedMessage("d-final");
+    const outcome = { ...delivered(claimed, "d-final"), last: true };
+
+    expect(await recordNotificationOutcomes(fixture.store.messages, [outcome], new Date())).toEqual(
+      [undefined],
+    );
+    expect((await stored(id)).notifyAt).toBeUndefined();
+  });
+});
+
 describe("claiming notifications", () => {
   it("takes the one due longest first, whatever order the messages were stored in", async () => {
     const now = Date.now();

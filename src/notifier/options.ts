@@ -1,0 +1,96 @@
+/**
+ * The notifier's options and their defaults (README "Configuration" for the environment variables
+ * that set some of them in the service).
+ */
+import type { Logger } from "../delivery/worker.ts";
+import type { Store } from "../store/database.ts";
+import { RESUME_TOKEN_KEY } from "../store/notification-queue.ts";
+import { DEFAULT_RETRY_SCHEDULE_MS } from "./retry-schedule.ts";
+
+export interface NotifierOptions {
+  store: Store;
+  logger: Logger;
+  /** Distinguishes this instance's claims from other instances'. */
+  instanceId: string;
+  /** Delays before each retry, in ms (see retry-schedule.ts). Default: the Standard Webhooks-like one. */
+  retrySchedule?: readonly number[];
+  /** Per-request timeout (until the whole response is read). Default 5000. */
+  timeoutMs?: number;
+  /** Requests in flight at most, over all receivers. Default 64. */
+  concurrency?: number;
+  /** Requests in flight at most to one receiver (scheme, host, port and path). Default 16. */
+  receiverConcurrency?: number;
+  /** Requests in flight at most for one account. Default 32. */
+  accountConcurrency?: number;
+  /** Claimed, unfinished notifications of one account in this instance at most. Default max(4 × accountConcurrency, chunkSize / 4). */
+  accountClaimLimit?: number;
+  /** Tasks waiting for one saturated receiver at most; the excess goes back. Default accountClaimLimit. */
+  receiverQueueLimit?: number;
+  /** How long a task waits for a saturated receiver before it goes back. Default timeoutMs. */
+  receiverWaitMs?: number;
+  /** How long work that goes back unattempted waits before it is claimed again. Default 1000. */
+  deferMs?: number;
+  /** Allow callback URLs on loopback/private/link-local addresses. Default false. */
+  allowPrivate?: boolean;
+  /** Period of the wake-up for retries and lanes that came due. Default 1000. */
+  sweepIntervalMs?: number;
+  /** Period of the sweep that marks the lanes of accounts with overdue work. Default 5000. */
+  overdueSweepMs?: number;
+  /** Work due for longer than this with its lane unmarked is repaired by that sweep. Default 5000. */
+  overdueGraceMs?: number;
+  /** Claim lease, renewed every third of it while the work is here. Default 60000. */
+  leaseMs?: number;
+  /** Messages per claim round at most. Default 512. */
+  chunkSize?: number;
+  /** Account lanes served per claim round at most. Default 32. */
+  lanesPerRound?: number;
+  /** Open the change stream. Default true; without it the periodic wake-up alone drives the dispatcher. */
+  watch?: boolean;
+  /** Pause between two empty polls of the change stream. Default 100. */
+  streamIdleMs?: number;
+  /** `state` document holding the resume token. Default `notifier.resumeToken`. */
+  resumeTokenKey?: string;
+  userAgent?: string;
+}
+
+/** Every option with its value: the given one or its default. */
+export type ResolvedNotifierOptions = Required<NotifierOptions> & {
+  /** Claimed messages not yet recorded (sending, queued or being recorded): at most this many. */
+  maxInFlight: number;
+};
+
+export function resolveNotifierOptions(options: NotifierOptions): ResolvedNotifierOptions {
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const concurrency = Math.max(1, options.concurrency ?? 64);
+  const accountConcurrency = Math.max(1, options.accountConcurrency ?? 32);
+  const chunkSize = Math.max(1, options.chunkSize ?? 512);
+  const accountClaimLimit = Math.max(
+    1,
+    options.accountClaimLimit ?? Math.max(4 * accountConcurrency, Math.ceil(chunkSize / 4)),
+  );
+  const sweepIntervalMs = options.sweepIntervalMs ?? 1_000;
+  return {
+    ...options,
+    retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE_MS,
+    timeoutMs,
+    concurrency,
+    receiverConcurrency: Math.max(1, options.receiverConcurrency ?? 16),
+    accountConcurrency,
+    accountClaimLimit,
+    receiverQueueLimit: Math.max(1, options.receiverQueueLimit ?? accountClaimLimit),
+    receiverWaitMs: options.receiverWaitMs ?? timeoutMs,
+    deferMs: options.deferMs ?? 1_000,
+    allowPrivate: options.allowPrivate ?? false,
+    sweepIntervalMs,
+    overdueSweepMs: options.overdueSweepMs ?? 5_000,
+    overdueGraceMs: options.overdueGraceMs ?? 5_000,
+    leaseMs: options.leaseMs ?? 60_000,
+    chunkSize,
+    lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
+    watch: options.watch ?? true,
+    streamIdleMs: options.streamIdleMs ?? 100,
+    resumeTokenKey: options.resumeTokenKey ?? RESUME_TOKEN_KEY,
+    userAgent: options.userAgent ?? "sms-service-webhooks/1",
+    maxInFlight: Math.max(4 * concurrency, 2 * chunkSize),
+  };
+}

@@ -1,0 +1,171 @@
+/**
+ * What becomes of a claimed message's first pending notification (design "Status webhooks"): sent
+ * (any 2xx is delivered; anything else is retried on the schedule, then given up), skipped when
+ * there is no status URL, given up at once for a refused (private) address or an unusable URL, left
+ * for later when its retry is not due yet, or put back unattempted. Pure: the notifier counts, logs,
+ * sends and records.
+ */
+import type { StatusName, WebhookAttemptDoc } from "../store/documents.ts";
+import type { NotificationOutcome } from "../store/notification-queue.ts";
+import { checkCallbackUrl } from "./address-guard.ts";
+import type { NotifyingMessage, WebhookAccount } from "./claiming.ts";
+import type { DispatchTask } from "./dispatch.ts";
+import { retryDelayMs } from "./retry-schedule.ts";
+import { type AttemptResult, describe, notificationUrl, receiverKey } from "./sending.ts";
+
+const FINAL_STATUSES: ReadonlySet<StatusName> = new Set([
+  "DELIVERED",
+  "SEND_ERROR",
+  "DELIVERY_ERROR",
+]);
+
+/** A notification to send, under the claim it was taken with. */
+export interface SendTask extends DispatchTask {
+  url: URL;
+  message: NotifyingMessage;
+  index: number;
+  status: StatusName;
+  attemptsBefore: number;
+  callback: string;
+  account: WebhookAccount | undefined;
+  /** The claim (lease owner) the outcome is recorded under. */
+  claim: string;
+}
+
+export type Plan =
+  | { send: SendTask }
+  | {
+      record: NotificationOutcome;
+      /** Why it was recorded without a request, for the counters and the log. */
+      because: "none-pending" | "not-due" | "no-url" | "refused";
+    };
+
+/** Decides what to do with a claimed message: send its first pending notification, or record at once. */
+export function planNotification(
+  message: NotifyingMessage,
+  account: WebhookAccount | undefined,
+  claim: string,
+  now: Date,
+  allowPrivate: boolean,
+): Plan {
+  const length = message.notifications.length;
+  const index = message.notifications.findIndex((n) => n.state === "pending");
+  const notification = index < 0 ? undefined : message.notifications[index];
+  const base = { messageId: message._id, length, claim };
+  if (!notification) return { record: { ...base, index: length }, because: "none-pending" };
+  const last = FINAL_STATUSES.has(notification.status);
+  const handled = { ...base, index, notification: { ...notification } };
+  if (notification.nextAttemptAt && notification.nextAttemptAt.getTime() > now.getTime()) {
+    return {
+      record: {
+        ...handled,
+        state: "pending",
+        nextAttemptAt: notification.nextAttemptAt,
+        deferred: true,
+      },
+      because: "not-due",
+    };
+  }
+  const callback = message.statusCallback || account?.statusUrl;
+  if (!callback) return { record: { ...handled, state: "skipped", last }, because: "no-url" };
+  let url: URL;
+  try {
+    url = notificationUrl(callback, message._id, notification.status, message.batchId);
+    checkCallbackUrl(url, allowPrivate);
+  } catch (error) {
+    const attempt: WebhookAttemptDoc = {
+      at: now,
+      httpStatus: 0,
+      error: describe(error),
+      durationMs: 0,
+    };
+    return {
+      record: { ...handled, state: "gave_up", url: callback, attempt, last },
+      because: "refused",
+    };
+  }
+  return {
+    send: {
+      accountId: message.accountId,
+      receiver: receiverKey(url),
+      url,
+      message,
+      index,
+      status: notification.status,
+      attemptsBefore: notification.attempts.length,
+      callback,
+      account,
+      claim,
+    },
+  };
+}
+
+/** The outcome of one request: delivered, a retry at its time, or given up. */
+export function attemptOutcome(
+  task: SendTask,
+  result: AttemptResult,
+  at: Date,
+  schedule: readonly number[],
+  now: Date,
+): NotificationOutcome {
+  const { message, index } = task;
+  const snapshot = message.notifications[index];
+  const attempt: WebhookAttemptDoc = {
+    at,
+    httpStatus: result.httpStatus,
+    durationMs: result.durationMs,
+  };
+  if (result.error) attempt.error = result.error;
+  const outcome: NotificationOutcome = {
+    messageId: message._id,
+    length: message.notifications.length,
+    index,
+    claim: task.claim,
+    ...(snapshot && { notification: { ...snapshot } }),
+    url: task.callback,
+    attempt,
+    last: FINAL_STATUSES.has(task.status),
+  };
+  if (result.httpStatus >= 200 && result.httpStatus < 300) {
+    outcome.state = "delivered";
+    return outcome;
+  }
+  const delay = result.permanent ? undefined : retryDelayMs(schedule, task.attemptsBefore + 1);
+  if (delay === undefined) {
+    outcome.state = "gave_up";
+  } else {
+    outcome.state = "pending";
+    outcome.nextAttemptAt = new Date(now.getTime() + delay);
+  }
+  return outcome;
+}
+
+/**
+ * The outcome of a claimed message put back unattempted: its first pending notification due again
+ * at `at`, its own retry time unchanged (nothing to do when none is pending).
+ */
+export function putBackOutcome(
+  message: NotifyingMessage,
+  claim: string,
+  at: Date,
+): NotificationOutcome {
+  const length = message.notifications.length;
+  const index = message.notifications.findIndex((n) => n.state === "pending");
+  const notification = message.notifications[index];
+  if (!notification) return { messageId: message._id, claim, length, index: length };
+  return {
+    messageId: message._id,
+    claim,
+    length,
+    index,
+    notification: { ...notification },
+    state: "pending",
+    nextAttemptAt: at,
+    deferred: true,
+  };
+}
+
+/** Whether a delivered outcome's message has its next notification in the claimed snapshot. */
+export function hasNextPending(task: SendTask): boolean {
+  return task.message.notifications[task.index + 1]?.state === "pending";
+}

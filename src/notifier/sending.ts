@@ -1,0 +1,144 @@
+/**
+ * One status webhook on the wire (design "Status webhooks"): `GET <url>?id=<id>&status=<STATUS>
+ * [&batch_id=<id>]`, appended to the URL's own query, with the Standard Webhooks signature headers,
+ * over keep-alive agents whose DNS lookup refuses private addresses unless allowed, and a timeout
+ * that covers the whole response.
+ */
+import http from "node:http";
+import https from "node:https";
+import type { Logger } from "../delivery/worker.ts";
+import { AddressBlockedError, guardedLookup } from "./address-guard.ts";
+import { webhookHeaders } from "./signature.ts";
+
+export interface AttemptResult {
+  httpStatus: number;
+  error?: string;
+  durationMs: number;
+  /** Not worth retrying (refused address). */
+  permanent?: boolean;
+}
+
+export interface WebhookSenderOptions {
+  logger: Logger;
+  /** Per-request timeout (until the whole response is read). */
+  timeoutMs: number;
+  /** Sockets per origin at most; the dispatcher bounds the requests in flight anyway. */
+  maxSockets: number;
+  allowPrivate: boolean;
+  userAgent: string;
+}
+
+/** `<callback>?…&id=<id>&status=<STATUS>[&batch_id=<id>]`, keeping the callback's own query. */
+export function notificationUrl(
+  callback: string,
+  messageId: number,
+  status: string,
+  batchId?: number,
+): URL {
+  const url = new URL(callback);
+  url.hash = "";
+  const params = new URLSearchParams({ id: String(messageId), status });
+  if (batchId !== undefined) params.set("batch_id", String(batchId));
+  const existing = url.search.length > 1 ? `${url.search.slice(1)}&` : "";
+  url.search = `?${existing}${params.toString()}`;
+  return url;
+}
+
+/**
+ * The receiver a webhook goes to, for its concurrency bound: scheme, host, port and path (the
+ * query, which carries the notification, is not part of it). Two paths on one host are two
+ * receivers: one that hangs does not hold the other back.
+ */
+export function receiverKey(url: URL): string {
+  return `${url.origin}${url.pathname}`;
+}
+
+/** Sends single webhook requests; never throws. */
+export class WebhookSender {
+  private readonly httpAgent: http.Agent;
+  private readonly httpsAgent: https.Agent;
+  private readonly lookup: ReturnType<typeof guardedLookup>;
+
+  constructor(private readonly options: WebhookSenderOptions) {
+    const agentOptions = {
+      keepAlive: true,
+      maxSockets: options.maxSockets,
+      maxFreeSockets: options.maxSockets,
+    };
+    this.httpAgent = new http.Agent(agentOptions);
+    this.httpsAgent = new https.Agent(agentOptions);
+    this.lookup = guardedLookup(options.allowPrivate);
+  }
+
+  /** One signed GET (unsigned when the account has no usable secret). */
+  attempt(url: URL, webhookId: string, secret: string | undefined): Promise<AttemptResult> {
+    const { timeoutMs, userAgent, logger } = this.options;
+    const started = Date.now();
+    const pathAndQuery = `${url.pathname}${url.search}`;
+    const headers: Record<string, string> = { "user-agent": userAgent };
+    if (secret) {
+      try {
+        Object.assign(headers, webhookHeaders(secret, webhookId, pathAndQuery));
+      } catch (error) {
+        logger.warn({ err: error }, "notifier: cannot sign with the account's webhook secret");
+      }
+    }
+    return new Promise<AttemptResult>((resolve) => {
+      let settled = false;
+      const finish = (result: Omit<AttemptResult, "durationMs">) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ ...result, durationMs: Date.now() - started });
+      };
+      const isHttps = url.protocol === "https:";
+      const request = (isHttps ? https : http).request(
+        url,
+        {
+          method: "GET",
+          headers,
+          agent: isHttps ? this.httpsAgent : this.httpAgent,
+          lookup: this.lookup,
+        },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          response.on("error", (error) => finish({ httpStatus: 0, error: describe(error) }));
+          response.on("end", () => {
+            finish(
+              status >= 200 && status < 300
+                ? { httpStatus: status }
+                : { httpStatus: status, error: `HTTP ${status}` },
+            );
+          });
+          response.resume();
+        },
+      );
+      const timer = setTimeout(() => {
+        request.destroy(new Error(`timeout after ${timeoutMs} ms`));
+      }, timeoutMs);
+      request.on("error", (error) => {
+        finish({
+          httpStatus: 0,
+          error: describe(error),
+          permanent: error instanceof AddressBlockedError,
+        });
+      });
+      request.end();
+    });
+  }
+
+  /** Closes the kept-alive sockets. */
+  destroy(): void {
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+}
+
+/** An error as one line, with its code when the message lacks it. */
+export function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+  }
+  return String(error);
+}
