@@ -1,0 +1,77 @@
+package sms.smsc;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/** What the control server's POST /config changes at run time (also settable by flags at start). */
+final class Config {
+    /** Delay between a submit_sm_resp and the first sending of its receipt. */
+    volatile long receiptDelayMs = 100;
+    /** Delay before each submit_sm_resp (error answers included). */
+    volatile long answerDelayMs = 0;
+    /** A receipt (or MO) without a deliver_sm_resp of status 0 is sent again after this long. */
+    volatile long resendUnackedMs = 3000;
+    /** Period of this SMSC's own enquire_link on every bind, whatever the traffic; 0 = never. */
+    volatile long enquireLinkMs = 10_000;
+    /** submit_sm per second per bind before answering ESME_RTHROTTLED (sliding second); 0 = unlimited. */
+    volatile int maxTps = 0;
+    /** Accepted submissions get no receipt while this is on (as if the network lost them). */
+    volatile boolean dropReceipts = false;
+    /** Receipts carry receipted_message_id and message_state TLVs; off: only the text's id:. */
+    volatile boolean receiptTlvs = true;
+
+    synchronized Map<String, Object> toMap() {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("receiptDelayMs", receiptDelayMs);
+        m.put("answerDelayMs", answerDelayMs);
+        m.put("resendUnackedMs", resendUnackedMs);
+        m.put("enquireLinkMs", enquireLinkMs);
+        m.put("maxTps", maxTps);
+        m.put("dropReceipts", dropReceipts);
+        m.put("receiptTlvs", receiptTlvs);
+        return m;
+    }
+
+    /**
+     * Applies the given keys (numbers or booleans as parsed from JSON). Validates everything before
+     * changing anything; throws IllegalArgumentException naming an unknown key or a bad value.
+     */
+    synchronized void apply(Map<String, Object> changes) {
+        for (Map.Entry<String, Object> e : changes.entrySet()) {
+            check(e.getKey(), e.getValue());
+        }
+        for (Map.Entry<String, Object> e : changes.entrySet()) {
+            Object v = e.getValue();
+            switch (e.getKey()) {
+                case "receiptDelayMs" -> receiptDelayMs = millis(v);
+                case "answerDelayMs" -> answerDelayMs = millis(v);
+                case "resendUnackedMs" -> resendUnackedMs = Math.max(1, millis(v));
+                case "enquireLinkMs" -> enquireLinkMs = millis(v);
+                case "maxTps" -> maxTps = (int) millis(v);
+                case "dropReceipts" -> dropReceipts = (Boolean) v;
+                case "receiptTlvs" -> receiptTlvs = (Boolean) v;
+                default -> throw new IllegalStateException(e.getKey());
+            }
+        }
+    }
+
+    private static void check(String key, Object value) {
+        switch (key) {
+            case "receiptDelayMs", "answerDelayMs", "resendUnackedMs", "enquireLinkMs", "maxTps" -> {
+                if (!(value instanceof Number n) || n.doubleValue() < 0 || n.doubleValue() != Math.floor(n.doubleValue())) {
+                    throw new IllegalArgumentException(key + " must be a whole number >= 0, got " + value);
+                }
+            }
+            case "dropReceipts", "receiptTlvs" -> {
+                if (!(value instanceof Boolean)) {
+                    throw new IllegalArgumentException(key + " must be true or false, got " + value);
+                }
+            }
+            default -> throw new IllegalArgumentException("unknown setting " + key);
+        }
+    }
+
+    private static long millis(Object v) {
+        return ((Number) v).longValue();
+    }
+}

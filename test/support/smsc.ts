@@ -1,0 +1,513 @@
+/**
+ * The test SMSC (test/smsc/: an SMPP 3.4 server on the Java library jsmpp, so the adapter is
+ * tested against an implementation other than its own npm library). Built with Maven on first use
+ * (`test/smsc/target/test-smsc.jar`, as the MongoDB emulator is), started as a child process per
+ * `startSmsc()`, driven over its HTTP/JSON control port.
+ *
+ *   const smsc = await startSmsc();          // port 0: any free port; several may run at once
+ *   // SMS_SMPP_URL=smsc.url  (smpp://test:secret@127.0.0.1:<port>)
+ *   await smsc.configure({ answerDelayMs: 50, maxTps: 100 });
+ *   const submits = await smsc.pdus({ command: "submit_sm" });
+ *   await smsc.kill(); await smsc.restart(); // SIGKILL, then the same ports again
+ *   await smsc.stop();
+ *
+ * Answers by destination (digits, `+` ignored) as the simulator's table does: numbers starting 999
+ * and ending in 1 get submit_sm_resp ESME_RSUBMITFAIL; 2 UNDELIV err:027; 3 EXPIRED; 4 UNDELIV
+ * err:032; 5 UNDELIV err:001; 6 UNDELIV err:000; 7 no receipt; 8 ESME_RTHROTTLED for the first
+ * submit_sm to that number, then DELIVRD; 9 ESME_RMSGQFUL first, then DELIVRD; anything else
+ * DELIVRD. See test/smsc/README.md.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
+import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const smscDir = join(repoRoot, "test", "smsc");
+export const smscJar = join(smscDir, "target", "test-smsc.jar");
+
+const READY_TIMEOUT_MS = 30_000;
+const MAVEN_TIMEOUT_MS = 570_000;
+
+/** The run-time settings (POST /config); each start begins from the defaults below and `config`. */
+export interface SmscConfig {
+  /** Between a submit_sm_resp and the first sending of its receipt. Default 100. */
+  receiptDelayMs: number;
+  /** Before each submit_sm_resp, errors included. Default 0. */
+  answerDelayMs: number;
+  /** A receipt without a deliver_sm_resp of status 0 is sent again after this long. Default 3000. */
+  resendUnackedMs: number;
+  /** The SMSC's own enquire_link on every bind, this often whatever the traffic; 0 = never. Default 10000. */
+  enquireLinkMs: number;
+  /** submit_sm admitted per bind in any second before ESME_RTHROTTLED; 0 = unlimited. Default 0. */
+  maxTps: number;
+  /** Accepted submissions get no receipt while on. Default false. */
+  dropReceipts: boolean;
+  /** Receipts carry receipted_message_id (0x001E) and message_state (0x0427); off: only the text. Default true. */
+  receiptTlvs: boolean;
+}
+
+export interface PduTlv {
+  tag: number;
+  value_hex: string;
+}
+
+/**
+ * One PDU as it crossed the wire, decoded from its bytes; `GET /pdus` returns them in the order
+ * the SMSC saw them (an outgoing PDU is logged just before it is written). `at` is epoch ms with
+ * microseconds. Binds are numbered per TCP connection from 1 (the bind request is logged under
+ * the number of its connection).
+ */
+export interface Pdu {
+  /** Position in the log since the last reset. */
+  index: number;
+  at: number;
+  dir: "in" | "out";
+  bind: number;
+  /** submit_sm, submit_sm_resp, deliver_sm, deliver_sm_resp, bind_transceiver, enquire_link, unbind, generic_nack... */
+  command: string;
+  command_id: number;
+  status: number;
+  sequence: number;
+  length: number;
+  // submit_sm and deliver_sm
+  service_type?: string;
+  source_addr_ton?: number;
+  source_addr_npi?: number;
+  source_addr?: string;
+  dest_addr_ton?: number;
+  dest_addr_npi?: number;
+  destination_addr?: string;
+  esm_class?: number;
+  protocol_id?: number;
+  priority_flag?: number;
+  schedule_delivery_time?: string;
+  validity_period?: string;
+  registered_delivery?: number;
+  replace_if_present_flag?: number;
+  data_coding?: number;
+  sm_default_msg_id?: number;
+  sm_length?: number;
+  short_message_hex?: string;
+  /** TLVs in wire order (submit_sm, deliver_sm, bind_*_resp). */
+  optional_parameters?: PduTlv[];
+  /** submit_sm_resp / deliver_sm_resp with a body. */
+  message_id?: string;
+  /** bind_* and bind_*_resp (the password is never logged). */
+  system_id?: string;
+  system_type?: string;
+  interface_version?: number;
+  /** Set when the body could not be decoded: the whole PDU. */
+  malformed_hex?: string;
+}
+
+export interface SmscBind {
+  bind: number;
+  system_id: string;
+  type: "transceiver" | "transmitter" | "receiver";
+  state: "BOUND_TRX" | "BOUND_TX" | "BOUND_RX";
+  remote_port: number;
+  bound_at: number;
+}
+
+/** A receipt not yet acknowledged with a deliver_sm_resp of status 0. */
+export interface PendingReceipt {
+  message_id: string;
+  destination_addr: string;
+  stat: string;
+  err: string;
+  /** false until its submit_sm_resp went out. */
+  released: boolean;
+  attempts: number;
+  last_bind: number | null;
+  last_status: number | null;
+}
+
+export interface MoResult {
+  bind: number;
+  sequence: number;
+  /** The deliver_sm_resp's command_status, or null when none came within waitMs. */
+  status: number | null;
+}
+
+export interface StartSmscOptions {
+  /** SMPP port; 0 (default) picks a free one. */
+  port?: number;
+  /** Control (HTTP) port; 0 (default) picks a free one. */
+  controlPort?: number;
+  /** The one account that may bind. Defaults "test" / "secret". */
+  systemId?: string;
+  password?: string;
+  /** Settings from the start (and again after each restart()). */
+  config?: Partial<SmscConfig>;
+  /** Receives the SMSC's stderr lines and build messages; default: dropped. */
+  log?: (line: string) => void;
+}
+
+export interface TestSmsc {
+  /** smpp://SYSTEM_ID:PASSWORD@127.0.0.1:PORT, for SMS_SMPP_URL. */
+  readonly url: string;
+  readonly port: number;
+  readonly controlUrl: string;
+  readonly systemId: string;
+  readonly password: string;
+  /** The current process's pid (changes on restart()). */
+  readonly pid: number | undefined;
+  configure(config: Partial<SmscConfig>): Promise<SmscConfig>;
+  config(): Promise<SmscConfig>;
+  /** The PDU log; `since` skips the first entries, `command` keeps only those commands. */
+  pdus(filter?: { since?: number; command?: string | string[] }): Promise<Pdu[]>;
+  /** Clears the PDU log, the first-refusal state of 8/9 numbers, pending receipts and the TPS windows. */
+  reset(): Promise<void>;
+  /** Sends a mobile-originated deliver_sm (esm_class 0) on a receiving bind; waits for its response. */
+  mo(
+    from: string,
+    to: string,
+    text: string,
+    options?: { dataCoding?: 0 | 3 | 8; waitMs?: number },
+  ): Promise<MoResult>;
+  binds(): Promise<SmscBind[]>;
+  receipts(): Promise<PendingReceipt[]>;
+  /** The SMSC unbinds (unbind PDU, then closes) one bind or all; returns the binds concerned. */
+  unbind(bind?: number): Promise<number[]>;
+  /** The SMSC closes the TCP connection of one bind or all, without unbind. */
+  drop(bind?: number): Promise<number[]>;
+  /** Graceful stop (stdin closed, then SIGTERM, then SIGKILL). */
+  stop(): Promise<void>;
+  /** SIGKILL, as a crash. */
+  kill(): Promise<void>;
+  /** Starts again on the same ports (stopping first if running); run-time config and state are lost. */
+  restart(): Promise<void>;
+}
+
+export async function startSmsc(options: StartSmscOptions = {}): Promise<TestSmsc> {
+  const log = options.log ?? (() => {});
+  await ensureSmscBuilt(log);
+  const systemId = options.systemId ?? "test";
+  const password = options.password ?? "secret";
+
+  let proc = await spawnSmsc(options.port ?? 0, options.controlPort ?? 0, options, log);
+  const port = proc.port;
+  const controlPort = proc.controlPort;
+  const controlUrl = `http://127.0.0.1:${controlPort}`;
+
+  const call = async <T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> => {
+    const response = await fetch(`${controlUrl}${path}`, {
+      method,
+      headers: body === undefined ? undefined : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`test SMSC ${method} ${path}: ${response.status} ${text}`);
+    return JSON.parse(text) as T;
+  };
+
+  return {
+    url: `smpp://${encodeURIComponent(systemId)}:${encodeURIComponent(password)}@127.0.0.1:${port}`,
+    port,
+    controlUrl,
+    systemId,
+    password,
+    get pid() {
+      return proc.child.pid;
+    },
+    configure: (config) => call<SmscConfig>("POST", "/config", config),
+    config: () => call<SmscConfig>("GET", "/config"),
+    pdus: (filter = {}) => {
+      const query = new URLSearchParams();
+      if (filter.since !== undefined) query.set("since", String(filter.since));
+      if (filter.command !== undefined) {
+        query.set("command", ([] as string[]).concat(filter.command).join(","));
+      }
+      const qs = query.toString();
+      return call<Pdu[]>("GET", `/pdus${qs ? `?${qs}` : ""}`);
+    },
+    reset: async () => {
+      await call("POST", "/reset");
+    },
+    mo: (from, to, text, moOptions = {}) =>
+      call<MoResult>("POST", "/mo", { from, to, text, ...moOptions }),
+    binds: () => call<SmscBind[]>("GET", "/binds"),
+    receipts: () => call<PendingReceipt[]>("GET", "/receipts"),
+    unbind: async (bind) =>
+      (await call<{ binds: number[] }>("POST", "/unbind", bind === undefined ? {} : { bind }))
+        .binds,
+    drop: async (bind) =>
+      (await call<{ binds: number[] }>("POST", "/drop", bind === undefined ? {} : { bind })).binds,
+    stop: () => proc.stop(),
+    kill: () => proc.kill(),
+    restart: async () => {
+      await proc.stop();
+      proc = await spawnSmsc(port, controlPort, options, log);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the log
+
+/** The short_message bytes of a submit_sm / deliver_sm record. */
+export function shortMessage(pdu: Pdu): Buffer {
+  return Buffer.from(pdu.short_message_hex ?? "", "hex");
+}
+
+/** The value of the first TLV with this tag, if any. */
+export function tlv(pdu: Pdu, tag: number): Buffer | undefined {
+  const found = pdu.optional_parameters?.find((p) => p.tag === tag);
+  return found ? Buffer.from(found.value_hex, "hex") : undefined;
+}
+
+/** The `key:value` fields of a receipt text (`id`, `sub`, `dlvrd`, `stat`, `err`, `text`...). */
+export function receiptFields(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  const textAt = text.indexOf(" text:");
+  const head = textAt >= 0 ? text.slice(0, textAt) : text;
+  if (textAt >= 0) fields.text = text.slice(textAt + 6);
+  for (const match of head.matchAll(/(submit date|done date|[a-z]+):(\S*)/gi)) {
+    fields[match[1]!.toLowerCase()] = match[2]!;
+  }
+  return fields;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The process
+
+interface SmscProcess {
+  child: ChildProcess;
+  port: number;
+  controlPort: number;
+  stop(): Promise<void>;
+  kill(): Promise<void>;
+}
+
+const settingFlags: Record<keyof SmscConfig, string> = {
+  receiptDelayMs: "--receipt-delay-ms",
+  answerDelayMs: "--answer-delay-ms",
+  resendUnackedMs: "--resend-unacked-ms",
+  enquireLinkMs: "--enquire-link-ms",
+  maxTps: "--max-tps",
+  dropReceipts: "--drop-receipts",
+  receiptTlvs: "--no-receipt-tlvs",
+};
+
+async function spawnSmsc(
+  port: number,
+  controlPort: number,
+  options: StartSmscOptions,
+  log: (line: string) => void,
+): Promise<SmscProcess> {
+  const args = [
+    "-XX:+UseSerialGC",
+    "-Xss512k",
+    "-jar",
+    smscJar,
+    "--port",
+    String(port),
+    "--control-port",
+    String(controlPort),
+    "--system-id",
+    options.systemId ?? "test",
+    "--password",
+    options.password ?? "secret",
+  ];
+  for (const [key, value] of Object.entries(options.config ?? {})) {
+    const flag = settingFlags[key as keyof SmscConfig];
+    if (!flag) throw new Error(`unknown test SMSC setting ${key}`);
+    if (key === "dropReceipts") {
+      if (value) args.push(flag);
+    } else if (key === "receiptTlvs") {
+      if (!value) args.push(flag);
+    } else {
+      args.push(flag, String(value));
+    }
+  }
+
+  const child = spawn("java", args, { stdio: ["pipe", "pipe", "pipe"], cwd: smscDir });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+
+  const stderrTail: string[] = [];
+  createInterface({ input: child.stderr! }).on("line", (line) => {
+    stderrTail.push(line);
+    if (stderrTail.length > 50) stderrTail.shift();
+    log(`test-smsc: ${line}`);
+  });
+  const exited = once(child, "exit").then(
+    ([code, signal]) => ({ code, signal }),
+    () => ({ code: null, signal: null }), // an "error" event (spawn failed) comes first
+  );
+  const spawnFailed = once(child, "error").then(([err]) => err as Error);
+
+  let ports: { port: number; controlPort: number };
+  try {
+    ports = await new Promise((resolvePorts, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`test SMSC did not report ready within ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
+      createInterface({ input: child.stdout! }).on("line", (line) => {
+        const match = /^test-smsc listening smpp=(\d+) control=(\d+)/.exec(line);
+        if (match) {
+          clearTimeout(timer);
+          resolvePorts({ port: Number(match[1]), controlPort: Number(match[2]) });
+        } else {
+          log(`test-smsc: ${line}`);
+        }
+      });
+      void exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        reject(
+          new Error(
+            `test SMSC exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`,
+          ),
+        );
+      });
+      void spawnFailed.then((err) => {
+        clearTimeout(timer);
+        reject(new Error(`cannot start java (is a JDK 17+ on PATH?): ${err.message}`));
+      });
+    });
+  } catch (err) {
+    child.kill("SIGKILL");
+    process.removeListener("exit", killOnExit);
+    throw err;
+  }
+
+  // The JVM exits when its stdin closes, so it never outlives this process; nor does it keep
+  // this process alive.
+  child.unref();
+  for (const stream of [child.stdin, child.stdout, child.stderr]) {
+    (stream as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+
+  const running = () => child.exitCode === null && child.signalCode === null;
+  let stopping: Promise<void> | undefined;
+  return {
+    child,
+    ...ports,
+    stop: () => {
+      stopping ??= (async () => {
+        if (running()) {
+          child.stdin?.end();
+          if (!(await settlesWithin(exited, 5_000))) {
+            child.kill("SIGTERM");
+            if (!(await settlesWithin(exited, 5_000))) {
+              child.kill("SIGKILL");
+              await exited;
+            }
+          }
+        }
+        process.removeListener("exit", killOnExit);
+      })();
+      return stopping;
+    },
+    kill: async () => {
+      if (running()) {
+        child.kill("SIGKILL");
+        await exited;
+      }
+      process.removeListener("exit", killOnExit);
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building the jar
+
+/** Builds target/test-smsc.jar (+ target/lib) with Maven when missing or older than its sources. */
+export async function ensureSmscBuilt(log: (line: string) => void = () => {}): Promise<void> {
+  if (await buildIsFresh()) return;
+
+  // Several test files (workers) may get here at once: one builds, the others wait.
+  await mkdir(join(smscDir, "target"), { recursive: true });
+  const lockPath = join(smscDir, "target", ".build.lock");
+  const deadline = Date.now() + MAVEN_TIMEOUT_MS + 30_000;
+  for (;;) {
+    try {
+      const handle = await open(lockPath, "wx");
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      const age = await stat(lockPath).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
+      if (age > MAVEN_TIMEOUT_MS + 30_000) {
+        await rm(lockPath, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lockPath}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    if (await buildIsFresh()) return;
+    log("test-smsc: building with Maven (first run only; fetches jsmpp from Maven Central)");
+    const started = Date.now();
+    await runMaven(["-q", "-B", "-DskipTests", "package"]);
+    if (!(await buildIsFresh())) throw new Error(`Maven finished but ${smscJar} is missing`);
+    log(`test-smsc: built in ${Date.now() - started} ms`);
+  } finally {
+    await rm(lockPath, { force: true });
+  }
+}
+
+async function buildIsFresh(): Promise<boolean> {
+  if (!existsSync(smscJar) || !existsSync(join(smscDir, "target", "lib"))) return false;
+  const jarTime = (await stat(smscJar)).mtimeMs;
+  for (const source of await listFiles([join(smscDir, "pom.xml"), join(smscDir, "src")])) {
+    if ((await stat(source)).mtimeMs > jarTime) return false;
+  }
+  return true;
+}
+
+async function listFiles(paths: string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const path of paths) {
+    const info = await stat(path).catch(() => undefined);
+    if (!info) continue;
+    if (info.isDirectory()) {
+      files.push(...(await listFiles((await readdir(path)).map((e) => join(path, e)))));
+    } else {
+      files.push(path);
+    }
+  }
+  return files;
+}
+
+async function runMaven(args: string[]): Promise<void> {
+  const child = spawn("mvn", args, { cwd: smscDir, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout.on("data", collect);
+  child.stderr.on("data", collect);
+  const timer = setTimeout(() => child.kill("SIGKILL"), MAVEN_TIMEOUT_MS);
+  try {
+    const code = await new Promise<number | null>((resolveCode, reject) => {
+      child.once("error", (err) =>
+        reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)),
+      );
+      child.once("exit", (exitCode) => resolveCode(exitCode));
+    });
+    if (code !== 0) throw new Error(`mvn ${args.join(" ")} failed (exit ${code}):\n${output}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), ms);
+  });
+  const result = await Promise.race([promise.then(() => true as const), timeout]);
+  clearTimeout(timer);
+  return result;
+}
