@@ -139,8 +139,8 @@ export class SimulatorCarrier implements Carrier {
     this.limits = { window: options.window ?? 500 };
     if (options.tps !== undefined) {
       this.limits.partsPerSecond = options.tps;
-      // A tenth of a second saved up at most: the "operator" does not allow bursts above it.
-      this.bucket = new TokenBucket(options.tps, Math.max(1, options.tps / 10));
+      // A fifth of a second saved up at most: the "operator" does not allow bursts above it.
+      this.bucket = new TokenBucket(options.tps, Math.max(1, options.tps / 5));
     }
     this.sendDelayMs = options.sendDelayMs ?? 100;
     this.receiptDelayMs = options.receiptDelayMs ?? 500;

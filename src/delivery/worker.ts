@@ -126,9 +126,10 @@ export class DeliveryWorker {
     this.window = new Window(Math.max(1, window));
     this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.window.size / 2));
     if (partsPerSecond !== undefined) {
-      // A tenth of a second of throughput per round at most: claims stay small and frequent, so
-      // a newly due lane waits for at most that before its turn.
-      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 10));
+      // A fifth of a second of throughput per round at most: claims stay small, so a newly due
+      // lane waits for about that before its turn, and large enough that the rounds' own
+      // database round trips do not hold the carrier below its rate.
+      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 5));
     }
     this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
     this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);
