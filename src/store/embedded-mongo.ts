@@ -11,13 +11,13 @@
  * `EMBEDDED_MONGO=memory-server|emulator` skips straight to one of the two (an explicit choice
  * fails loudly instead of falling through).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
-import { mkdir, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { ensureMavenBuilt } from "./maven-build.ts";
 
 export type DatabaseKind = "uri" | "memory-server" | "emulator";
 
@@ -44,7 +44,6 @@ const emulatorJar = join(emulatorDir, "target", "mongo-emulator.jar");
 const PROBE_TIMEOUT_MS = 3_000;
 const DOWNLOAD_TIMEOUT_MS = Number(process.env.EMBEDDED_MONGO_DOWNLOAD_TIMEOUT_MS ?? 300_000);
 const EMULATOR_READY_TIMEOUT_MS = 60_000;
-const MAVEN_TIMEOUT_MS = 570_000;
 
 export async function startDatabase(opts: StartDatabaseOptions = {}): Promise<StartedDatabase> {
   const log = opts.logger ?? ((msg: string) => console.error(msg));
@@ -268,97 +267,11 @@ async function startEmulator(
 }
 
 /** Builds target/mongo-emulator.jar (+ target/lib) with Maven when missing or older than its sources. */
-async function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
-  if (await emulatorBuildIsFresh()) return;
-
-  // Several processes (test runs, npm start) may get here at once: one builds, the others wait.
-  await mkdir(join(emulatorDir, "target"), { recursive: true });
-  const lockPath = join(emulatorDir, "target", ".build.lock");
-  const deadline = Date.now() + MAVEN_TIMEOUT_MS + 30_000;
-  for (;;) {
-    try {
-      const handle = await open(lockPath, "wx");
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const age = await stat(lockPath).then(
-        (s) => Date.now() - s.mtimeMs,
-        () => 0,
-      );
-      if (age > MAVEN_TIMEOUT_MS + 30_000) {
-        await rm(lockPath, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lockPath}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-  try {
-    if (await emulatorBuildIsFresh()) return;
-    log(
-      "database: building the MongoDB emulator with Maven (first run only; fetches mongo-java-server from Maven Central)",
-    );
-    const started = Date.now();
-    await runMaven(["-q", "-B", "package"]);
-    if (!(await emulatorBuildIsFresh()))
-      throw new Error(`Maven finished but ${emulatorJar} is missing`);
-    log(`database: emulator built in ${Date.now() - started} ms`);
-  } finally {
-    await rm(lockPath, { force: true });
-  }
-}
-
-async function emulatorBuildIsFresh(): Promise<boolean> {
-  if (!existsSync(emulatorJar) || !existsSync(join(emulatorDir, "target", "lib"))) return false;
-  const jarTime = (await stat(emulatorJar)).mtimeMs;
-  for (const source of await listFiles([join(emulatorDir, "pom.xml"), join(emulatorDir, "src")])) {
-    if ((await stat(source)).mtimeMs > jarTime) return false;
-  }
-  return true;
-}
-
-async function listFiles(paths: string[]): Promise<string[]> {
-  const files: string[] = [];
-  for (const path of paths) {
-    const info = await stat(path).catch(() => undefined);
-    if (!info) continue;
-    if (info.isDirectory()) {
-      const entries = await readdir(path);
-      files.push(...(await listFiles(entries.map((e) => join(path, e)))));
-    } else {
-      files.push(path);
-    }
-  }
-  return files;
-}
-
-async function runMaven(args: string[]): Promise<void> {
-  const child: ChildProcess = spawn("mvn", args, {
-    cwd: emulatorDir,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout?.on("data", collect);
-  child.stderr?.on("data", collect);
-  const result = await withTimeout(
-    new Promise<number | null>((resolveCode, reject) => {
-      child.once("error", (err) =>
-        reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)),
-      );
-      child.once("exit", (code) => resolveCode(code));
-    }),
-    MAVEN_TIMEOUT_MS,
-    "mvn package",
-  ).catch((err) => {
-    child.kill("SIGKILL");
-    throw err;
-  });
-  if (result !== 0) throw new Error(`mvn ${args.join(" ")} failed (exit ${result}):\n${output}`);
+function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
+  return ensureMavenBuilt(
+    { dir: emulatorDir, jar: emulatorJar, describe: "database: building the MongoDB emulator" },
+    log,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -19,18 +19,16 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
-import { mkdir, open, readdir, rm, stat } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { ensureMavenBuilt } from "../../src/store/maven-build.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const smscDir = join(repoRoot, "test", "smsc");
 export const smscJar = join(smscDir, "target", "test-smsc.jar");
 
 const READY_TIMEOUT_MS = 30_000;
-const MAVEN_TIMEOUT_MS = 570_000;
 
 /** The run-time settings (POST /config); each start begins from the defaults below and `config`. */
 export interface SmscConfig {
@@ -418,88 +416,11 @@ async function spawnSmsc(
 // Building the jar
 
 /** Builds target/test-smsc.jar (+ target/lib) with Maven when missing or older than its sources. */
-export async function ensureSmscBuilt(log: (line: string) => void = () => {}): Promise<void> {
-  if (await buildIsFresh()) return;
-
-  // Several test files (workers) may get here at once: one builds, the others wait.
-  await mkdir(join(smscDir, "target"), { recursive: true });
-  const lockPath = join(smscDir, "target", ".build.lock");
-  const deadline = Date.now() + MAVEN_TIMEOUT_MS + 30_000;
-  for (;;) {
-    try {
-      const handle = await open(lockPath, "wx");
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const age = await stat(lockPath).then(
-        (s) => Date.now() - s.mtimeMs,
-        () => 0,
-      );
-      if (age > MAVEN_TIMEOUT_MS + 30_000) {
-        await rm(lockPath, { force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lockPath}`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-  try {
-    if (await buildIsFresh()) return;
-    log("test-smsc: building with Maven (first run only; fetches jsmpp from Maven Central)");
-    const started = Date.now();
-    await runMaven(["-q", "-B", "-DskipTests", "package"]);
-    if (!(await buildIsFresh())) throw new Error(`Maven finished but ${smscJar} is missing`);
-    log(`test-smsc: built in ${Date.now() - started} ms`);
-  } finally {
-    await rm(lockPath, { force: true });
-  }
-}
-
-async function buildIsFresh(): Promise<boolean> {
-  if (!existsSync(smscJar) || !existsSync(join(smscDir, "target", "lib"))) return false;
-  const jarTime = (await stat(smscJar)).mtimeMs;
-  for (const source of await listFiles([join(smscDir, "pom.xml"), join(smscDir, "src")])) {
-    if ((await stat(source)).mtimeMs > jarTime) return false;
-  }
-  return true;
-}
-
-async function listFiles(paths: string[]): Promise<string[]> {
-  const files: string[] = [];
-  for (const path of paths) {
-    const info = await stat(path).catch(() => undefined);
-    if (!info) continue;
-    if (info.isDirectory()) {
-      files.push(...(await listFiles((await readdir(path)).map((e) => join(path, e)))));
-    } else {
-      files.push(path);
-    }
-  }
-  return files;
-}
-
-async function runMaven(args: string[]): Promise<void> {
-  const child = spawn("mvn", args, { cwd: smscDir, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-20_000);
-  };
-  child.stdout.on("data", collect);
-  child.stderr.on("data", collect);
-  const timer = setTimeout(() => child.kill("SIGKILL"), MAVEN_TIMEOUT_MS);
-  try {
-    const code = await new Promise<number | null>((resolveCode, reject) => {
-      child.once("error", (err) =>
-        reject(new Error(`cannot run mvn (is Maven on PATH?): ${err.message}`)),
-      );
-      child.once("exit", (exitCode) => resolveCode(exitCode));
-    });
-    if (code !== 0) throw new Error(`mvn ${args.join(" ")} failed (exit ${code}):\n${output}`);
-  } finally {
-    clearTimeout(timer);
-  }
+export function ensureSmscBuilt(log: (line: string) => void = () => {}): Promise<void> {
+  return ensureMavenBuilt(
+    { dir: smscDir, jar: smscJar, args: ["-DskipTests"], describe: "test-smsc: building" },
+    log,
+  );
 }
 
 async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
