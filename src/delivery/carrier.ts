@@ -24,6 +24,8 @@ export interface CarrierPart {
   to: string;
   from: string;
   text: string;
+  /** When the message's ttl runs out (server clock): SMPP's `validity_period` is the time left. */
+  expiresAt: Date;
 }
 
 export type SubmitResult = { ok: true; carrierId: string } | { ok: false; error: string };
@@ -62,6 +64,13 @@ export interface CarrierLimits {
   partsPerSecond?: number;
 }
 
+/** What `/health` shows of a carrier (e.g. the SMPP binds and the window in use). */
+export interface CarrierStatus {
+  /** e.g. `bound`, `unbound`. */
+  state: string;
+  [detail: string]: unknown;
+}
+
 export interface Carrier {
   /** Short name for logs, e.g. `simulator`, `smpp`. */
   readonly name: string;
@@ -72,4 +81,6 @@ export interface Carrier {
   start(onReceipts: ReceiptHandler): Promise<void>;
   /** Stops delivering receipts, waits for the handler calls in flight, disconnects. */
   stop(): Promise<void>;
+  /** Its connection state, for `/health` (optional). */
+  status?(): CarrierStatus;
 }

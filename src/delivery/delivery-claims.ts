@@ -1,7 +1,7 @@
 /**
  * Claims of due delivery steps (submission, expiry), one account lane at a time: see
  * scheduling/claims.ts for the mechanics, scheduling/lanes.ts for the turns and
- * scheduling/priority.ts for the order within an account.
+ * src/domain/delivery-priority.ts for the order within an account.
  */
 import type { Collection } from "mongodb";
 import type { MessageDoc } from "../store/documents.ts";

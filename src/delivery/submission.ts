@@ -9,6 +9,7 @@
  * submitted and unrecorded: only those can reach the carrier twice, never a whole claim.
  */
 import type { Collection } from "mongodb";
+import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import {
   beginSubmissions,
   expireMessages,
@@ -21,7 +22,6 @@ import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
 import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
 import type { ClaimedMessage } from "./delivery-claims.ts";
-import { deliveryRank } from "./scheduling/priority.ts";
 
 /** What working a claim did, for the worker's counters and the lanes to mark. */
 export interface ClaimOutcome {
@@ -50,6 +50,7 @@ export function carrierParts(message: ClaimedMessage): CarrierPart[] {
     to: message.to,
     from: message.from,
     text: segment.text,
+    expiresAt: message.expiresAt,
   }));
 }
 
@@ -92,7 +93,10 @@ export async function workClaim(
     else if (message.status === "ACCEPTED") toSubmit.push(message);
     else release(message, message.expiresAt);
   }
-  if (toExpire.length > 0) outcome.expired = await expireMessages(deps.messages, toExpire, now);
+  if (toExpire.length > 0) {
+    const classes = classesOf(claim.messages);
+    outcome.expired = await expireMessages(deps.messages, toExpire, now, classes);
+  }
   if (toSubmit.length > 0) await submit(deps, claim.token, toSubmit, outcome, release, logger);
   await releaseDeliveries(deps.messages, releases);
   return outcome;
@@ -145,6 +149,7 @@ async function submit(
       carrierIds: entry.carrierIds,
       expiresAt: message.expiresAt,
     };
+    if (message.deliveryClass) submission.deliveryClass = message.deliveryClass;
     if (entry.error !== undefined) submission.error = entry.error;
     return submission;
   });
@@ -155,4 +160,11 @@ async function submit(
       outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
   outcome.sent += recorded.sent;
   outcome.sendErrors += recorded.sendErrors;
+}
+
+/** The classes of claimed messages, which rank their notifications. */
+function classesOf(messages: readonly ClaimedMessage[]): Map<number, DeliveryClass> {
+  const classes = new Map<number, DeliveryClass>();
+  for (const m of messages) if (m.deliveryClass) classes.set(m._id, m.deliveryClass);
+  return classes;
 }

@@ -9,7 +9,7 @@
  * - Fairness: each claim round takes turns on the due account lanes least recently served first
  *   (scheduling/lanes.ts) and gives each an equal share of the round; within an account, messages
  *   are taken in `deliveryAt` order, which ranks OTP, then single sends, then batches
- *   (scheduling/priority.ts). Several instances share the turn order through the database.
+ *   (domain/delivery-priority.ts). Several instances share the turn order through the database.
  * - Claims carry a lease (default 30 s: an election plus server selection), renewed while the work
  *   runs (scheduling/lease-keeper.ts); a crashed instance's claims come back when it runs out.
  * - Each claim is worked by `workClaim` (submission.ts): crash-safe submission, recording, expiry.
@@ -19,6 +19,7 @@
  * handler, `stop` finishes the claims in flight and then stops the carrier.
  */
 
+import { deliveryRank } from "../domain/delivery-priority.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import { releaseDeliveries } from "../store/delivery-queue.ts";
@@ -28,7 +29,6 @@ import { ReceiptHandler } from "./receipts.ts";
 import { accountsWithOverdueWork, nextDueAt } from "./scheduling/claims.ts";
 import { FairLanes, LaneMarker, type Turn } from "./scheduling/lanes.ts";
 import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
-import { deliveryRank } from "./scheduling/priority.ts";
 import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";

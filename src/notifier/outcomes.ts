@@ -51,7 +51,7 @@ export function planNotification(
   const length = message.notifications.length;
   const index = message.notifications.findIndex((n) => n.state === "pending");
   const notification = index < 0 ? undefined : message.notifications[index];
-  const base = { messageId: message._id, length, claim };
+  const base = { ...ofMessage(message), length, claim };
   if (!notification) return { record: { ...base, index: length }, because: "none-pending" };
   const last = FINAL_STATUSES.has(notification.status);
   const handled = { ...base, index, notification: { ...notification } };
@@ -117,7 +117,7 @@ export function attemptOutcome(
   };
   if (result.error) attempt.error = result.error;
   const outcome: NotificationOutcome = {
-    messageId: message._id,
+    ...ofMessage(message),
     length: message.notifications.length,
     index,
     claim: task.claim,
@@ -152,9 +152,9 @@ export function putBackOutcome(
   const length = message.notifications.length;
   const index = message.notifications.findIndex((n) => n.state === "pending");
   const notification = message.notifications[index];
-  if (!notification) return { messageId: message._id, claim, length, index: length };
+  if (!notification) return { ...ofMessage(message), claim, length, index: length };
   return {
-    messageId: message._id,
+    ...ofMessage(message),
     claim,
     length,
     index,
@@ -168,4 +168,13 @@ export function putBackOutcome(
 /** Whether a delivered outcome's message has its next notification in the claimed snapshot. */
 export function hasNextPending(task: SendTask): boolean {
   return task.message.notifications[task.index + 1]?.state === "pending";
+}
+
+/** An outcome's message: its id and its class, which ranks its next notification. */
+function ofMessage(
+  message: NotifyingMessage,
+): Pick<NotificationOutcome, "messageId" | "deliveryClass"> {
+  return message.deliveryClass === undefined
+    ? { messageId: message._id }
+    : { messageId: message._id, deliveryClass: message.deliveryClass };
 }

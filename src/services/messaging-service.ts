@@ -14,7 +14,7 @@ import {
   NonDeliveryReason,
   NotificationState,
 } from "../../gen/sms/v1/types_pb.ts";
-import { deliveryClass } from "../delivery/scheduling/priority.ts";
+import { deliveryClass } from "../domain/delivery-priority.ts";
 import {
   BATCH_MAX_MESSAGES,
   isValidBatchName,

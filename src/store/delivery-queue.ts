@@ -15,6 +15,7 @@
  * collection once, and a filter that pins `_id` is served by the `_id` index.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
 import { idsIn } from "./id-ranges.ts";
 
@@ -40,6 +41,7 @@ export interface StatusChange {
 export function statusChangeUpdates(
   change: StatusChange,
   now: Date,
+  cls?: DeliveryClass,
 ): { ifPending: UpdateFilter<MessageDoc>; ifIdle: UpdateFilter<MessageDoc> } {
   const set: Record<string, unknown> = { ...change.set, status: change.status, updatedAt: now };
   if (change.reason !== undefined) set.reason = change.reason;
@@ -51,7 +53,8 @@ export function statusChangeUpdates(
     if (Object.keys(unset).length > 0) update.$unset = unset;
     return update as UpdateFilter<MessageDoc>;
   };
-  return { ifPending: build({}), ifIdle: build({ notifyAt: now }) };
+  // The new notification is due now, ranked in its account's queue by the message's class.
+  return { ifPending: build({}), ifIdle: build({ notifyAt: deliveryRank(now, cls) }) };
 }
 
 /**
@@ -69,12 +72,21 @@ export function statusChangeOps(
   change: StatusChange,
   now: Date,
   filter: Filter<MessageDoc> = {},
+  classes?: ReadonlyMap<number, DeliveryClass>,
 ): AnyBulkWriteOperation<MessageDoc>[] {
-  return pendingThenIdle(
-    "updateMany",
-    { _id: idsIn(ids), ...inStatus(from), ...filter },
-    change,
-    now,
+  const byClass = new Map<DeliveryClass | undefined, number[]>();
+  for (const id of ids) {
+    const cls = classes?.get(id);
+    byClass.set(cls, [...(byClass.get(cls) ?? []), id]);
+  }
+  return [...byClass].flatMap(([cls, group]) =>
+    pendingThenIdle(
+      "updateMany",
+      { _id: idsIn(group), ...inStatus(from), ...filter },
+      change,
+      now,
+      cls,
+    ),
   );
 }
 
@@ -84,8 +96,9 @@ function pendingThenIdle(
   base: Filter<MessageDoc>,
   change: StatusChange,
   now: Date,
+  cls: DeliveryClass | undefined,
 ): AnyBulkWriteOperation<MessageDoc>[] {
-  const { ifPending, ifIdle } = statusChangeUpdates(change, now);
+  const { ifPending, ifIdle } = statusChangeUpdates(change, now, cls);
   const op = (notifying: boolean, update: UpdateFilter<MessageDoc>) => {
     const spec = {
       filter: { ...base, notifyAt: { $exists: notifying } } as Filter<MessageDoc>,
@@ -113,13 +126,18 @@ export async function changeStatus(
   from: readonly StatusName[],
   change: StatusChange,
   now: Date,
-  options: { filter?: Filter<MessageDoc>; stillDue?: (doc: MessageDoc) => boolean } = {},
+  options: {
+    filter?: Filter<MessageDoc>;
+    stillDue?: (doc: MessageDoc) => boolean;
+    /** The messages' classes, which rank their new notifications. */
+    classes?: ReadonlyMap<number, DeliveryClass>;
+  } = {},
 ): Promise<number> {
   let remaining = [...ids];
   let changed = 0;
   for (let round = 0; round < 3 && remaining.length > 0; round++) {
     const result = await messages.bulkWrite(
-      statusChangeOps(remaining, from, change, now, options.filter),
+      statusChangeOps(remaining, from, change, now, options.filter, options.classes),
       {
         ordered: true,
       },
@@ -147,6 +165,7 @@ export interface SubmissionOutcome {
   id: number;
   /** Carrier ids of the parts the carrier accepted. */
   carrierIds: string[];
+  deliveryClass?: DeliveryClass;
   /** Set when a part was refused: the message is SEND_ERROR. */
   error?: string;
   expiresAt: Date;
@@ -155,16 +174,17 @@ export interface SubmissionOutcome {
 /** One message's own status change (per-message values), for `changeStatusEach`. */
 export interface MessageStatusChange {
   id: number;
+  deliveryClass?: DeliveryClass;
   from: readonly StatusName[];
   change: StatusChange;
 }
 
 /** A message's status change as two `updateOne`s (see statusChangeOps for the order and why). */
 export function messageStatusChangeOps(
-  { id, from, change }: MessageStatusChange,
+  { id, from, change, deliveryClass }: MessageStatusChange,
   now: Date,
 ): AnyBulkWriteOperation<MessageDoc>[] {
-  return pendingThenIdle("updateOne", { _id: id, ...inStatus(from) }, change, now);
+  return pendingThenIdle("updateOne", { _id: id, ...inStatus(from) }, change, now, deliveryClass);
 }
 
 /**
@@ -213,6 +233,7 @@ export async function recordSubmissions(
     if (o.error === undefined) {
       sent.push({
         id: o.id,
+        ...(o.deliveryClass && { deliveryClass: o.deliveryClass }),
         from: ["ACCEPTED"],
         change: {
           status: "SENT",
@@ -225,6 +246,7 @@ export async function recordSubmissions(
       if (o.carrierIds.length > 0) set.carrierIds = o.carrierIds;
       failed.push({
         id: o.id,
+        ...(o.deliveryClass && { deliveryClass: o.deliveryClass }),
         from: ["ACCEPTED"],
         change: { status: "SEND_ERROR", set, unset: ["deliveryAt", "deliveryLease"] },
       });
@@ -244,6 +266,7 @@ export async function expireMessages(
   messages: Collection<MessageDoc>,
   ids: readonly number[],
   now: Date,
+  classes?: ReadonlyMap<number, DeliveryClass>,
 ): Promise<number> {
   if (ids.length === 0) return 0;
   return changeStatus(
@@ -255,6 +278,7 @@ export async function expireMessages(
     {
       filter: { expiresAt: { $lte: now } },
       stillDue: (doc) => doc.expiresAt.getTime() <= now.getTime(),
+      ...(classes && { classes }),
     },
   );
 }

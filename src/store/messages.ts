@@ -1,4 +1,4 @@
-import { type DeliveryClass, deliveryRank } from "../delivery/scheduling/priority.ts";
+import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import type { MessageDoc, SegmentDoc } from "./documents.ts";
 
 export interface NewMessage {
@@ -12,7 +12,7 @@ export interface NewMessage {
   parts: number;
   ttl: number;
   statusCallback?: string;
-  /** Its place in the account's delivery queue (src/delivery/scheduling/priority.ts); by default batch or single. */
+  /** Its place in the account's delivery queue (src/domain/delivery-priority.ts); by default batch or single. */
   deliveryClass?: DeliveryClass;
 }
 
@@ -37,7 +37,7 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     updatedAt: now,
     expiresAt: new Date(now.getTime() + message.ttl * 1000),
     notifications: [{ status: "ACCEPTED", state: "pending", createdAt: now, attempts: [] }],
-    notifyAt: now,
+    notifyAt: deliveryRank(now, deliveryClass),
     deliveryAt: deliveryRank(now, deliveryClass),
     deliveryClass,
   };

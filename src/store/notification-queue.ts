@@ -9,6 +9,7 @@
  * notification and a crashed instance's claims come due again when the lease runs out.
  */
 import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
+import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import type { Store } from "./database.ts";
 import type {
   MessageDoc,
@@ -20,6 +21,8 @@ import type {
 /** What became of the first pending notification of a claimed message. */
 export interface NotificationOutcome {
   messageId: number;
+  /** The message's class: its next notification is ranked by it (domain/delivery-priority.ts). */
+  deliveryClass?: DeliveryClass;
   /** The claim token the message was claimed with: the outcome is recorded only while it holds. */
   claim: string;
   /** Index of the notification handled; `length` when none was pending. */
@@ -89,6 +92,8 @@ export async function recordNotificationOutcomes(
       if (o.state !== undefined) fields.state = o.state;
       if (o.url !== undefined) fields.url = o.url;
     }
+    // The next notification is due now, ranked in its account's queue by the message's class.
+    const nextDue = deliveryRank(now, o.deliveryClass);
     let unlessNext: number | undefined;
     if (o.keepLease) {
       delete unset.notifyLease;
@@ -100,7 +105,7 @@ export async function recordNotificationOutcomes(
     } else {
       fields.nextAttemptAt = undefined;
       const next = handled ? o.index + 1 : o.length;
-      if (next < o.length) set.notifyAt = now;
+      if (next < o.length) set.notifyAt = nextDue;
       else if (handled && o.last) unset.notifyAt = "";
       else unlessNext = next;
     }
@@ -121,7 +126,7 @@ export async function recordNotificationOutcomes(
     };
     // When the update leaves a notification due: the time set, or now when the next
     // notification may have been appended since the claim.
-    dueAt.push(unlessNext === undefined ? (set.notifyAt as Date | undefined) : now);
+    dueAt.push(unlessNext === undefined ? (set.notifyAt as Date | undefined) : nextDue);
     const claimed = { _id: o.messageId, "notifyLease.owner": o.claim };
     if (unlessNext === undefined) {
       ops.push({ updateOne: { filter: claimed, update: update({}, {}) } });
@@ -133,7 +138,7 @@ export async function recordNotificationOutcomes(
         update: update({}, { notifyAt: "" }),
       },
     });
-    ops.push({ updateOne: { filter: claimed, update: update({ notifyAt: now }, {}) } });
+    ops.push({ updateOne: { filter: claimed, update: update({ notifyAt: nextDue }, {}) } });
   }
   await messages.bulkWrite(ops, { ordered: true });
   return dueAt;

@@ -4,6 +4,7 @@
  * same single-document update (see delivery-queue.ts).
  */
 import type { AnyBulkWriteOperation, Collection } from "mongodb";
+import type { DeliveryClass } from "../domain/delivery-priority.ts";
 import { changeStatus } from "./delivery-queue.ts";
 import type { MessageDoc, ReasonName } from "./documents.ts";
 
@@ -40,7 +41,7 @@ export async function applyReceipts(
   now: Date,
 ): Promise<ReceiptsResult> {
   if (receipts.length === 0) return { retry: [], changed: 0, accounts: [] };
-  const projection = { _id: 1, accountId: 1, status: 1, carrierIds: 1 } as const;
+  const projection = { _id: 1, accountId: 1, status: 1, carrierIds: 1, deliveryClass: 1 } as const;
   const hinted = [
     ...new Set(receipts.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId]))),
   ];
@@ -87,6 +88,10 @@ export async function applyReceipts(
     entry.receipts.push(receipt);
     perMessage.set(message._id, entry);
   }
+  // The messages' classes rank their new notifications.
+  const classes = new Map<number, DeliveryClass>();
+  for (const { message } of perMessage.values())
+    if (message.deliveryClass) classes.set(message._id, message.deliveryClass);
   const failedByReason = new Map<ReasonName, number[]>();
   const deliveredSingle: number[] = [];
   const multiByParts = new Map<number, number[]>();
@@ -122,6 +127,7 @@ export async function applyReceipts(
       ["SENT"],
       { status: "DELIVERY_ERROR", reason, unset: finalUnset },
       now,
+      { classes },
     );
   }
   if (deliveredSingle.length > 0) {
@@ -131,6 +137,7 @@ export async function applyReceipts(
       ["SENT"],
       { status: "DELIVERED", unset: finalUnset },
       now,
+      { classes },
     );
   }
   if (addParts.length > 0) {
@@ -145,6 +152,7 @@ export async function applyReceipts(
         {
           filter: { [`deliveredParts.${parts - 1}`]: { $exists: true } },
           stillDue: (doc) => (doc.deliveredParts?.length ?? 0) >= parts,
+          classes,
         },
       );
     }

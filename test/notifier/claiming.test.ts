@@ -10,6 +10,8 @@ import {
   type NotificationClaimerOptions,
 } from "../../src/notifier/claiming.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
+import { changeStatus } from "../../src/store/delivery-queue.ts";
+import { commitBatch } from "../support/batches.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 
@@ -167,5 +169,48 @@ describe("claimed work's leases", () => {
       filter: { accountId: a.id },
     });
     expect(again.map((m) => m._id)).toEqual([released]);
+  });
+});
+
+describe("priority of webhooks within an account", () => {
+  it("an OTP message's notifications are claimed before the account's older batch backlog, a single send's before the batch's", async () => {
+    const account = `prio-${Date.now()}`;
+    const now = Date.now();
+    const batch = Array.from({ length: 60 }, (_, i) =>
+      testMessage(account, `+4915100001${String(i).padStart(3, "0")}`, {
+        batchId: 77,
+        deliveryClass: "batch",
+      }),
+    );
+    const single = testMessage(account, "+4915100002000", { deliveryClass: "single" });
+    const otp = testMessage(account, "+4915100003000", { deliveryClass: "otp" });
+    await insertMessages(fixture.store, batch, new Date(now - 5000));
+    await commitBatch(fixture.store, 77, account);
+    await insertMessages(fixture.store, [single], new Date(now - 1000));
+    await insertMessages(fixture.store, [otp], new Date(now));
+    // The SENT notification of the OTP, due now: still ahead of the batch's older ones.
+    await fixture.store.messages.updateOne(
+      { _id: otp.id },
+      { $set: { "notifications.0.state": "delivered" }, $unset: { notifyAt: "" } },
+    );
+    await changeStatus(
+      fixture.store.messages,
+      [otp.id],
+      ["ACCEPTED"],
+      { status: "SENT" },
+      new Date(),
+      { classes: new Map([[otp.id, "otp"]]) },
+    );
+    const claimed = await claimDueNotifications(fixture.store.messages, {
+      now: new Date(),
+      limit: 3,
+      leaseMs: 10_000,
+      token: `prio-${now}`,
+      commits: new BatchCommits(fixture.store.batches),
+      filter: { accountId: account },
+    });
+    expect(claimed.map((m) => m._id).slice(0, 2)).toEqual([otp.id, single.id]);
+    expect(batch.map((m) => m.id)).toContain(claimed[2]?._id);
+    expect(claimed[0]?.notifications.map((n) => n.status)).toEqual(["ACCEPTED", "SENT"]);
   });
 });

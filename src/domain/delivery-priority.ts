@@ -29,7 +29,11 @@ export function deliveryClass(
   return inBatch ? "batch" : "single";
 }
 
-/** The `deliveryAt` of a message of `cls` accepted at `acceptedAt`. */
-export function deliveryRank(acceptedAt: Date, cls: DeliveryClass): Date {
-  return new Date(acceptedAt.getTime() - HEAD_START_MS[cls]);
+/**
+ * The place in its account's queue of work of a message of `cls` that became due at `at`: the
+ * `deliveryAt` of a message accepted then, or the `notifyAt` of a notification due then (its
+ * webhooks are ranked the same way). Without a class: as due.
+ */
+export function deliveryRank(at: Date, cls: DeliveryClass | undefined): Date {
+  return cls === undefined ? at : new Date(at.getTime() - HEAD_START_MS[cls]);
 }

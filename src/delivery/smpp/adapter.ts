@@ -1,0 +1,466 @@
+/**
+ * The SMPP 3.4 adapter of the carrier port (design "Carrier: SMPP 3.4"): `SMS_SMPP_BINDS`
+ * transceiver binds to one SMSC (bind.ts), parts encoded one `submit_sm` each (encoding.ts),
+ * receipts parsed (receipts.ts) and held until stored (receipt-inbox.ts).
+ *
+ * Limits: `window` = the window of every bind; `partsPerSecond` = the TPS of every bind. The
+ * worker paces its claims by them; `submit` spreads the parts over the binds (the bind with the
+ * most free window first) and keeps each bind within its window and token bucket.
+ *
+ * What `submit` answers for each part:
+ * - accepted (`submit_sm_resp` status 0): the SMSC's `message_id`, exactly as written;
+ * - refused with any status but the two below: `{ ok: false }` (the message becomes SEND_ERROR);
+ * - ESME_RTHROTTLED / ESME_RMSGQFUL: submitted again, after the bind's backoff or on another bind;
+ * - no answer (the connection was lost, or no `submit_sm_resp` within `responseTimeoutMs`, after
+ *   which the bind is dropped and bound again): the outcome is unknown, so the part is submitted
+ *   again on a bind that is up. It may reach the phone twice; it is never failed nor charged on a
+ *   guess. A part without an answer `maxLostPerPart` + 1 times fails the whole call (below).
+ * While no bind is up, `submit` waits for one up to `unboundWaitMs`; then it throws (the carrier
+ * cannot be reached): the worker pauses and the claim's messages go back to their lanes, unfailed,
+ * to be submitted when a bind is up again. Parts of that call the SMSC had already accepted are
+ * then submitted again too: at most the call's parts, which the worker keeps within its window.
+ *
+ * Receipts carry the message id of parts this process submitted in the last minute as a hint:
+ * the worker then waits for the recording of their submission instead of asking to retry them.
+ * A `deliver_sm` that is not a receipt (mobile-originated) is acknowledged and logged.
+ */
+import type { SmppPdu } from "smpp";
+import type {
+  Carrier,
+  CarrierLimits,
+  CarrierPart,
+  CarrierReceipt,
+  CarrierStatus,
+  ReceiptHandler,
+  SubmitResult,
+} from "../carrier.ts";
+import type { Logger } from "../worker.ts";
+import {
+  type BindStatus,
+  ESME_RMSGQFUL,
+  ESME_RTHROTTLED,
+  SmppBind,
+  type SubmitAnswer,
+} from "./bind.ts";
+import { type Concatenation, submitSmFields } from "./encoding.ts";
+import { describeEndpoint, type SmppEndpoint } from "./endpoint.ts";
+import { ReceiptInbox } from "./receipt-inbox.ts";
+import { isReceipt, parseReceipt, receiptOutcome } from "./receipts.ts";
+
+export interface SmppCarrierOptions {
+  endpoint: SmppEndpoint;
+  /** `system_type` of the binds (SMS_SMPP_SYSTEM_TYPE). Default "". */
+  systemType?: string;
+  /** Transceiver binds (SMS_SMPP_BINDS). Default 1. */
+  binds?: number;
+  /** Unacknowledged submit_sm per bind (SMS_SMPP_WINDOW). Default 10. */
+  window?: number;
+  /** submit_sm per second per bind (SMS_SMPP_TPS); undefined: no limit. */
+  tps?: number;
+  /** enquire_link period (SMS_SMPP_ENQUIRE_LINK_S), in ms. Default 30000. */
+  enquireLinkMs?: number;
+  /** SAR TLVs (default) or a UDH for multi-part messages (SMS_SMPP_CONCATENATION). */
+  concatenation?: Concatenation;
+  /** A request without its response after this long breaks the bind. Default 10000. */
+  responseTimeoutMs?: number;
+  /** How long `submit` waits for a bind before it throws. Default 10000. */
+  unboundWaitMs?: number;
+  /** A part whose submit_sm goes unanswered more often than this fails its call. Default 3. */
+  maxLostPerPart?: number;
+  /** Receipts that match no recorded part are answered and dropped after this long. Default 10000. */
+  holdUnknownReceiptsMs?: number;
+  /** Rebinding backoff: first delay and cap. Defaults 1000 and 30000. */
+  backoffInitialMs?: number;
+  backoffMaxMs?: number;
+  connectTimeoutMs?: number;
+  /** tls.connect options for smpps:// (e.g. `ca`); the system's CAs by default. */
+  tlsOptions?: Record<string, unknown>;
+  /** The clock of `CarrierPart.expiresAt` (the database server's), in ms. Default Date.now. */
+  now?: () => number;
+  logger: Logger;
+}
+
+/** One submit call: its parts' results, settled once all are in (or failed as a whole). */
+interface Call {
+  remaining: number;
+  settled: boolean;
+  accepted: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
+  unboundTimer?: NodeJS.Timeout;
+}
+
+interface Job {
+  part: CarrierPart;
+  call: Call;
+  lost: number;
+  settle: (result: SubmitResult) => void;
+}
+
+/** Thrown by `submit` when no bind is up: nothing was failed; the worker retries later. */
+export class CarrierUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CarrierUnavailable";
+  }
+}
+
+const STATUS_NAMES: Readonly<Record<number, string>> = {
+  1: "ESME_RINVMSGLEN",
+  2: "ESME_RINVCMDLEN",
+  3: "ESME_RINVCMDID",
+  4: "ESME_RINVBNDSTS",
+  8: "ESME_RSYSERR",
+  10: "ESME_RINVSRCADR",
+  11: "ESME_RINVDSTADR",
+  20: "ESME_RMSGQFUL",
+  51: "ESME_RINVNUMDESTS",
+  69: "ESME_RSUBMITFAIL",
+  72: "ESME_RINVSRCTON",
+  73: "ESME_RINVSRCNPI",
+  80: "ESME_RINVDSTTON",
+  81: "ESME_RINVDSTNPI",
+  88: "ESME_RTHROTTLED",
+  97: "ESME_RINVSCHED",
+  98: "ESME_RINVEXPIRY",
+};
+
+export function statusName(status: number): string {
+  const hex = `0x${status.toString(16).padStart(2, "0")}`;
+  const name = STATUS_NAMES[status];
+  return name ? `${name} (${hex})` : `status ${hex}`;
+}
+
+const HINT_TTL_MS = 60_000;
+
+export class SmppCarrier implements Carrier {
+  readonly name = "smpp";
+  readonly limits: CarrierLimits;
+  private readonly binds: SmppBind[];
+  private readonly queue: Job[] = [];
+  private readonly calls = new Set<Call>();
+  private readonly inbox: ReceiptInbox;
+  /** carrier id -> message id of recent submissions, oldest first. */
+  private readonly hints = new Map<string, { messageId: number; at: number }>();
+  private readonly concatenation: Concatenation;
+  private readonly unboundWaitMs: number;
+  private readonly maxLostPerPart: number;
+  private readonly now: () => number;
+  private readonly logger: Logger;
+  private readonly endpointText: string;
+  private running = false;
+  private pumping = false;
+  private pumpTimer: NodeJS.Timeout | undefined;
+  private pumpAt = Number.POSITIVE_INFINITY;
+  private rotation = 0;
+  private readonly counts = { accepted: 0, refused: 0, throttled: 0, resubmitted: 0, mo: 0 };
+
+  constructor(options: SmppCarrierOptions) {
+    const binds = Math.max(1, options.binds ?? 1);
+    const window = Math.max(1, options.window ?? 10);
+    this.limits = { window: window * binds };
+    if (options.tps !== undefined) this.limits.partsPerSecond = options.tps * binds;
+    this.concatenation = options.concatenation ?? "sar";
+    this.unboundWaitMs = options.unboundWaitMs ?? 10_000;
+    this.maxLostPerPart = options.maxLostPerPart ?? 3;
+    this.now = options.now ?? Date.now;
+    this.logger = options.logger;
+    this.endpointText = describeEndpoint(options.endpoint);
+    this.inbox = new ReceiptInbox({
+      logger: options.logger,
+      holdUnknownMs: options.holdUnknownReceiptsMs ?? 10_000,
+      batchSize: 500,
+    });
+    const { endpoint } = options;
+    this.binds = Array.from(
+      { length: binds },
+      (_, i) =>
+        new SmppBind(
+          i + 1,
+          {
+            host: endpoint.host,
+            port: endpoint.port,
+            tls: endpoint.tls ? (options.tlsOptions ?? true) : false,
+            systemId: endpoint.systemId,
+            password: endpoint.password,
+            systemType: options.systemType ?? "",
+            window,
+            tps: options.tps,
+            enquireLinkMs: options.enquireLinkMs ?? 30_000,
+            responseTimeoutMs: options.responseTimeoutMs ?? 10_000,
+            connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+            backoffInitialMs: options.backoffInitialMs ?? 1_000,
+            backoffMaxMs: options.backoffMaxMs ?? 30_000,
+          },
+          {
+            changed: () => this.bindsChanged(),
+            deliverSm: (pdu, respond) => this.deliverSm(pdu, respond),
+          },
+          options.logger,
+        ),
+    );
+  }
+
+  async start(onReceipts: ReceiptHandler): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    this.inbox.start(onReceipts);
+    this.logger.info(
+      { smsc: this.endpointText, binds: this.binds.length, ...this.limits },
+      "smpp: starting",
+    );
+    for (const bind of this.binds) bind.start();
+  }
+
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    clearTimeout(this.pumpTimer);
+    for (const call of [...this.calls]) this.fail(call, new CarrierUnavailable("carrier stopped"));
+    await this.inbox.stop();
+    await Promise.all(this.binds.map((bind) => bind.stop()));
+  }
+
+  submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    if (!this.running) return Promise.reject(new CarrierUnavailable("SMPP carrier not started"));
+    if (parts.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      const results: SubmitResult[] = new Array(parts.length);
+      const call: Call = {
+        remaining: parts.length,
+        settled: false,
+        accepted: 0,
+        resolve: () => resolve(results),
+        reject,
+      };
+      this.calls.add(call);
+      parts.forEach((part, i) => {
+        this.queue.push({
+          part,
+          call,
+          lost: 0,
+          settle: (result) => {
+            if (call.settled) return;
+            results[i] = result;
+            if (result.ok) call.accepted++;
+            if (--call.remaining === 0) this.finish(call);
+          },
+        });
+      });
+      this.pump();
+      this.watchUnbound();
+    });
+  }
+
+  status(): CarrierStatus {
+    const binds: BindStatus[] = this.binds.map((bind) => bind.status());
+    const bound = binds.filter((b) => b.state === "bound").length;
+    return {
+      state: bound === binds.length ? "bound" : bound > 0 ? "partly bound" : "unbound",
+      smsc: this.endpointText,
+      window: { size: this.limits.window, inUse: binds.reduce((sum, b) => sum + b.windowInUse, 0) },
+      partsPerSecond: this.limits.partsPerSecond ?? null,
+      queued: this.queue.length,
+      receipts: this.inbox.stats(),
+      ...this.counts,
+      binds,
+    };
+  }
+
+  /** Sends queued parts on the binds that can take them now; wakes itself for a bucket or a backoff. */
+  private pump(): void {
+    if (this.pumping || !this.running) return;
+    this.pumping = true;
+    try {
+      let wait = Number.POSITIVE_INFINITY;
+      while (this.queue.length > 0) {
+        const now = performance.now();
+        let best: SmppBind | undefined;
+        const n = this.binds.length;
+        for (let k = 0; k < n; k++) {
+          const bind = this.binds[(this.rotation + k) % n] as SmppBind;
+          const ready = bind.readiness(now);
+          if (ready === undefined) continue;
+          if (ready > 0) wait = Math.min(wait, ready);
+          else if (!best || bind.free > best.free) best = bind;
+        }
+        if (!best) break;
+        this.rotation = (this.rotation + 1) % n;
+        this.send(this.queue.shift() as Job, best);
+      }
+      if (this.queue.length > 0 && wait < Number.POSITIVE_INFINITY) this.wakeIn(wait);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private wakeIn(ms: number): void {
+    const at = performance.now() + ms;
+    if (this.pumpTimer && at >= this.pumpAt) return;
+    clearTimeout(this.pumpTimer);
+    this.pumpAt = at;
+    this.pumpTimer = setTimeout(
+      () => {
+        this.pumpTimer = undefined;
+        this.pumpAt = Number.POSITIVE_INFINITY;
+        this.pump();
+      },
+      Math.max(1, ms),
+    );
+  }
+
+  private send(job: Job, bind: SmppBind): void {
+    const fields = submitSmFields(job.part, {
+      now: this.now(),
+      concatenation: this.concatenation,
+    });
+    void bind.submit(fields).then((answer) => this.answered(job, bind, answer));
+  }
+
+  private answered(job: Job, bind: SmppBind, answer: SubmitAnswer): void {
+    const { part } = job;
+    const where = { bind: bind.index, messageId: part.messageId, partIndex: part.partIndex };
+    if (answer.kind === "unsent") {
+      // Never written: the SMSC cannot have it. Sent when a bind can take it.
+      if (!job.call.settled) this.queue.unshift(job);
+    } else if (answer.kind === "lost") {
+      job.lost++;
+      this.counts.resubmitted++;
+      if (job.lost > this.maxLostPerPart) {
+        this.fail(
+          job.call,
+          new CarrierUnavailable(`no answer to submit_sm ${job.lost} times: ${answer.error}`),
+        );
+      } else if (!job.call.settled) {
+        this.logger.warn(
+          { ...where, err: answer.error },
+          "smpp: submit_sm outcome unknown; submitting the part again",
+        );
+        this.queue.unshift(job);
+      }
+    } else if (answer.status === 0) {
+      this.counts.accepted++;
+      let carrierId = answer.messageId;
+      if (carrierId === "") {
+        carrierId = `smpp-no-id-${part.messageId}-${part.partIndex}-${Date.now()}`;
+        this.logger.warn(where, "smpp: submit_sm_resp without a message_id: no receipt can match");
+      }
+      this.hint(carrierId, part.messageId);
+      job.settle({ ok: true, carrierId });
+    } else if (answer.status === ESME_RTHROTTLED || answer.status === ESME_RMSGQFUL) {
+      this.counts.throttled++;
+      if (!job.call.settled) this.queue.unshift(job);
+    } else {
+      this.counts.refused++;
+      const error = `submit_sm refused: ${statusName(answer.status)}`;
+      this.logger.info({ ...where, status: answer.status }, `smpp: ${error}`);
+      job.settle({ ok: false, error });
+    }
+    this.pump();
+    this.watchUnbound();
+  }
+
+  private finish(call: Call): void {
+    call.settled = true;
+    clearTimeout(call.unboundTimer);
+    this.calls.delete(call);
+    call.resolve();
+  }
+
+  /** Fails a call as a whole: its queued parts are dropped; answers still to come are ignored. */
+  private fail(call: Call, error: Error): void {
+    if (call.settled) return;
+    call.settled = true;
+    clearTimeout(call.unboundTimer);
+    this.calls.delete(call);
+    for (let i = this.queue.length - 1; i >= 0; i--)
+      if (this.queue[i]?.call === call) this.queue.splice(i, 1);
+    if (call.accepted > 0) {
+      this.logger.warn(
+        { accepted: call.accepted, err: error.message },
+        "smpp: submission given back to the worker; parts the SMSC accepted will be submitted again",
+      );
+    }
+    call.reject(error);
+  }
+
+  private bindsChanged(): void {
+    this.pump();
+    this.watchUnbound();
+  }
+
+  /** While no bind is up, each call waiting for one fails after `unboundWaitMs`. */
+  private watchUnbound(): void {
+    const up = this.binds.some((bind) => bind.state === "bound");
+    for (const call of this.calls) {
+      if (up) {
+        clearTimeout(call.unboundTimer);
+        call.unboundTimer = undefined;
+      } else if (!call.unboundTimer) {
+        call.unboundTimer = setTimeout(
+          () =>
+            this.fail(call, new CarrierUnavailable(`no SMPP bind up for ${this.unboundWaitMs} ms`)),
+          this.unboundWaitMs,
+        );
+      }
+    }
+  }
+
+  private hint(carrierId: string, messageId: number): void {
+    const now = performance.now();
+    this.hints.set(carrierId, { messageId, at: now });
+    for (const [id, entry] of this.hints) {
+      if (now - entry.at < HINT_TTL_MS) break;
+      this.hints.delete(id);
+    }
+  }
+
+  private deliverSm(pdu: SmppPdu, respond: (status?: number) => boolean): void {
+    if (!isReceipt(pdu)) {
+      respond();
+      this.counts.mo++;
+      this.logger.info(
+        {
+          from: pdu.source_addr,
+          to: pdu.destination_addr,
+          dataCoding: pdu.data_coding,
+          text: moText(pdu),
+        },
+        "smpp: mobile-originated message acknowledged (not handled by this service)",
+      );
+      return;
+    }
+    const info = parseReceipt(pdu);
+    const outcome = info && receiptOutcome(info.stat, info.err);
+    if (!info || !outcome) {
+      respond();
+      this.logger.info(
+        { carrierId: info?.carrierId, stat: info?.stat },
+        info
+          ? "smpp: receipt of a state that is not final acknowledged"
+          : "smpp: receipt without an id acknowledged and dropped",
+      );
+      return;
+    }
+    const receipt: CarrierReceipt = {
+      carrierId: info.carrierId,
+      status: outcome.status,
+      at: new Date(),
+    };
+    if (outcome.status === "DELIVERY_ERROR") receipt.reason = outcome.reason;
+    const hint = this.hints.get(info.carrierId);
+    if (hint) receipt.messageId = hint.messageId;
+    this.inbox.add(receipt, () => respond());
+  }
+}
+
+/** The text of a mobile-originated deliver_sm, as the `smpp` package decoded it by data_coding. */
+function moText(pdu: SmppPdu): string {
+  for (const value of [pdu.short_message, pdu.message_payload]) {
+    if (value === undefined || value === null) continue;
+    const message = Buffer.isBuffer(value) ? value : value.message;
+    if (message === undefined || message.length === 0) continue;
+    return typeof message === "string" ? message : `0x${message.toString("hex")}`;
+  }
+  return "";
+}

@@ -1,0 +1,75 @@
+/**
+ * Types for the parts of the npm `smpp` package (0.5.1, untyped) that the SMPP adapter uses: its
+ * PDU codec (`PDU`, encode/decode of every SMPP 3.4 command and TLV), its socket framing
+ * (`connect`, the `Session`'s `pdu` event and `send`) and its GSM 03.38 table (`encodings.ASCII`,
+ * used to undo its decoding of data_coding 0 receipts: see receipts.ts). Everything else (request
+ * timeouts, windows, rebinding, keep-alive) is ours: see bind.ts and session.ts.
+ */
+declare module "smpp" {
+  import type { EventEmitter } from "node:events";
+
+  /** A decoded PDU: the header fields, the command's parameters and its TLVs by name. */
+  export interface SmppPdu {
+    command: string;
+    command_id: number;
+    command_status: number;
+    sequence_number: number;
+    isResponse(): boolean;
+    response(options?: Record<string, unknown>): SmppPdu;
+    toBuffer(): Buffer;
+    // the parameters and TLVs the adapter reads
+    system_id?: string;
+    message_id?: string;
+    service_type?: string;
+    source_addr_ton?: number;
+    source_addr_npi?: number;
+    source_addr?: string;
+    dest_addr_ton?: number;
+    dest_addr_npi?: number;
+    destination_addr?: string;
+    esm_class?: number;
+    data_coding?: number | null;
+    /** Decoded by data_coding (0 and 1 through the GSM 03.38 table, 3 Latin-1, 8 UTF-16BE). */
+    short_message?: { message?: string | Buffer; udh?: Buffer[] } | Buffer;
+    message_payload?: { message?: string | Buffer; udh?: Buffer[] } | Buffer;
+    receipted_message_id?: string;
+    message_state?: number;
+    network_error_code?: Buffer;
+    [field: string]: unknown;
+  }
+
+  export interface SmppSession extends EventEmitter {
+    readonly socket: import("node:net").Socket;
+    /** Writes the PDU (a request keeps the sequence_number it was given); false if the socket is not writable. */
+    send(pdu: SmppPdu): boolean;
+    /** Ends the socket (FIN). */
+    close(callback?: () => void): void;
+    destroy(callback?: () => void): void;
+  }
+
+  export interface ConnectOptions {
+    host: string;
+    port: number;
+    /** tls.connect instead of net.connect; the other options go to it as they are (ca, servername...). */
+    tls?: boolean;
+    [option: string]: unknown;
+  }
+
+  interface Encoding {
+    encode(value: string): Buffer;
+    decode(value: Buffer): string;
+  }
+
+  interface SmppModule {
+    connect(options: ConnectOptions): SmppSession;
+    /** A new PDU of `command`, or the PDU decoded from a whole buffer. */
+    PDU: new (
+      commandOrBuffer: string | Buffer,
+      options?: Record<string, unknown>,
+    ) => SmppPdu;
+    encodings: { ASCII: Encoding; LATIN1: Encoding; UCS2: Encoding };
+  }
+
+  const smpp: SmppModule;
+  export default smpp;
+}
