@@ -22,7 +22,7 @@ export interface NotifierOptions {
   receiverConcurrency?: number;
   /** Requests in flight at most for one account. Default 32. */
   accountConcurrency?: number;
-  /** Claimed, unfinished notifications of one account in this instance at most. Default max(4 × accountConcurrency, chunkSize / 4). */
+  /** Claimed, unfinished notifications of one account in this instance at most. Default max(4 × accountConcurrency, chunkSize): one account alone still claims in whole chunks. */
   accountClaimLimit?: number;
   /** Tasks waiting for one saturated receiver at most; the excess goes back. Default accountClaimLimit. */
   receiverQueueLimit?: number;
@@ -66,7 +66,7 @@ export function resolveNotifierOptions(options: NotifierOptions): ResolvedNotifi
   const chunkSize = Math.max(1, options.chunkSize ?? 512);
   const accountClaimLimit = Math.max(
     1,
-    options.accountClaimLimit ?? Math.max(4 * accountConcurrency, Math.ceil(chunkSize / 4)),
+    options.accountClaimLimit ?? Math.max(4 * accountConcurrency, chunkSize),
   );
   const sweepIntervalMs = options.sweepIntervalMs ?? 1_000;
   return {

@@ -8,6 +8,7 @@
  */
 import type { Collection } from "mongodb";
 import type { MessageDoc } from "../../store/documents.ts";
+import { idsIn } from "../../store/id-ranges.ts";
 import type { ServerClock } from "../../store/server-clock.ts";
 import type { WorkQueue } from "./claims.ts";
 
@@ -80,7 +81,7 @@ export class LeaseKeeper {
         if (ids.size === 0) return;
         try {
           await messages.updateMany(
-            { _id: { $in: [...ids] }, [`${queue.lease}.owner`]: token },
+            { _id: idsIn([...ids]), [`${queue.lease}.owner`]: token },
             { $set: { [queue.due]: until, [`${queue.lease}.until`]: until } },
           );
         } catch (error) {
