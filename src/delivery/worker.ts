@@ -126,10 +126,10 @@ export class DeliveryWorker {
     this.window = new Window(Math.max(1, window));
     this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.window.size / 2));
     if (partsPerSecond !== undefined) {
-      // A fifth of a second of throughput per round at most: claims stay small, so a newly due
-      // lane waits for about that before its turn, and large enough that the rounds' own
-      // database round trips do not hold the carrier below its rate.
-      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 5));
+      // Half a second of throughput per round at most: claims stay small, so a newly due lane
+      // waits for about that before its turn, and large enough that a round's own database round
+      // trips (half a dozen, slower on a loaded database) do not hold the carrier below its rate.
+      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 2));
     }
     this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
     this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);

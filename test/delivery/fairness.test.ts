@@ -89,8 +89,8 @@ describe("fair delivery between accounts", () => {
         const all = [...big.map((m) => m.id), ...smallIds];
         await eventually(() => allSubmitted(first, all), 30_000);
         const order = await submissionOrder(first, all);
-        // Served within the next rounds (a round is a fifth of a second of the carrier's
-        // throughput, 40 parts, shared by the due accounts), not behind the batch's remainder.
+        // Served within the next rounds (a round is half a second of the carrier's
+        // throughput, 100 parts, shared by the due accounts), not behind the batch's remainder.
         const positions = smallIds.map((id) => order.indexOf(id));
         expect(before).toBeLessThan(300);
         expect(Math.max(...positions)).toBeLessThan(before + 100);
