@@ -41,6 +41,20 @@ export interface Logger {
   debug(obj: unknown, msg?: string): void;
 }
 
+interface LaneClaim {
+  turn: Turn;
+  token: string;
+  messages: ClaimedMessage[];
+  /** The lane had at least the share asked for: it may have more. */
+  full: boolean;
+}
+
+function sumParts(claims: readonly LaneClaim[]): number {
+  let parts = 0;
+  for (const claim of claims) for (const message of claim.messages) parts += partsOf(message);
+  return parts;
+}
+
 /** Parts of the longest message by default (SMS_MAX_PARTS): a round waits for room for one. */
 const TYPICAL_LONGEST_MESSAGE = 10;
 
@@ -229,13 +243,19 @@ export class DeliveryWorker {
       const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
       if (claims.every((claim) => claim.messages.length === 0)) return;
       for (const claim of claims) if (claim.messages.length > 0) this.startClaim(claim);
+      // What lanes with little work left of the round goes to the lanes that had more, at once:
+      // a busy account beside a quiet one still gets the carrier's whole rate.
+      const left = Math.min(budget - sumParts(claims), this.budget());
+      const full = claims.filter((claim) => claim.full);
+      if (full.length > 0 && full.length < claims.length && left >= full.length) {
+        const more = Math.min(this.maxClaimParts, Math.floor(left / full.length));
+        const again = await Promise.all(full.map((claim) => this.claimTurn(claim.turn, more)));
+        for (const claim of again) if (claim.messages.length > 0) this.startClaim(claim);
+      }
     }
   }
 
-  private async claimTurn(
-    turn: Turn,
-    share: number,
-  ): Promise<{ token: string; messages: ClaimedMessage[] }> {
+  private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
     const token = `${this.instanceId}:${++this.claimSeq}`;
     const messages = await claimDueDeliveries(this.store.messages, {
       now: this.store.clock.now(),
@@ -245,10 +265,26 @@ export class DeliveryWorker {
       commits: this.commits,
       filter: { accountId: turn.key },
     });
-    if (messages.length < share) {
-      await this.lanes.settle(turn, await nextDueAt(this.store.messages, DELIVERY_QUEUE, turn.key));
-    }
-    return { token, messages: await this.withinParts(messages, share) };
+    // A lane with less work than its share is settled beside the round, not in its way.
+    if (messages.length < share) this.track(this.settle(turn));
+    return {
+      turn,
+      token,
+      messages: await this.withinParts(messages, share),
+      full: messages.length >= share,
+    };
+  }
+
+  private async settle(turn: Turn): Promise<void> {
+    await this.lanes.settle(turn, await nextDueAt(this.store.messages, DELIVERY_QUEUE, turn.key));
+  }
+
+  /** Background work of the worker that `stop` waits for; failures are logged. */
+  private track(work: Promise<void>): void {
+    const tracked: Promise<void> = work
+      .catch((err: unknown) => this.logger.warn({ err }, "settling a delivery lane failed"))
+      .finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
   }
 
   /**
@@ -280,7 +316,7 @@ export class DeliveryWorker {
     return messages.slice(0, keep);
   }
 
-  private startClaim(claim: { token: string; messages: ClaimedMessage[] }): void {
+  private startClaim(claim: LaneClaim): void {
     const { token, messages } = claim;
     const parts = messages.reduce((sum, m) => sum + partsOf(m), 0);
     this.window.take(parts);
