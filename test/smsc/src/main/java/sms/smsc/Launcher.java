@@ -105,8 +105,16 @@ public final class Launcher {
     private static void drain(InputStream in) {
         byte[] buffer = new byte[256];
         try {
-            while (in.read(buffer) >= 0) {
-                // only EOF matters
+            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                // Only EOF matters. A stdin that answers 0 bytes at once (non-blocking, or a
+                // terminal-less parent) must not spin a core.
+                if (n == 0) {
+                    try {
+                        Thread.sleep(200);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
             }
         } catch (IOException e) {
             // treat as closed
