@@ -22,6 +22,7 @@ function part(messageId: number, to: string, partIndex = 0, partCount = 1): Carr
     to,
     from: "Sim",
     text: "x",
+    expiresAt: new Date(Date.now() + 3_600_000),
   };
 }
 

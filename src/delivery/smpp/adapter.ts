@@ -67,6 +67,8 @@ export interface SmppCarrierOptions {
   unboundWaitMs?: number;
   /** A part whose submit_sm goes unanswered more often than this fails its call. Default 3. */
   maxLostPerPart?: number;
+  /** A receipt waits this long for others to be stored with it in one batch. Default 50. */
+  receiptCollectMs?: number;
   /** Receipts that match no recorded part are answered and dropped after this long. Default 10000. */
   holdUnknownReceiptsMs?: number;
   /** Rebinding backoff: first delay and cap. Defaults 1000 and 30000. */
@@ -170,6 +172,7 @@ export class SmppCarrier implements Carrier {
       logger: options.logger,
       holdUnknownMs: options.holdUnknownReceiptsMs ?? 10_000,
       batchSize: 500,
+      collectMs: options.receiptCollectMs ?? 50,
     });
     const { endpoint } = options;
     this.binds = Array.from(

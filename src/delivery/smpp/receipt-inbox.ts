@@ -3,7 +3,8 @@
  * `deliver_sm_resp` is sent only once the receipt is stored, so the SMSC keeps and sends again
  * any receipt this process did not store, e.g. after a crash).
  *
- * - Receipts are handed to the worker's handler in batches, one call at a time; each is answered
+ * - Receipts are handed to the worker's handler in batches (a receipt waits `collectMs` for others
+ *   to join it), one call at a time; each is answered
  *   (`deliver_sm_resp`, on the connection it came on) once the handler resolved without listing it
  *   under `retry`.
  * - A receipt the handler lists under `retry` has no recorded submission yet: it overtook the
@@ -37,6 +38,11 @@ export interface ReceiptInboxOptions {
   holdUnknownMs: number;
   /** Receipts per handler call at most. */
   batchSize: number;
+  /**
+   * How long a receipt waits for others to join its batch (fewer, larger database writes when
+   * receipts stream in one deliver_sm at a time). Default 0.
+   */
+  collectMs?: number;
 }
 
 export class ReceiptInbox {
@@ -73,8 +79,15 @@ export class ReceiptInbox {
       return;
     }
     const now = performance.now();
-    this.held.set(receipt.carrierId, { receipt, acks: [ack], firstAt: now, dueAt: now, offers: 0 });
-    this.schedule(0);
+    const collect = this.options.collectMs ?? 0;
+    this.held.set(receipt.carrierId, {
+      receipt,
+      acks: [ack],
+      firstAt: now,
+      dueAt: now + collect,
+      offers: 0,
+    });
+    this.schedule(collect);
   }
 
   /** Receipts held (received and not yet answered). */

@@ -74,6 +74,9 @@ export class SmppConnection {
       port: options.port,
       ...(options.tls !== false && { tls: true, ...tlsOptions }),
     });
+    // Small PDUs, many in flight: Nagle's algorithm would hold each one back for the peer's
+    // delayed ACK (tens of ms on loopback).
+    this.session.socket.setNoDelay(true);
     this.session.on("pdu", (pdu: SmppPdu) => this.receive(pdu, options.onRequest));
     this.session.on("error", (error: Error) => {
       this.closeReason = error.message;
