@@ -139,9 +139,13 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   app.get("/health", { schema: { hide: true } }, async (_request, reply) => {
     const mongodb = (await isReachable(db)) ? "reachable" : "unreachable";
-    return reply
-      .code(mongodb === "reachable" ? 200 : 503)
-      .send({ status: mongodb === "reachable" ? "ok" : "degraded", mongodb });
+    // The carrier's state is shown, not judged: work waits in the database while it is unbound.
+    const carrier = background.carrier();
+    return reply.code(mongodb === "reachable" ? 200 : 503).send({
+      status: mongodb === "reachable" ? "ok" : "degraded",
+      mongodb,
+      ...(carrier && { carrier }),
+    });
   });
 
   return { app, grpc, store };

@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "./config/config.ts";
+import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
+import { SmppCarrier } from "./delivery/smpp/adapter.ts";
 import { DeliveryWorker } from "./delivery/worker.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import type { Store } from "./store/database.ts";
@@ -9,6 +11,8 @@ export interface BackgroundWork {
   /** Tells the delivery worker that new messages are waiting. */
   wake: () => void;
   stop: () => Promise<void>;
+  /** The carrier's name and state for /health; undefined when this instance runs no worker. */
+  carrier: () => ({ name: string } & Partial<CarrierStatus>) | undefined;
 }
 
 /** The delivery worker (with its carrier) and the notifier of this instance, when the config runs them. */
@@ -19,16 +23,34 @@ export async function startBackgroundWork(deps: {
   logger: FastifyBaseLogger;
 }): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
-  if (!config.runWorkers) return { wake: () => undefined, stop: async () => undefined };
+  if (!config.runWorkers)
+    return { wake: () => undefined, stop: async () => undefined, carrier: () => undefined };
   const logger = deps.logger.child({ component: "delivery" });
-  const carrier = new SimulatorCarrier({
-    db: store.db,
-    sendDelayMs: config.simSendDelayMs,
-    receiptDelayMs: config.simReceiptDelayMs,
-    ...(config.simTps !== undefined && { tps: config.simTps }),
-    instanceId,
-    logger,
-  });
+  let carrier: Carrier;
+  if (config.carrier === "smpp" && config.smpp) {
+    const smpp = config.smpp;
+    carrier = new SmppCarrier({
+      endpoint: smpp.endpoint,
+      systemType: smpp.systemType,
+      binds: smpp.binds,
+      window: smpp.window,
+      ...(smpp.tps !== undefined && { tps: smpp.tps }),
+      enquireLinkMs: smpp.enquireLinkS * 1000,
+      concatenation: smpp.concatenation,
+      // expiresAt is on the database server's clock: the validity left is measured on it too.
+      now: () => store.clock.nowMs(),
+      logger,
+    });
+  } else {
+    carrier = new SimulatorCarrier({
+      db: store.db,
+      sendDelayMs: config.simSendDelayMs,
+      receiptDelayMs: config.simReceiptDelayMs,
+      ...(config.simTps !== undefined && { tps: config.simTps }),
+      instanceId,
+      logger,
+    });
+  }
   const worker = new DeliveryWorker({ store, carrier, logger, instanceId });
   const notifier = new Notifier({
     store,
@@ -45,6 +67,7 @@ export async function startBackgroundWork(deps: {
   await notifier.start();
   return {
     wake: () => worker.wake(),
+    carrier: () => ({ name: carrier.name, ...carrier.status?.() }),
     // The worker first, so its last status changes are still notified by a running notifier.
     stop: async () => {
       await worker.stop();

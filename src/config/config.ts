@@ -1,3 +1,4 @@
+import { parseSmppUrl, type SmppEndpoint } from "../delivery/smpp/endpoint.ts";
 import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
 // Configuration from environment variables, validated once at start. Every bad value is reported
 // with its variable name and what was expected, all at once.
@@ -32,6 +33,22 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
+  /** The carrier adapter: the simulator (default) or an SMSC over SMPP 3.4. */
+  carrier: "simulator" | "smpp";
+  /** With `carrier: "smpp"`. */
+  smpp: SmppConfig | undefined;
+}
+
+export interface SmppConfig {
+  endpoint: SmppEndpoint;
+  systemType: string;
+  binds: number;
+  /** Unacknowledged submit_sm per bind. */
+  window: number;
+  /** submit_sm per second per bind; undefined (SMS_SMPP_TPS=0): no limit. */
+  tps: number | undefined;
+  enquireLinkS: number;
+  concatenation: "sar" | "udh";
 }
 
 export class ConfigError extends Error {
@@ -96,9 +113,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
+    carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
+    smpp: undefined,
   };
+  if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+function readSmppConfig(read: EnvReader, problems: string[]): SmppConfig | undefined {
+  // Read as a secret: a bad value is reported without it.
+  const url = read.secret("SMS_SMPP_URL");
+  let endpoint: SmppEndpoint | undefined;
+  if (url === undefined) problems.push("SMS_SMPP_URL: required with SMS_CARRIER=smpp");
+  else {
+    try {
+      endpoint = parseSmppUrl(url);
+    } catch (error) {
+      problems.push(`SMS_SMPP_URL: ${(error as Error).message}`);
+    }
+  }
+  const systemType = read.string("SMS_SMPP_SYSTEM_TYPE", "") ?? "";
+  if (systemType.length > 12) problems.push("SMS_SMPP_SYSTEM_TYPE: at most 12 characters");
+  const tps = read.integer("SMS_SMPP_TPS", 50, { min: 0, max: 1_000_000 });
+  const config = {
+    systemType,
+    binds: read.integer("SMS_SMPP_BINDS", 1, { min: 1, max: 64 }),
+    window: read.integer("SMS_SMPP_WINDOW", 10, { min: 1, max: 1000 }),
+    tps: tps === 0 ? undefined : tps,
+    enquireLinkS: read.integer("SMS_SMPP_ENQUIRE_LINK_S", 30, { min: 1, max: 3600 }),
+    concatenation: read.oneOf("SMS_SMPP_CONCATENATION", ["sar", "udh"], "sar"),
+  };
+  return endpoint ? { endpoint, ...config } : undefined;
 }
 
 class EnvReader {
@@ -116,6 +162,11 @@ class EnvReader {
     const value = this.raw(name) ?? fallback;
     if (value === undefined) this.problems.push(`${name}: required`);
     return value;
+  }
+
+  /** An optional value never repeated in a message. */
+  secret(name: string): string | undefined {
+    return this.raw(name);
   }
 
   integer(name: string, fallback: number, range: { min: number; max: number }): number {
