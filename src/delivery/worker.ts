@@ -55,6 +55,9 @@ function sumParts(claims: readonly LaneClaim[]): number {
   return parts;
 }
 
+/** Claim rounds running side by side at most. */
+const ROUNDS_AT_ONCE = 2;
+
 /** Parts of the longest message by default (SMS_MAX_PARTS): a round waits for room for one. */
 const TYPICAL_LONGEST_MESSAGE = 10;
 
@@ -115,6 +118,8 @@ export class DeliveryWorker {
   private sweepTimer: NodeJS.Timeout | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
   private pausedUntil = 0;
+  /** Claim rounds running. */
+  private rounds = 0;
   private claimSeq = 0;
   private readonly counters: DeliveryWorkerStats = {
     claimed: 0,
@@ -205,12 +210,53 @@ export class DeliveryWorker {
 
   private async run(): Promise<void> {
     while (this.running) {
-      if (!(await this.signal.next())) continue;
-      try {
-        await this.claimRounds();
-      } catch (error) {
-        this.logger.error({ err: error }, "claiming deliveries failed");
+      if (await this.signal.next()) this.startRounds();
+    }
+  }
+
+  /**
+   * Starts claim rounds while the carrier has room, two at a time: a round's database round trips
+   * (half a dozen, slower on a loaded database) then overlap the next one's, instead of holding the
+   * carrier below its rate. Each round reserves its budget from the window and the bucket first,
+   * so rounds side by side never overrun them.
+   */
+  private startRounds(): void {
+    while (this.running && this.rounds < ROUNDS_AT_ONCE) {
+      const pause = this.pausedUntil - Date.now();
+      if (pause > 0) return this.wakeIn(pause);
+      const budget = this.budget();
+      // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
+      // claims at the same pace.
+      const minimum = Math.min(
+        this.window.size,
+        Math.max(this.bucket ? Math.floor(this.bucket.capacity / 2) : 1, TYPICAL_LONGEST_MESSAGE),
+      );
+      if (budget < minimum) {
+        // A full window is woken by the claim that frees it; an empty bucket by a timer.
+        if (this.bucket && this.window.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
+        return;
       }
+      this.window.take(budget);
+      this.bucket?.take(budget);
+      this.rounds++;
+      let claimed = 0;
+      this.track(
+        this.claimRound(budget)
+          .then((parts) => {
+            claimed = parts;
+          })
+          .catch((error: unknown) =>
+            this.logger.error({ err: error }, "claiming deliveries failed"),
+          )
+          .finally(() => {
+            // The unused part of the reservation goes back; a round that found work looks again.
+            this.window.give(budget - claimed);
+            this.bucket?.take(claimed - budget);
+            this.rounds--;
+            if (claimed > 0) this.wake();
+          }),
+      );
+      if (this.rounds < ROUNDS_AT_ONCE && this.budget() < minimum) return;
     }
   }
 
@@ -220,39 +266,25 @@ export class DeliveryWorker {
     return this.bucket ? Math.min(free, this.bucket.available()) : free;
   }
 
-  /** Claims rounds of work while the carrier has room and lanes have work. */
-  private async claimRounds(): Promise<void> {
-    while (this.running) {
-      const pause = this.pausedUntil - Date.now();
-      if (pause > 0) return this.wakeIn(pause);
-      const budget = this.budget();
-      // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
-      // claims at the same pace.
-      const minimum = Math.max(
-        this.bucket ? Math.floor(this.bucket.capacity / 2) : 1,
-        Math.min(this.window.size, TYPICAL_LONGEST_MESSAGE),
-      );
-      if (budget < Math.min(minimum, this.window.size)) {
-        // A full window is woken by the claim that frees it; an empty bucket by a timer.
-        if (this.bucket && this.window.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
-        return;
-      }
-      const turns = await this.lanes.takeTurns(Math.min(this.lanesPerRound, budget));
-      if (turns.length === 0) return;
-      const share = Math.max(1, Math.min(this.maxClaimParts, Math.floor(budget / turns.length)));
-      const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
-      if (claims.every((claim) => claim.messages.length === 0)) return;
-      for (const claim of claims) if (claim.messages.length > 0) this.startClaim(claim);
-      // What lanes with little work left of the round goes to the lanes that had more, at once:
-      // a busy account beside a quiet one still gets the carrier's whole rate.
-      const left = Math.min(budget - sumParts(claims), this.budget());
-      const full = claims.filter((claim) => claim.full);
-      if (full.length > 0 && full.length < claims.length && left >= full.length) {
-        const more = Math.min(this.maxClaimParts, Math.floor(left / full.length));
-        const again = await Promise.all(full.map((claim) => this.claimTurn(claim.turn, more)));
-        for (const claim of again) if (claim.messages.length > 0) this.startClaim(claim);
-      }
+  /** One round: turns on the due lanes and claims of `budget` parts in all. Returns the parts claimed. */
+  private async claimRound(budget: number): Promise<number> {
+    const turns = await this.lanes.takeTurns(Math.min(this.lanesPerRound, budget));
+    if (turns.length === 0) return 0;
+    const share = Math.max(1, Math.min(this.maxClaimParts, Math.floor(budget / turns.length)));
+    const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
+    let parts = sumParts(claims);
+    for (const claim of claims) if (claim.messages.length > 0) this.startClaim(claim);
+    // What lanes with little work left of the round goes to the lanes that had more, at once: a
+    // busy account beside a quiet one still gets the carrier's whole rate.
+    const full = claims.filter((claim) => claim.full);
+    const left = budget - parts;
+    if (full.length > 0 && full.length < claims.length && left >= full.length) {
+      const more = Math.min(this.maxClaimParts, Math.floor(left / full.length));
+      const again = await Promise.all(full.map((claim) => this.claimTurn(claim.turn, more)));
+      parts += sumParts(again);
+      for (const claim of again) if (claim.messages.length > 0) this.startClaim(claim);
     }
+    return parts;
   }
 
   private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
@@ -282,7 +314,7 @@ export class DeliveryWorker {
   /** Background work of the worker that `stop` waits for; failures are logged. */
   private track(work: Promise<void>): void {
     const tracked: Promise<void> = work
-      .catch((err: unknown) => this.logger.warn({ err }, "settling a delivery lane failed"))
+      .catch((err: unknown) => this.logger.warn({ err }, "delivery background work failed"))
       .finally(() => this.inFlight.delete(tracked));
     this.inFlight.add(tracked);
   }
@@ -296,8 +328,8 @@ export class DeliveryWorker {
     let keep = 0;
     while (keep < messages.length) {
       const next = partsOf(messages[keep] as ClaimedMessage);
-      // A message larger than the whole window goes alone, when nothing else is in flight.
-      if (total + next > parts && (keep > 0 || this.window.inUse > 0)) break;
+      // A message larger than the whole window could never fit: it goes, alone.
+      if (total + next > parts && (keep > 0 || next <= this.window.size)) break;
       total += next;
       keep++;
     }
@@ -318,9 +350,8 @@ export class DeliveryWorker {
 
   private startClaim(claim: LaneClaim): void {
     const { token, messages } = claim;
+    // Its parts were reserved by its round; they come back when its outcome is recorded.
     const parts = messages.reduce((sum, m) => sum + partsOf(m), 0);
-    this.window.take(parts);
-    this.bucket?.take(parts);
     this.counters.claimed += messages.length;
     for (const message of messages) this.leases.hold(message._id, token);
     const work: Promise<void> = workClaim(
