@@ -35,17 +35,12 @@ import type {
   SubmitResult,
 } from "../carrier.ts";
 import type { Logger } from "../worker.ts";
-import {
-  type BindStatus,
-  ESME_RMSGQFUL,
-  ESME_RTHROTTLED,
-  SmppBind,
-  type SubmitAnswer,
-} from "./bind.ts";
+import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
+import { ESME_RMSGQFUL, ESME_RTHROTTLED, statusName } from "./command-status.ts";
 import { type Concatenation, submitSmFields } from "./encoding.ts";
 import { describeEndpoint, type SmppEndpoint } from "./endpoint.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
-import { isReceipt, parseReceipt, receiptOutcome } from "./receipts.ts";
+import { isReceipt, moText, parseReceipt, receiptOutcome } from "./receipts.ts";
 
 export interface SmppCarrierOptions {
   endpoint: SmppEndpoint;
@@ -105,32 +100,6 @@ export class CarrierUnavailable extends Error {
     super(message);
     this.name = "CarrierUnavailable";
   }
-}
-
-const STATUS_NAMES: Readonly<Record<number, string>> = {
-  1: "ESME_RINVMSGLEN",
-  2: "ESME_RINVCMDLEN",
-  3: "ESME_RINVCMDID",
-  4: "ESME_RINVBNDSTS",
-  8: "ESME_RSYSERR",
-  10: "ESME_RINVSRCADR",
-  11: "ESME_RINVDSTADR",
-  20: "ESME_RMSGQFUL",
-  51: "ESME_RINVNUMDESTS",
-  69: "ESME_RSUBMITFAIL",
-  72: "ESME_RINVSRCTON",
-  73: "ESME_RINVSRCNPI",
-  80: "ESME_RINVDSTTON",
-  81: "ESME_RINVDSTNPI",
-  88: "ESME_RTHROTTLED",
-  97: "ESME_RINVSCHED",
-  98: "ESME_RINVEXPIRY",
-};
-
-export function statusName(status: number): string {
-  const hex = `0x${status.toString(16).padStart(2, "0")}`;
-  const name = STATUS_NAMES[status];
-  return name ? `${name} (${hex})` : `status ${hex}`;
 }
 
 const HINT_TTL_MS = 60_000;
@@ -455,15 +424,4 @@ export class SmppCarrier implements Carrier {
     if (hint) receipt.messageId = hint.messageId;
     this.inbox.add(receipt, () => respond());
   }
-}
-
-/** The text of a mobile-originated deliver_sm, as the `smpp` package decoded it by data_coding. */
-function moText(pdu: SmppPdu): string {
-  for (const value of [pdu.short_message, pdu.message_payload]) {
-    if (value === undefined || value === null) continue;
-    const message = Buffer.isBuffer(value) ? value : value.message;
-    if (message === undefined || message.length === 0) continue;
-    return typeof message === "string" ? message : `0x${message.toString("hex")}`;
-  }
-  return "";
 }

@@ -18,12 +18,8 @@
 import type { SmppPdu } from "smpp";
 import { TokenBucket } from "../throttle.ts";
 import type { Logger } from "../worker.ts";
+import { ESME_RINVCMDID, ESME_RMSGQFUL, ESME_ROK, ESME_RTHROTTLED } from "./command-status.ts";
 import { NotSent, RequestTimeout, SmppConnection } from "./session.ts";
-
-export const ESME_ROK = 0x00;
-export const ESME_RINVCMDID = 0x03;
-export const ESME_RMSGQFUL = 0x14;
-export const ESME_RTHROTTLED = 0x58;
 
 export type BindState = "connecting" | "binding" | "bound" | "unbinding" | "waiting" | "stopped";
 

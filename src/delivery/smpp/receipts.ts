@@ -132,3 +132,14 @@ export function reasonOfError(err: string): ReasonName {
       return "Undelivered";
   }
 }
+
+/** The text of a mobile-originated deliver_sm, as the `smpp` package decoded it by data_coding. */
+export function moText(pdu: SmppPdu): string {
+  for (const value of [pdu.short_message, pdu.message_payload]) {
+    if (value === undefined || value === null) continue;
+    const message = Buffer.isBuffer(value) ? value : value.message;
+    if (message === undefined || message.length === 0) continue;
+    return typeof message === "string" ? message : `0x${message.toString("hex")}`;
+  }
+  return "";
+}

@@ -1,0 +1,33 @@
+/** SMPP 3.4 command_status values the adapter acts on, and the names logs and SEND_ERROR reasons use. */
+
+export const ESME_ROK = 0x00;
+export const ESME_RINVCMDID = 0x03;
+export const ESME_RMSGQFUL = 0x14;
+export const ESME_RTHROTTLED = 0x58;
+
+const STATUS_NAMES = new Map<number, string>([
+  [0x01, "ESME_RINVMSGLEN"],
+  [0x02, "ESME_RINVCMDLEN"],
+  [0x03, "ESME_RINVCMDID"],
+  [0x04, "ESME_RINVBNDSTS"],
+  [0x08, "ESME_RSYSERR"],
+  [0x0a, "ESME_RINVSRCADR"],
+  [0x0b, "ESME_RINVDSTADR"],
+  [0x14, "ESME_RMSGQFUL"],
+  [0x33, "ESME_RINVNUMDESTS"],
+  [0x45, "ESME_RSUBMITFAIL"],
+  [0x48, "ESME_RINVSRCTON"],
+  [0x49, "ESME_RINVSRCNPI"],
+  [0x50, "ESME_RINVDSTTON"],
+  [0x51, "ESME_RINVDSTNPI"],
+  [0x58, "ESME_RTHROTTLED"],
+  [0x61, "ESME_RINVSCHED"],
+  [0x62, "ESME_RINVEXPIRY"],
+]);
+
+/** e.g. `ESME_RSUBMITFAIL (0x45)`, or `status 0x4a` for one without a name here. */
+export function statusName(status: number): string {
+  const hex = `0x${status.toString(16).padStart(2, "0")}`;
+  const name = STATUS_NAMES.get(status);
+  return name ? `${name} (${hex})` : `status ${hex}`;
+}
