@@ -223,7 +223,10 @@ export class DeliveryWorker {
   private startRounds(): void {
     while (this.running && this.rounds < ROUNDS_AT_ONCE) {
       const pause = this.pausedUntil - Date.now();
-      if (pause > 0) return this.wakeIn(pause);
+      if (pause > 0) {
+        this.wakeIn(pause);
+        return;
+      }
       const budget = this.budget();
       // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
       // claims at the same pace.
