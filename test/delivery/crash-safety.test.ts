@@ -4,62 +4,27 @@
  * delivers a batch; a second worker finishes the batch. The simulator's log of submitted parts
  * counts what reached the carrier twice.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { pino } from "pino";
 import { expect, it } from "vitest";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
-import { DeliveryWorker } from "../../src/delivery/worker.ts";
-import { commitBatch } from "../support/batches.ts";
-import { testServer } from "../support/database.ts";
-import { eventually, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
+import { finishDelivery, insertCrashBatch, killWorkerMidDelivery } from "../support/crash.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();
 const WINDOW = 20;
 
 it("a worker killed mid-delivery leaves at most its window of parts to be submitted twice", async () => {
-  const batchId = nextTestId();
-  // One- and two-part messages: the window counts parts.
-  const batch = Array.from({ length: 600 }, (_, i) =>
-    testMessage("crash", `+49151${String(20_000_000 + i)}`, {
-      batchId,
-      ...(i % 3 === 0 && {
-        parts: 2,
-        segments: [
-          { id: 1_000_000 + 2 * i, text: "first part" },
-          { id: 1_000_001 + 2 * i, text: "second part" },
-        ],
-      }),
-    }),
-  );
-  const ids = await insertMessages(fixture.store, batch);
-  await commitBatch(fixture.store, batchId, "crash");
+  const ids = await insertCrashBatch(fixture.store, 20_000_000);
   const submissions = fixture.store.db.collection("simulator_submissions");
-
-  const doomed: ChildProcess = spawn(
-    process.execPath,
-    ["--import", "tsx", "test/support/delivery-process.ts"],
+  await killWorkerMidDelivery(
+    fixture.store,
     {
-      env: {
-        ...process.env,
-        TEST_MONGODB_URI: testServer().uri,
-        DELIVERY_DB: fixture.store.db.databaseName,
-        DELIVERY_WINDOW: String(WINDOW),
-        // Short, so the survivor need not wait long; renewed every second meanwhile.
-        DELIVERY_LEASE_MS: "3000",
-        DELIVERY_SEND_DELAY_MS: "20",
-      },
-      stdio: ["ignore", "pipe", "inherit"],
+      DELIVERY_CARRIER: "simulator",
+      DELIVERY_WINDOW: String(WINDOW),
+      DELIVERY_SEND_DELAY_MS: "20",
     },
+    () => submissions.countDocuments({}),
+    200,
   );
-  try {
-    // Killed once it is well into the batch.
-    await eventually(async () => (await submissions.countDocuments({})) >= 200, 30_000);
-  } finally {
-    doomed.kill("SIGKILL");
-    if (doomed.exitCode === null) await once(doomed, "exit");
-  }
   const submittedByTheDead = await submissions.countDocuments({});
   expect(submittedByTheDead).toBeLessThan(800); // really killed in the middle (800 parts in all)
 
@@ -71,24 +36,7 @@ it("a worker killed mid-delivery leaves at most its window of parts to be submit
     logSubmissions: true,
     instanceId: "sim-survivor",
   });
-  const survivor = new DeliveryWorker({
-    store: fixture.store,
-    carrier,
-    logger: pino({ level: "silent" }),
-    instanceId: "worker-survivor",
-    pollIntervalMs: 50,
-  });
-  await survivor.start();
-  try {
-    await eventually(
-      async () =>
-        (await fixture.store.messages.countDocuments({ _id: { $in: ids }, status: "ACCEPTED" })) ===
-        0,
-      60_000,
-    );
-  } finally {
-    await survivor.stop();
-  }
+  const survivor = await finishDelivery(fixture.store, carrier, ids);
 
   const twice = await submissions
     .aggregate<{ n: number }>([
@@ -104,9 +52,9 @@ it("a worker killed mid-delivery leaves at most its window of parts to be submit
   expect(twice.length).toBeLessThanOrEqual(WINDOW);
   expect(twice.every((t) => t.n === 2)).toBe(true);
   // The survivor knew which parts it submitted again (their attempt was recorded before).
-  expect(survivor.stats().resubmittedParts).toBeGreaterThanOrEqual(twice.length);
-  expect(survivor.stats().resubmittedParts).toBeLessThanOrEqual(WINDOW);
+  expect(survivor.resubmittedParts).toBeGreaterThanOrEqual(twice.length);
+  expect(survivor.resubmittedParts).toBeLessThanOrEqual(WINDOW);
   console.log(
-    `crash safety: killed after ${submittedByTheDead} of 800 parts; ${twice.length} parts submitted twice (window ${WINDOW}); survivor resubmitted ${survivor.stats().resubmittedParts}`,
+    `crash safety: killed after ${submittedByTheDead} of 800 parts; ${twice.length} parts submitted twice (window ${WINDOW}); survivor resubmitted ${survivor.resubmittedParts}`,
   );
 });

@@ -5,14 +5,8 @@
  * The SMSC's PDU log counts the parts that reached it twice: at most the window
  * (SMS_SMPP_WINDOW x SMS_SMPP_BINDS).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { DeliveryWorker } from "../../src/delivery/worker.ts";
-import { commitBatch } from "../support/batches.ts";
-import { testServer } from "../support/database.ts";
-import { eventually, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
+import { finishDelivery, insertCrashBatch, killWorkerMidDelivery } from "../support/crash.ts";
 import { smppCarrier } from "../support/smpp.ts";
 import { type Pdu, startSmsc, type TestSmsc, tlv } from "../support/smsc.ts";
 import { useTestStore } from "../support/store.ts";
@@ -39,67 +33,24 @@ function partKey(pdu: Pdu): string {
 it("a worker killed mid-delivery leaves at most its window of parts to be submitted twice", {
   timeout: 120_000,
 }, async () => {
-  const batchId = nextTestId();
-  const batch = Array.from({ length: 600 }, (_, i) =>
-    testMessage("crash", `+49151${String(30_000_000 + i)}`, {
-      batchId,
-      ...(i % 3 === 0 && {
-        parts: 2,
-        segments: [
-          { id: 2_000_000 + 2 * i, text: "first part" },
-          { id: 2_000_001 + 2 * i, text: "second part" },
-        ],
-      }),
-    }),
-  );
-  const ids = await insertMessages(fixture.store, batch);
-  await commitBatch(fixture.store, batchId, "crash");
+  const ids = await insertCrashBatch(fixture.store, 30_000_000);
   const submitted = async () => (await smsc.pdus({ command: "submit_sm" })).length;
-
-  const doomed: ChildProcess = spawn(
-    process.execPath,
-    ["--import", "tsx", "test/support/smpp-delivery-process.ts"],
+  await killWorkerMidDelivery(
+    fixture.store,
     {
-      env: {
-        ...process.env,
-        TEST_MONGODB_URI: testServer().uri,
-        DELIVERY_DB: fixture.store.db.databaseName,
-        SMPP_URL: smsc.url,
-        SMPP_BINDS: String(BINDS),
-        SMPP_WINDOW: String(WINDOW),
-        DELIVERY_LEASE_MS: "3000",
-      },
-      stdio: ["ignore", "pipe", "inherit"],
+      DELIVERY_CARRIER: "smpp",
+      SMPP_URL: smsc.url,
+      SMPP_BINDS: String(BINDS),
+      SMPP_WINDOW: String(WINDOW),
     },
+    submitted,
+    200,
   );
-  try {
-    await eventually(async () => (await submitted()) >= 200, 60_000);
-  } finally {
-    doomed.kill("SIGKILL");
-    if (doomed.exitCode === null) await once(doomed, "exit");
-  }
   const submittedByTheDead = await submitted();
   expect(submittedByTheDead).toBeLessThan(800); // really killed in the middle (800 parts in all)
 
   const carrier = smppCarrier(smsc, { binds: BINDS, window: WINDOW, holdUnknownReceiptsMs: 1_000 });
-  const survivor = new DeliveryWorker({
-    store: fixture.store,
-    carrier,
-    logger: pino({ level: "silent" }),
-    instanceId: "worker-survivor",
-    pollIntervalMs: 50,
-  });
-  await survivor.start();
-  try {
-    await eventually(
-      async () =>
-        (await fixture.store.messages.countDocuments({ _id: { $in: ids }, status: "ACCEPTED" })) ===
-        0,
-      60_000,
-    );
-  } finally {
-    await survivor.stop();
-  }
+  const survivor = await finishDelivery(fixture.store, carrier, ids);
 
   const counts = new Map<string, number>();
   for (const pdu of await smsc.pdus({ command: "submit_sm" }))
@@ -109,9 +60,9 @@ it("a worker killed mid-delivery leaves at most its window of parts to be submit
   expect(counts.size).toBe(800);
   expect(twice.length).toBeLessThanOrEqual(BINDS * WINDOW);
   expect(twice.every((n) => n === 2)).toBe(true);
-  expect(survivor.stats().resubmittedParts).toBeGreaterThanOrEqual(twice.length);
-  expect(survivor.stats().resubmittedParts).toBeLessThanOrEqual(BINDS * WINDOW);
+  expect(survivor.resubmittedParts).toBeGreaterThanOrEqual(twice.length);
+  expect(survivor.resubmittedParts).toBeLessThanOrEqual(BINDS * WINDOW);
   console.log(
-    `SMPP crash safety: killed after ${submittedByTheDead} of 800 parts; ${twice.length} parts submitted twice (window ${BINDS} x ${WINDOW}); survivor resubmitted ${survivor.stats().resubmittedParts}`,
+    `SMPP crash safety: killed after ${submittedByTheDead} of 800 parts; ${twice.length} parts submitted twice (window ${BINDS} x ${WINDOW}); survivor resubmitted ${survivor.resubmittedParts}`,
   );
 });
