@@ -1,22 +1,7 @@
-/**
- * Provides a MongoDB when none is configured, for `npm start` (data under `.data/`) and the test
- * global setup. In order:
- *
- *   1. `MONGODB_URI`, used as is;
- *   2. a single-node replica set from `mongodb-memory-server` (a real mongod), only when a mongod
- *      binary is cached or its download host answers; otherwise skipped within a few seconds;
- *   3. the emulator `de.bwaldvogel:mongo-java-server` (oplog on, so change streams work), built
- *      with `mvn` from `test/mongo-emulator/` on first use and started with `java -jar`.
- *
- * `EMBEDDED_MONGO=memory-server|emulator` skips straight to one of the two (an explicit choice
- * fails loudly instead of falling through).
- */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { startJavaTool } from "./java-tool.ts";
 import { ensureMavenBuilt } from "./maven-build.ts";
 
 export type DatabaseKind = "uri" | "memory-server" | "emulator";
@@ -182,81 +167,16 @@ async function startEmulator(
     args.push("--data-dir", dataDir);
   }
 
-  const child = spawn("java", args, { stdio: ["pipe", "pipe", "pipe"], cwd: emulatorDir });
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
-
-  const stderrTail: string[] = [];
-  createInterface({ input: child.stderr }).on("line", (line) => {
-    stderrTail.push(line);
-    if (stderrTail.length > 50) stderrTail.shift();
-    log(`emulator: ${line}`);
+  const tool = await startJavaTool({
+    name: "emulator",
+    cwd: emulatorDir,
+    args,
+    ready: /^MONGO_EMULATOR_READY port=(\d+)/,
+    readyTimeoutMs: EMULATOR_READY_TIMEOUT_MS,
+    log,
   });
-  const stdoutLines = createInterface({ input: child.stdout });
-
-  const exited = once(child, "exit").then(([code, signal]) => ({ code, signal }));
-  const spawnFailed = once(child, "error").then(([err]) => err as Error);
-
-  let port: number;
-  try {
-    port = await new Promise<number>((resolvePort, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(new Error(`emulator did not report ready within ${EMULATOR_READY_TIMEOUT_MS} ms`)),
-        EMULATOR_READY_TIMEOUT_MS,
-      );
-      stdoutLines.on("line", (line) => {
-        const match = /^MONGO_EMULATOR_READY port=(\d+)/.exec(line);
-        if (match) {
-          clearTimeout(timer);
-          resolvePort(Number(match[1]));
-        } else {
-          log(`emulator: ${line}`);
-        }
-      });
-      void exited.then(({ code, signal }) => {
-        clearTimeout(timer);
-        reject(
-          new Error(
-            `emulator exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`,
-          ),
-        );
-      });
-      void spawnFailed.then((err) => {
-        clearTimeout(timer);
-        reject(new Error(`cannot start java (is a JDK 17+ on PATH?): ${err.message}`));
-      });
-    });
-  } catch (err) {
-    child.kill("SIGKILL");
-    process.removeListener("exit", killOnExit);
-    throw err;
-  }
-
-  // The JVM watches its stdin: when this process goes away, the pipe closes and the JVM exits, so
-  // the emulator never outlives its parent. Do not let it keep this process alive either.
-  child.unref();
-  for (const stream of [child.stdin, child.stdout, child.stderr]) {
-    (stream as unknown as { unref?: () => void } | null)?.unref?.();
-  }
-
-  let stopping: Promise<void> | undefined;
-  const stop = () => {
-    stopping ??= (async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.stdin?.end();
-        if (!(await settlesWithin(exited, 5_000))) {
-          child.kill("SIGTERM");
-          if (!(await settlesWithin(exited, 5_000))) {
-            child.kill("SIGKILL");
-            await exited;
-          }
-        }
-      }
-      process.removeListener("exit", killOnExit);
-    })();
-    return stopping;
-  };
+  const port = Number(tool.ready[1]);
+  const { child, stop } = tool;
 
   return {
     uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
@@ -275,16 +195,6 @@ function ensureEmulatorBuilt(log: (msg: string) => void): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  const result = await Promise.race([promise.then(() => true as const), timeout]);
-  clearTimeout(timer);
-  return result;
-}
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

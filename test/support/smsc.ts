@@ -17,11 +17,10 @@
  * submit_sm to that number, then DELIVRD; 9 ESME_RMSGQFUL first, then DELIVRD; anything else
  * DELIVRD. See test/smsc/README.md.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
+import type { ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { startJavaTool } from "../../src/store/java-tool.ts";
 import { ensureMavenBuilt } from "../../src/store/maven-build.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -323,92 +322,20 @@ async function spawnSmsc(
     }
   }
 
-  const child = spawn("java", args, { stdio: ["pipe", "pipe", "pipe"], cwd: smscDir });
-  const killOnExit = () => child.kill("SIGKILL");
-  process.once("exit", killOnExit);
-
-  const stderrTail: string[] = [];
-  createInterface({ input: child.stderr! }).on("line", (line) => {
-    stderrTail.push(line);
-    if (stderrTail.length > 50) stderrTail.shift();
-    log(`test-smsc: ${line}`);
+  const tool = await startJavaTool({
+    name: "test-smsc",
+    cwd: smscDir,
+    args,
+    ready: /^test-smsc listening smpp=(\d+) control=(\d+)/,
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    log,
   });
-  const exited = once(child, "exit").then(
-    ([code, signal]) => ({ code, signal }),
-    () => ({ code: null, signal: null }), // an "error" event (spawn failed) comes first
-  );
-  const spawnFailed = once(child, "error").then(([err]) => err as Error);
-
-  let ports: { port: number; controlPort: number };
-  try {
-    ports = await new Promise((resolvePorts, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`test SMSC did not report ready within ${READY_TIMEOUT_MS} ms`)),
-        READY_TIMEOUT_MS,
-      );
-      createInterface({ input: child.stdout! }).on("line", (line) => {
-        const match = /^test-smsc listening smpp=(\d+) control=(\d+)/.exec(line);
-        if (match) {
-          clearTimeout(timer);
-          resolvePorts({ port: Number(match[1]), controlPort: Number(match[2]) });
-        } else {
-          log(`test-smsc: ${line}`);
-        }
-      });
-      void exited.then(({ code, signal }) => {
-        clearTimeout(timer);
-        reject(
-          new Error(
-            `test SMSC exited before ready (code ${code}, signal ${signal}): ${stderrTail.join("\n")}`,
-          ),
-        );
-      });
-      void spawnFailed.then((err) => {
-        clearTimeout(timer);
-        reject(new Error(`cannot start java (is a JDK 17+ on PATH?): ${err.message}`));
-      });
-    });
-  } catch (err) {
-    child.kill("SIGKILL");
-    process.removeListener("exit", killOnExit);
-    throw err;
-  }
-
-  // The JVM exits when its stdin closes, so it never outlives this process; nor does it keep
-  // this process alive.
-  child.unref();
-  for (const stream of [child.stdin, child.stdout, child.stderr]) {
-    (stream as unknown as { unref?: () => void } | null)?.unref?.();
-  }
-
-  const running = () => child.exitCode === null && child.signalCode === null;
-  let stopping: Promise<void> | undefined;
   return {
-    child,
-    ...ports,
-    stop: () => {
-      stopping ??= (async () => {
-        if (running()) {
-          child.stdin?.end();
-          if (!(await settlesWithin(exited, 5_000))) {
-            child.kill("SIGTERM");
-            if (!(await settlesWithin(exited, 5_000))) {
-              child.kill("SIGKILL");
-              await exited;
-            }
-          }
-        }
-        process.removeListener("exit", killOnExit);
-      })();
-      return stopping;
-    },
-    kill: async () => {
-      if (running()) {
-        child.kill("SIGKILL");
-        await exited;
-      }
-      process.removeListener("exit", killOnExit);
-    },
+    child: tool.child,
+    port: Number(tool.ready[1]),
+    controlPort: Number(tool.ready[2]),
+    stop: tool.stop,
+    kill: tool.kill,
   };
 }
 
@@ -421,14 +348,4 @@ export function ensureSmscBuilt(log: (line: string) => void = () => {}): Promise
     { dir: smscDir, jar: smscJar, args: ["-DskipTests"], describe: "test-smsc: building" },
     log,
   );
-}
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((r) => {
-    timer = setTimeout(() => r(false), ms);
-  });
-  const result = await Promise.race([promise.then(() => true as const), timeout]);
-  clearTimeout(timer);
-  return result;
 }
