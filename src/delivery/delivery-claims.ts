@@ -7,7 +7,17 @@ import type { Collection } from "mongodb";
 import type { MessageDoc } from "../store/documents.ts";
 import { type ClaimOptions, claimDue, type WorkQueue } from "./scheduling/claims.ts";
 
-export const DELIVERY_QUEUE: WorkQueue = { due: "deliveryAt", lease: "deliveryLease" };
+/**
+ * Crash safety: the claim's own update counts a submission attempt (`submitAttempts`) before the
+ * carrier is called; a claimed message given back unsubmitted has it taken back. Claims are cut
+ * to the carrier's window, so after a crash at most the window's parts carry an attempt that may
+ * or may not have reached the carrier.
+ */
+export const DELIVERY_QUEUE: WorkQueue = {
+  due: "deliveryAt",
+  lease: "deliveryLease",
+  counter: "submitAttempts",
+};
 
 export type ClaimedMessage = Pick<
   MessageDoc,

@@ -3,15 +3,14 @@
  * ACCEPTED to the carrier and record the outcome, give back the rest. Every status change carries
  * its pending notification in the same single-document update (store/delivery-queue.ts).
  *
- * Crash safety: the attempt is recorded on the messages before the carrier is called, on those the
- * claim still holds (`beginSubmissions`), and the outcome right after the carrier answers, before
- * the worker's window lets more parts go. A crash therefore leaves at most the window's parts
- * submitted and unrecorded: only those can reach the carrier twice, never a whole claim.
+ * Crash safety: the attempt is recorded on the messages before the carrier is called (by the claim's
+ * own update, see delivery-claims.ts), and the outcome right after the carrier answers, before the
+ * worker's window lets more parts go. A crash therefore leaves at most the window's parts submitted
+ * and unrecorded: only those can reach the carrier twice, never a whole claim.
  */
 import type { Collection } from "mongodb";
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import {
-  beginSubmissions,
   expireMessages,
   type Release,
   recordSubmissions,
@@ -80,8 +79,10 @@ export async function workClaim(
     carrierDown: false,
   };
   const releases: Release[] = [];
-  const release = (message: ClaimedMessage, dueAt?: Date) => {
-    releases.push(dueAt === undefined ? { id: message._id } : { id: message._id, dueAt });
+  const release = (message: ClaimedMessage, dueAt?: Date, attempted = false) => {
+    const r: Release = dueAt === undefined ? { id: message._id } : { id: message._id, dueAt };
+    if (!attempted) r.unattempted = true;
+    releases.push(r);
     if (dueAt !== undefined) outcome.released.push({ accountId: message.accountId, dueAt });
   };
   const toExpire: number[] = [];
@@ -97,28 +98,22 @@ export async function workClaim(
     const classes = classesOf(claim.messages);
     outcome.expired = await expireMessages(deps.messages, toExpire, now, classes);
   }
-  if (toSubmit.length > 0) await submit(deps, claim.token, toSubmit, outcome, release, logger);
+  if (toSubmit.length > 0) await submit(deps, toSubmit, outcome, release, logger);
   await releaseDeliveries(deps.messages, releases);
   return outcome;
 }
 
 async function submit(
   deps: SubmissionDeps,
-  token: string,
-  claimed: ClaimedMessage[],
+  messages: ClaimedMessage[],
   outcome: ClaimOutcome,
-  release: (message: ClaimedMessage, dueAt?: Date) => void,
+  release: (message: ClaimedMessage, dueAt: Date, attempted: boolean) => void,
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<void> {
-  const held = await beginSubmissions(
-    deps.messages,
-    claimed.map((m) => m._id),
-    token,
-  );
-  const messages = claimed.filter((m) => held.has(m._id));
   const parts = messages.flatMap(carrierParts);
+  // This claim counted one attempt; more means an earlier claim may have reached the carrier.
   for (const message of messages)
-    if ((message.submitAttempts ?? 0) > 0) outcome.resubmittedParts += Math.max(1, message.parts);
+    if ((message.submitAttempts ?? 0) > 1) outcome.resubmittedParts += Math.max(1, message.parts);
   if (parts.length === 0) return;
   let results: SubmitResult[];
   try {
@@ -131,7 +126,7 @@ async function submit(
     logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
     outcome.carrierDown = true;
     for (const message of messages)
-      release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"));
+      release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"), true);
     return;
   }
   const perMessage = new Map<number, { carrierIds: string[]; error?: string }>();

@@ -343,6 +343,7 @@ export class DeliveryWorker {
         back.map((m) => ({
           id: m._id,
           dueAt: deliveryRank(m.createdAt, m.deliveryClass ?? "single"),
+          unattempted: true,
         })),
       );
       for (const m of back) this.marks.mark(m.accountId, "delivery", this.store.clock.now());

@@ -82,7 +82,11 @@ export async function withoutUncommitted<T extends { _id: number; batchId?: numb
   messages: Collection<MessageDoc>,
   claimed: T[],
   commits: BatchCommits,
-  queue: { due: "deliveryAt" | "notifyAt"; lease: "deliveryLease" | "notifyLease" },
+  queue: {
+    due: "deliveryAt" | "notifyAt";
+    lease: "deliveryLease" | "notifyLease";
+    counter?: "submitAttempts";
+  },
   now: Date,
 ): Promise<T[]> {
   const waiting = new Set(await commits.uncommitted(claimed));
@@ -92,6 +96,8 @@ export async function withoutUncommitted<T extends { _id: number; batchId?: numb
     {
       $set: { [queue.due]: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
       $unset: { [queue.lease]: "" },
+      // not attempted after all
+      ...(queue.counter && { $inc: { [queue.counter]: -1 } }),
     },
   );
   return claimed.filter((doc) => !waiting.has(doc._id));

@@ -283,37 +283,12 @@ export async function expireMessages(
   );
 }
 
-/**
- * Recorded before the carrier is called (crash safety): counts a submission attempt on each of
- * `ids` that the claim `token` still holds, and returns the ids it holds. Only these may be
- * submitted: a message whose claim ran out and was taken over is left to its new owner. After a
- * crash, `submitAttempts` above 1 marks the parts that may reach the carrier twice: at most the
- * window that was in flight, since each group is recorded before the window takes more.
- */
-export async function beginSubmissions(
-  messages: Collection<MessageDoc>,
-  ids: readonly number[],
-  token: string,
-): Promise<Set<number>> {
-  if (ids.length === 0) return new Set();
-  const result = await messages.updateMany(
-    { _id: idsIn(ids), status: "ACCEPTED", "deliveryLease.owner": token },
-    { $inc: { submitAttempts: 1 } },
-  );
-  if (result.modifiedCount === ids.length) return new Set(ids);
-  const held = await messages
-    .find(
-      { _id: { $in: [...ids] }, status: "ACCEPTED", "deliveryLease.owner": token },
-      { projection: { _id: 1 } },
-    )
-    .toArray();
-  return new Set(held.map((doc) => doc._id));
-}
-
 /** A claimed message that needs nothing now goes back: due again at `dueAt`, or off the queue if undefined. */
 export interface Release {
   id: number;
   dueAt?: Date;
+  /** Given back without being submitted: its claim's attempt is taken back. */
+  unattempted?: boolean;
 }
 
 /**
@@ -331,6 +306,7 @@ export async function releaseDeliveries(
       r.dueAt === undefined
         ? { $unset: { deliveryAt: "", deliveryLease: "" } }
         : { $set: { deliveryAt: r.dueAt }, $unset: { deliveryLease: "" } };
+    if (r.unattempted) update.$inc = { submitAttempts: -1 };
     return { updateOne: { filter: { _id: r.id }, update } };
   });
   await messages.bulkWrite(ops, { ordered: false });

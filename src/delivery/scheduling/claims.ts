@@ -24,6 +24,8 @@ export interface WorkQueue {
   lease: "deliveryLease" | "notifyLease";
   /** Further conditions a message must meet to be claimed. */
   claimable?: (now: Date) => Filter<MessageDoc>;
+  /** A counter the claim's own update increments, and a put-back decrements (delivery: attempts). */
+  counter?: "submitAttempts";
 }
 
 /**
@@ -49,7 +51,10 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
   const until = new Date(now.getTime() + leaseMs);
   await messages.updateMany(
     { _id: idsIn(ids), [queue.due]: { $lte: now }, ...queue.claimable?.(now) },
-    { $set: { [queue.due]: until, [queue.lease]: { owner: token, until } } },
+    {
+      $set: { [queue.due]: until, [queue.lease]: { owner: token, until } },
+      ...(queue.counter && { $inc: { [queue.counter]: 1 } }),
+    },
   );
   const docs = await messages
     .find({ _id: { $in: ids } }, { projection: { ...projection, batchId: 1, [queue.lease]: 1 } })
