@@ -7,12 +7,11 @@
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
-import { DeliveryWorker } from "../../src/delivery/worker.ts";
-import { Notifier } from "../../src/notifier/notifier.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
+import { deliveryService } from "../support/delivery-service.ts";
 import {
   designedOutcome,
   eventually,
@@ -27,7 +26,7 @@ import {
   type WebhookReceiver,
 } from "../support/webhook-receiver.ts";
 
-const logger = pino({ level: "silent" });
+const _logger = pino({ level: "silent" });
 const fixture = useTestStore();
 let receiver: WebhookReceiver;
 
@@ -45,35 +44,7 @@ function startAll(tag: string, options: { sendDelayMs?: number; window?: number 
     instanceId: `sim-${tag}`,
     window: options.window ?? 500,
   });
-  const worker = new DeliveryWorker({
-    store: fixture.store,
-    carrier,
-    logger,
-    instanceId: `worker-${tag}`,
-    pollIntervalMs: 100,
-  });
-  const notifier = new Notifier({
-    store: fixture.store,
-    logger,
-    instanceId: `notifier-${tag}`,
-    retrySchedule: [100, 200],
-    timeoutMs: 2000,
-    allowPrivate: true,
-    sweepIntervalMs: 200,
-  });
-  return {
-    carrier,
-    worker,
-    notifier,
-    async start() {
-      await worker.start();
-      await notifier.start();
-    },
-    async stop() {
-      await worker.stop();
-      await notifier.stop();
-    },
-  };
+  return { carrier, ...deliveryService(fixture.store, carrier, tag) };
 }
 
 function finalOf(doc: Pick<MessageDoc, "notifications">): boolean {

@@ -1,13 +1,7 @@
-/**
- * The SMPP adapter against the test SMSC (test/support/smsc.ts): a carrier with quick test
- * settings, a logger that keeps its records, and readers of the SMSC's PDU log.
- */
-import { pino } from "pino";
-import type { Carrier, CarrierPart } from "../../src/delivery/carrier.ts";
+import type { CarrierPart } from "../../src/delivery/carrier.ts";
 import { SmppCarrier, type SmppCarrierOptions } from "../../src/delivery/smpp/adapter.ts";
 import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
-import { DeliveryWorker, type Logger } from "../../src/delivery/worker.ts";
-import { Notifier } from "../../src/notifier/notifier.ts";
+import type { Logger } from "../../src/delivery/worker.ts";
 import type { Store } from "../../src/store/database.ts";
 import type { Pdu, TestSmsc } from "./smsc.ts";
 
@@ -108,38 +102,7 @@ export async function waitFor(
   }
 }
 
-/** A delivery worker and a notifier on `carrier`, as an instance runs them (background.ts). */
-export function deliveryService(store: Store, carrier: Carrier, tag: string) {
-  const logger = pino({ level: "silent" });
-  const worker = new DeliveryWorker({
-    store,
-    carrier,
-    logger,
-    instanceId: `worker-${tag}`,
-    pollIntervalMs: 100,
-  });
-  const notifier = new Notifier({
-    store,
-    logger,
-    instanceId: `notifier-${tag}`,
-    retrySchedule: [100, 200],
-    timeoutMs: 2000,
-    allowPrivate: true,
-    sweepIntervalMs: 200,
-  });
-  return {
-    worker,
-    notifier,
-    async start() {
-      await worker.start();
-      await notifier.start();
-    },
-    async stop() {
-      await worker.stop();
-      await notifier.stop();
-    },
-  };
-}
+export { deliveryService } from "./delivery-service.ts";
 
 /** Whether every message is final with every notification sent (or given up). */
 export async function allFinal(store: Store, ids: number[]): Promise<boolean> {
