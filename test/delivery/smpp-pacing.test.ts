@@ -100,8 +100,10 @@ describe("the adapter alone", () => {
     const times = submitTimes(await smsc.pdus({ command: "submit_sm" }));
     expect(times.size).toBe(2);
     for (const bindTimes of times.values()) {
-      // the bucket: 2 saved up at most (max(2, tps / 20)); 1 more for the log's clock
-      expect(worstExcess(bindTimes, tps, 2)).toBeLessThanOrEqual(1);
+      // the bucket: 2 saved up at most (max(2, tps / 20)); plus a quarter second of the rate for
+      // sends that a stalled process or socket delivers to the SMSC together (seen at 4.7 parts
+      // on a loaded machine). Without the throttle the 80 parts of a bind come at once: ~75.
+      expect(worstExcess(bindTimes, tps, 2)).toBeLessThanOrEqual(tps / 4);
     }
     // 160 parts at 80/s: about 2 s; at least 1.9 s whatever the machine, not much more unless slow
     expect(seconds).toBeGreaterThan(1.9);
