@@ -9,6 +9,7 @@ import type { Db } from "mongodb";
 import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
+import { redactingLogger } from "./logging.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import {
   frameworkErrors,
@@ -47,7 +48,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const instanceId = randomUUID();
 
   const app = Fastify({
-    logger: logger ?? { level: config.logLevel },
+    logger: redactingLogger(logger, config.logLevel),
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
     return503OnClosing: true,

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
+import type { Writable } from "node:stream";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
@@ -27,11 +28,13 @@ export interface RunningService extends Service {
 
 /**
  * The whole service on its own test database, listening on loopback ports chosen by the system.
- * `env` overrides configuration variables as the environment would.
+ * `env` overrides configuration variables as the environment would; `logStream` receives the log
+ * lines (at LOG_LEVEL, silent unless `env` sets it).
  */
 export async function startService(
   env: Record<string, string> = {},
   shared?: TestDatabase,
+  options: { logStream?: Writable } = {},
 ): Promise<RunningService> {
   const database = shared ?? (await testDatabase());
   const config = loadConfig({
@@ -40,7 +43,11 @@ export async function startService(
     SMS_RUN_WORKERS: "false",
     ...env,
   });
-  const service = await build({ config, db: database.db });
+  const service = await build({
+    config,
+    db: database.db,
+    ...(options.logStream && { logger: { stream: options.logStream } }),
+  });
   await service.app.listen({ port: 0, host: "127.0.0.1" });
   service.grpc.listen(0, "127.0.0.1");
   await once(service.grpc, "listening");
