@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +23,9 @@ export interface StartedDatabase {
   stop(): Promise<void>;
 }
 
-const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+// The nearest directory with a package.json: src/store/ when run from source, dist/src/store/
+// when built (npm start), so no fixed number of "..".
+const repoRoot = projectRoot(dirname(fileURLToPath(import.meta.url)));
 export const emulatorDir = join(repoRoot, "test", "mongo-emulator");
 const emulatorJar = join(emulatorDir, "target", "mongo-emulator.jar");
 
@@ -215,4 +218,11 @@ function errorText(err: unknown): string {
     return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
   }
   return String(err);
+}
+
+function projectRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir;
+    if (dirname(dir) === dir) return resolve(from, "../..");
+  }
 }
