@@ -10,6 +10,8 @@ import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { redactingLogger } from "./logging.ts";
+import { fromAddress } from "./rate-limits/client-address.ts";
+import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import {
   frameworkErrors,
@@ -83,6 +85,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     },
     adminToken: config.adminToken,
     sharedSender: config.sharedSender,
+    limits: new RateLimits({
+      requestsPerSecond: config.rateLimitRps,
+      authFailuresPerMinute: config.authFailuresPerMin,
+    }),
   });
 
   // Charges a crash left pending are settled: confirmed or refunded.
@@ -92,7 +98,12 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     );
   }, 30_000);
 
-  const grpc = http2.createServer(connectNodeAdapter({ routes: serviceRoutes }));
+  const grpc = http2.createServer(
+    connectNodeAdapter({
+      routes: serviceRoutes,
+      contextValues: (request) => fromAddress(request.socket.remoteAddress),
+    }),
+  );
   // Open client sessions (idle HTTP/2 connections) would keep grpc.close() waiting forever.
   const sessions = new Set<http2.ServerHttp2Session>();
   grpc.on("session", (session) => {
@@ -125,7 +136,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
-  await app.register(fastifyConnectPlugin, { routes: serviceRoutes });
+  await app.register(fastifyConnectPlugin, {
+    routes: serviceRoutes,
+    contextValues: (request) => fromAddress(request.ip),
+  });
 
   await app.register(async (rest) => {
     registerBodyParsers(rest);

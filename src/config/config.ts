@@ -33,6 +33,10 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
+  /** Requests per second per account and instance (bursts to twice that); 0: no limit. */
+  rateLimitRps: number;
+  /** Failed authentications per minute per client address and instance; 0: no limit. */
+  authFailuresPerMin: number;
   /** The carrier adapter: the simulator (default) or an SMSC over SMPP 3.4. */
   carrier: "simulator" | "smpp";
   /** With `carrier: "smpp"`. */
@@ -113,6 +117,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
+    rateLimitRps: read.integer("SMS_RATE_LIMIT_RPS", 100, { min: 0, max: 1_000_000 }),
+    authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
   };

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { TTL_ERROR } from "../domain/limits.ts";
 import { fieldErrorsOf } from "../services/errors.ts";
+import { forwardServiceHeaders } from "./call-options.ts";
 
 // One place maps every error to the spec's bodies: `{errors: {param: [msg]}}`, or
 // `{errors: {param: msg}}` on routes marked `config: { stringErrors: true }` (POST /sms-batch).
@@ -21,6 +22,10 @@ const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.Unauthenticated]: 401,
   [Code.FailedPrecondition]: 402,
   [Code.NotFound]: 404,
+  // Idempotency keys (src/idempotency): the first request with the key is still running; the
+  // key was used with another request.
+  [Code.Aborted]: 409,
+  [Code.AlreadyExists]: 422,
   [Code.ResourceExhausted]: 429,
 };
 
@@ -39,6 +44,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
         const errors: FieldErrorList = {};
         for (const { field, message } of fieldErrorsOf(thrown)) add(errors, field, message);
         if (Object.keys(errors).length === 0) errors.request = [thrown.rawMessage];
+        forwardServiceHeaders(thrown.metadata, reply);
         return send(request, reply, status, errors);
       }
       request.log.error({ err: thrown }, "service call failed");
@@ -115,7 +121,7 @@ function send(
   const body = request.routeOptions.config?.stringErrors
     ? { errors: Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join("; ")])) }
     : { errors };
-  if (status === 429) reply.header("retry-after", "1");
+  if (status === 429 && !reply.hasHeader("retry-after")) reply.header("retry-after", "1");
   // The error bodies are not in the success schema: skip response serialization.
   return reply.code(status).type("application/json").serializer(JSON.stringify).send(body);
 }

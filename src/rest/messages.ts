@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Batch, BatchInfo } from "../../gen/sms/v1/messaging_pb.ts";
 import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
-import { basicAuthorization } from "../services/authentication.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
+import { serviceCall } from "./call-options.ts";
 import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./schemas.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
@@ -34,10 +34,6 @@ export const STATUS_NAME: Record<MessageStatus, string> = {
   [MessageStatus.SEND_ERROR]: "SEND_ERROR",
   [MessageStatus.DELIVERY_ERROR]: "DELIVERY_ERROR",
 };
-
-export function authHeaders({ apiKey, apiSecret }: Credentials) {
-  return { headers: { authorization: basicAuthorization(apiKey, apiSecret) } };
-}
 
 /** Form values are text: a ttl of digits becomes the integer the schema expects; "" is absent. */
 async function formTtlToInteger(request: FastifyRequest): Promise<void> {
@@ -115,11 +111,11 @@ export function messageRoutes(
   app.post<{ Body: SendMessageBody }>(
     "/sms",
     { schema: sendMessageSchema, preValidation: formTtlToInteger },
-    async (request) => {
+    async (request, reply) => {
       const { to, from, text, ttl, statusCallback } = request.body;
       const { message } = await clients.messaging.sendMessage(
         { to, from, text, ttl, statusCallback },
-        authHeaders(request.body),
+        serviceCall(request, reply, request.body),
       );
       if (!message) throw new Error("SendMessage returned no message");
       return renderMessage(message);
@@ -134,7 +130,7 @@ export function messageRoutes(
       preValidation: jsonOnly,
       config: { stringErrors: true },
     },
-    async (request) => {
+    async (request, reply) => {
       const { messages, from, statusCallback, name } = request.body;
       const { batch } = await clients.messaging.sendBatch(
         {
@@ -143,7 +139,7 @@ export function messageRoutes(
           statusCallback,
           name,
         },
-        authHeaders(request.body),
+        serviceCall(request, reply, request.body),
       );
       if (!batch) throw new Error("SendBatch returned no batch");
       return renderBatch(batch);
@@ -153,10 +149,10 @@ export function messageRoutes(
   app.get<{ Params: { id: string }; Querystring: Credentials }>(
     "/sms-batch/:id",
     { schema: getBatchSchema },
-    async (request) => {
+    async (request, reply) => {
       const { batch } = await clients.messaging.getBatch(
         { id: BigInt(request.params.id) },
-        authHeaders(request.query),
+        serviceCall(request, reply, request.query),
       );
       if (!batch) throw new Error("GetBatch returned no batch");
       return renderBatchInfo(batch);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
-import { authHeaders } from "./messages.ts";
+import { serviceCall } from "./call-options.ts";
 import {
   createSenderNameSchema,
   deleteSenderNameSchema,
@@ -36,11 +36,11 @@ export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients):
   app.post<{ Body: CreateSenderNameBody }>(
     "/sender_names",
     { schema: createSenderNameSchema },
-    async (request) => {
+    async (request, reply) => {
       const { name, purpose, ownerType, owner, exampleMsg } = request.body;
       const { senderName } = await clients.senderNames.createSenderName(
         { name, purpose: PURPOSES[purpose], ownerType: OWNER_TYPES[ownerType], owner, exampleMsg },
-        authHeaders(request.body),
+        serviceCall(request, reply, request.body),
       );
       return renderSenderName(senderName);
     },
@@ -49,10 +49,10 @@ export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients):
   app.get<{ Querystring: Credentials }>(
     "/sender_names",
     { schema: listSenderNamesSchema },
-    async (request) => {
+    async (request, reply) => {
       const { senderNames } = await clients.senderNames.listSenderNames(
         {},
-        authHeaders(request.query),
+        serviceCall(request, reply, request.query),
       );
       return { sender_names: senderNames.map(renderSenderName) };
     },
@@ -61,10 +61,10 @@ export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients):
   app.delete<{ Params: { name: string }; Querystring: Credentials }>(
     "/sender_names/:name",
     { schema: deleteSenderNameSchema },
-    async (request) => {
+    async (request, reply) => {
       const { senderName } = await clients.senderNames.deleteSenderName(
         { name: request.params.name },
-        authHeaders(request.query),
+        serviceCall(request, reply, request.query),
       );
       return renderSenderName(senderName);
     },

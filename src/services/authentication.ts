@@ -1,16 +1,23 @@
 import { timingSafeEqual } from "node:crypto";
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { secretMatches } from "../store/credentials.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
 import { cannotBeEmpty, invalidArgument, unauthenticated } from "./errors.ts";
 
 const WRONG_CREDENTIALS = "apiKey and apiSecret do not match an account";
 
+/** The account a call's guard has authenticated already (src/services/call-guards.ts). */
+export const AUTHENTICATED_ACCOUNT = createContextKey<AccountView | undefined>(undefined, {
+  description: "the authenticated calling account",
+});
+
 /** The calling account, from `Authorization: Basic base64(apiKey:apiSecret)`. */
 export async function authenticateAccount(
   ctx: HandlerContext,
   directory: AccountDirectory,
 ): Promise<AccountView> {
+  const known = ctx.values.get(AUTHENTICATED_ACCOUNT);
+  if (known) return known;
   const { apiKey, apiSecret } = basicCredentials(ctx.requestHeader.get("authorization"));
   const missing: Record<string, string> = {};
   if (!apiKey) missing.apiKey = cannotBeEmpty("apiKey");

@@ -2,17 +2,36 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
+import { accountGuard, guarded, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
-export type ServiceDeps = MessagingDeps & AdminDeps;
+export type ServiceDeps = MessagingDeps &
+  AdminDeps & {
+    /** Request and failed-authentication limits; none when absent. */
+    limits?: RateLimits;
+    /** Replays of keyed SendMessage, SendBatch and CreateSenderName; none when absent. */
+    idempotency?: IdempotentCalls;
+  };
 
-/** Registers every service; the same routes serve HTTP/1.1, HTTP/2 and the in-process client. */
+/**
+ * Registers every service, each call guarded (src/services/call-guards.ts); the same routes serve
+ * HTTP/1.1, HTTP/2 and the in-process client.
+ */
 export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
+  const account = accountGuard(deps.directory, deps.limits, deps.idempotency);
+  const operator = operatorGuard(deps.limits);
   return (router) => {
-    router.service(MessagingService, createMessagingService(deps));
-    router.service(SenderNameService, createSenderNameService(deps));
-    router.service(AdminService, createAdminService(deps));
+    router.service(
+      MessagingService,
+      guarded(MessagingService, createMessagingService(deps), account),
+    );
+    router.service(
+      SenderNameService,
+      guarded(SenderNameService, createSenderNameService(deps), account),
+    );
+    router.service(AdminService, guarded(AdminService, createAdminService(deps), operator));
   };
 }

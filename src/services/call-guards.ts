@@ -1,0 +1,90 @@
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
+import type { RateLimits } from "../rate-limits/rate-limits.ts";
+import type { AccountDirectory } from "./account-directory.ts";
+import { AUTHENTICATED_ACCOUNT, authenticateAccount } from "./authentication.ts";
+
+// What every call goes through before its handler, the same for REST (in-process), Connect, gRPC
+// and gRPC-Web: the failed-authentication limit of its address, authentication, the account's
+// request limit, and for the operations that create something, its idempotency key.
+
+type Handler = (request: unknown, context: HandlerContext) => Promise<unknown>;
+
+/** Runs around a handler: `next` is the handler itself. */
+export type Guard = (
+  method: DescMethod,
+  request: unknown,
+  context: HandlerContext,
+  next: () => Promise<unknown>,
+) => Promise<unknown>;
+
+/** A call keyed for replay: `run` answers the first outcome of `account` + key again. */
+export interface IdempotentCalls {
+  handles(method: DescMethod): boolean;
+  run(
+    accountId: string,
+    method: DescMethod,
+    request: unknown,
+    context: HandlerContext,
+    next: () => Promise<unknown>,
+  ): Promise<unknown>;
+}
+
+/** `impl` with `guard` around each of its unary methods. */
+export function guarded<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+  guard: Guard,
+): ServiceImpl<S> {
+  const handlers = impl as unknown as Record<string, Handler>;
+  const wrapped: Record<string, Handler> = { ...handlers };
+  for (const method of service.methods) {
+    const handler = handlers[method.localName];
+    if (method.methodKind !== "unary" || !handler) continue;
+    wrapped[method.localName] = (request, context) =>
+      guard(method, request, context, () => handler.call(impl, request, context));
+  }
+  return wrapped as unknown as ServiceImpl<S>;
+}
+
+/** Calls of account holders: admitted, authenticated once, counted, then keyed if they create. */
+export function accountGuard(
+  directory: AccountDirectory,
+  limits: RateLimits | undefined,
+  idempotency: IdempotentCalls | undefined,
+): Guard {
+  return async (method, request, context, next) => {
+    const account = await countingFailures(context, limits, () =>
+      authenticateAccount(context, directory),
+    );
+    context.values.set(AUTHENTICATED_ACCOUNT, account);
+    limits?.admitAccount(account.apiKey);
+    if (idempotency?.handles(method)) {
+      return idempotency.run(account.apiKey, method, request, context, next);
+    }
+    return next();
+  };
+}
+
+/** Calls of the operator: its token is checked by the handler, and failures count the same. */
+export function operatorGuard(limits: RateLimits | undefined): Guard {
+  return (_method, _request, context, next) => countingFailures(context, limits, next);
+}
+
+async function countingFailures<T>(
+  context: HandlerContext,
+  limits: RateLimits | undefined,
+  call: () => Promise<T>,
+): Promise<T> {
+  const address = context.values.get(CLIENT_ADDRESS);
+  limits?.admitAddress(address);
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.Unauthenticated) {
+      limits?.authenticationFailed(address);
+    }
+    throw error;
+  }
+}
