@@ -9,6 +9,8 @@ import type { Db } from "mongodb";
 import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
+import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
+import { KeyStore } from "./idempotency/key-store.ts";
 import { redactingLogger } from "./logging.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
@@ -46,6 +48,8 @@ export interface Service {
 export async function build({ config, db, logger }: BuildOptions): Promise<Service> {
   const store = openStore(db);
   await ensureIndexes(store);
+  const idempotencyKeys = KeyStore.open(store.db, () => store.clock.now());
+  await idempotencyKeys.ensureIndexes();
   await store.clock.start();
   const instanceId = randomUUID();
 
@@ -84,6 +88,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       background.wake();
     },
     adminToken: config.adminToken,
+    idempotency: new IdempotencyKeys(idempotencyKeys, (err) =>
+      app.log.warn({ err }, "recording an idempotent answer failed; its key frees up when stale"),
+    ),
     sharedSender: config.sharedSender,
     limits: new RateLimits({
       requestsPerSecond: config.rateLimitRps,
