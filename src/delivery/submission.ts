@@ -4,16 +4,18 @@
  * its pending notification in the same single-document update (store/delivery-queue.ts).
  *
  * Crash safety: the attempt is recorded on the messages before the carrier is called (by the claim's
- * own update, see delivery-claims.ts), and the outcome right after the carrier answers, before the
- * worker's window lets more parts go. A crash therefore leaves at most the window's parts submitted
- * and unrecorded: only those can reach the carrier twice, never a whole claim.
+ * own update, see delivery-claims.ts), and the outcome right after the carrier answers. A claim may
+ * be larger than the carrier's window: it streams through it, each part taking a place before it is
+ * submitted and leaving it only once its outcome is recorded (submission-recorder.ts). A crash
+ * therefore leaves at most the window's parts submitted and unrecorded: only those can reach the
+ * carrier twice, never a whole claim. (The rest of a claim cut off by a crash carries an attempt it
+ * never made; it is submitted once when claimed again.)
  */
 import type { Collection } from "mongodb";
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
 import {
   expireMessages,
   type Release,
-  recordSubmissions,
   releaseDeliveries,
   type SubmissionOutcome,
 } from "../store/delivery-queue.ts";
@@ -21,11 +23,11 @@ import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
 import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
 import type { ClaimedMessage } from "./delivery-claims.ts";
+import type { SubmissionRecorder } from "./submission-recorder.ts";
+import type { Window } from "./throttle.ts";
 
-/** What working a claim did, for the worker's counters and the lanes to mark. */
+/** What working a claim did, for the worker's counters and the lanes to mark (sent and send errors are counted by the recorder). */
 export interface ClaimOutcome {
-  sent: number;
-  sendErrors: number;
   expired: number;
   /** Parts submitted that an earlier (crashed) attempt may already have submitted. */
   resubmittedParts: number;
@@ -62,6 +64,9 @@ export interface SubmissionDeps {
   messages: Collection<MessageDoc>;
   carrier: Carrier;
   clock: ServerClock;
+  /** Parts submitted and not yet recorded (the crash bound): the carrier's window. */
+  window: Window;
+  recorder: SubmissionRecorder;
 }
 
 export async function workClaim(
@@ -71,8 +76,6 @@ export async function workClaim(
 ): Promise<ClaimOutcome> {
   const { now } = claim;
   const outcome: ClaimOutcome = {
-    sent: 0,
-    sendErrors: 0,
     expired: 0,
     resubmittedParts: 0,
     released: [],
@@ -110,11 +113,50 @@ async function submit(
   release: (message: ClaimedMessage, dueAt: Date, attempted: boolean) => void,
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<void> {
-  const parts = messages.flatMap(carrierParts);
-  // This claim counted one attempt; more means an earlier claim may have reached the carrier.
+  // This claim counted one attempt; more means an earlier claim was cut off (a crash or a lost
+  // lease) and may have reached the carrier with these parts.
   for (const message of messages)
     if ((message.submitAttempts ?? 0) > 1) outcome.resubmittedParts += Math.max(1, message.parts);
-  if (parts.length === 0) return;
+  const giveBack = (message: ClaimedMessage, attempted: boolean) =>
+    release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"), attempted);
+  // The claim streams through the window: each run of messages goes as soon as its parts fit, and
+  // their parts leave the window once their outcome is recorded.
+  const groups: Promise<void>[] = [];
+  let next = 0;
+  while (next < messages.length) {
+    const first = messages[next] as ClaimedMessage;
+    let taken = partsOf(first);
+    await deps.window.acquire(taken);
+    if (outcome.carrierDown) {
+      // Not submitted: back in place, their attempt taken back.
+      deps.window.give(taken);
+      for (const message of messages.slice(next)) giveBack(message, false);
+      break;
+    }
+    const group = [first];
+    for (next++; next < messages.length; next++) {
+      const parts = partsOf(messages[next] as ClaimedMessage);
+      if (parts > deps.window.free) break;
+      deps.window.take(parts);
+      taken += parts;
+      group.push(messages[next] as ClaimedMessage);
+    }
+    groups.push(
+      submitGroup(deps, group, outcome, giveBack, logger).finally(() => deps.window.give(taken)),
+    );
+  }
+  await Promise.all(groups);
+}
+
+/** Submits one run of messages and records the carrier's answers. */
+async function submitGroup(
+  deps: SubmissionDeps,
+  messages: ClaimedMessage[],
+  outcome: ClaimOutcome,
+  giveBack: (message: ClaimedMessage, attempted: boolean) => void,
+  logger: { warn(obj: unknown, msg?: string): void },
+): Promise<void> {
+  const parts = messages.flatMap(carrierParts);
   let results: SubmitResult[];
   try {
     results = await deps.carrier.submit(parts);
@@ -125,8 +167,7 @@ async function submit(
     // Not failed: the messages keep their place in their account's queue and wait for the carrier.
     logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
     outcome.carrierDown = true;
-    for (const message of messages)
-      release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"), true);
+    for (const message of messages) giveBack(message, true);
     return;
   }
   const perMessage = new Map<number, { carrierIds: string[]; error?: string }>();
@@ -148,13 +189,11 @@ async function submit(
     if (entry.error !== undefined) submission.error = entry.error;
     return submission;
   });
-  const recorded = await recordSubmissions(deps.messages, outcomes, deps.clock.now());
+  await deps.recorder.record(outcomes);
   // A SENT message is due again at its expiry, which may come before its lane's next turn.
   for (const message of messages)
     if (perMessage.get(message._id)?.error === undefined)
       outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
-  outcome.sent += recorded.sent;
-  outcome.sendErrors += recorded.sendErrors;
 }
 
 /** The classes of claimed messages, which rank their notifications. */

@@ -59,9 +59,13 @@ export class TokenBucket {
   }
 }
 
-/** Parts in flight against a window; `free` may be negative after one oversized message. */
+/**
+ * Parts in flight against a window; `free` may be negative after one oversized message. `take` and
+ * `give` count at once; `acquire` waits its turn (first come, first served) until the parts fit.
+ */
 export class Window {
   private used = 0;
+  private readonly waiting: { n: number; grant: () => void }[] = [];
 
   constructor(readonly size: number) {}
 
@@ -79,5 +83,27 @@ export class Window {
 
   give(n: number): void {
     this.used = Math.max(0, this.used - n);
+    this.grantWaiting();
+  }
+
+  /**
+   * Takes `n` parts once they fit, after every earlier caller. More than the whole window is
+   * granted alone, when nothing else is in flight.
+   */
+  acquire(n: number): Promise<void> {
+    return new Promise((grant) => {
+      this.waiting.push({ n, grant });
+      this.grantWaiting();
+    });
+  }
+
+  private grantWaiting(): void {
+    for (let next = this.waiting[0]; next; next = this.waiting[0]) {
+      const fits = next.n <= this.free || (next.n > this.size && this.used === 0);
+      if (!fits) return;
+      this.waiting.shift();
+      this.used += next.n;
+      next.grant();
+    }
   }
 }

@@ -2,10 +2,11 @@
  * The delivery worker (design "Message lifecycle", "Scheduling: fair and prioritized"): moves
  * accepted messages through the carrier, fairly between accounts and by priority within one.
  *
- * - Pacing: it claims only what the carrier can take now: the parts its window has free and, for a
- *   carrier with a throughput limit, the tokens of a bucket filled at that rate. The backlog stays
- *   in the database, where the next claim picks the best next work, instead of queueing in this
- *   process behind work claimed earlier.
+ * - Pacing: it claims only what the carrier can take soon: the parts its window has free plus a
+ *   little ahead (`claimAheadParts`) and, for a carrier with a throughput limit, the tokens of a
+ *   bucket filled at that rate. The backlog stays in the database, where the next claim picks the
+ *   best next work, instead of queueing in this process behind work claimed earlier. Claims stream
+ *   through the carrier's window part by part (submission.ts).
  * - Fairness: each claim round takes turns on the due account lanes least recently served first
  *   (scheduling/lanes.ts) and gives each an equal share of the round; within an account, messages
  *   are taken in `deliveryAt` order, which ranks OTP, then single sends, then batches
@@ -30,6 +31,7 @@ import { accountsWithOverdueWork, nextDueAt } from "./scheduling/claims.ts";
 import { FairLanes, LaneMarker, type Turn } from "./scheduling/lanes.ts";
 import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
 import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
+import { SubmissionRecorder } from "./submission-recorder.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
 
@@ -75,7 +77,14 @@ export interface DeliveryWorkerOptions {
   submitRetryMs?: number;
   /** Account lanes served per claim round at most. Default 32. */
   lanesPerRound?: number;
-  /** Largest claim (parts) of one lane in one round. Default half the carrier's window. */
+  /**
+   * Parts claimed beyond the carrier's window, waiting for a place in it: claiming (a few database
+   * round trips) then runs ahead of a fast carrier instead of in its way. A newly due account waits
+   * behind them, so a carrier with a throughput limit, which the window alone keeps busy, gets
+   * none by default; one without gets the window's worth (at least 100).
+   */
+  claimAheadParts?: number;
+  /** Largest claim (parts) of one lane in one round. Default half the parts claimed at most. */
   maxClaimParts?: number;
   /** How often accounts with overdue work have their lanes marked again (crash repair). Default 5000. */
   overdueSweepMs?: number;
@@ -88,7 +97,10 @@ export interface DeliveryWorkerStats {
   expired: number;
   receipts: number;
   receiptChanges: number;
-  /** Parts submitted again after a crash may have submitted them (at most the window per crash). */
+  /**
+   * Parts claimed again after a claim of them was cut off (a crash or a lost lease): at most the
+   * claimed parts per crash, of which at most the window's had reached the carrier.
+   */
   resubmittedParts: number;
 }
 
@@ -107,7 +119,11 @@ export class DeliveryWorker {
   private readonly lanes: FairLanes;
   private readonly marks: LaneMarker;
   private readonly leases: LeaseKeeper;
+  /** Parts submitted and not yet recorded: the carrier's window (the crash bound). */
   private readonly window: Window;
+  /** Parts claimed and not yet recorded (the window and the claims waiting for it). */
+  private readonly claimed: Window;
+  private readonly recorder: SubmissionRecorder;
   private readonly bucket: TokenBucket | undefined;
   private readonly receipts: ReceiptHandler;
   private running = false;
@@ -143,7 +159,19 @@ export class DeliveryWorker {
     this.lanesPerRound = Math.max(1, options.lanesPerRound ?? 32);
     const { window, partsPerSecond } = this.carrier.limits;
     this.window = new Window(Math.max(1, window));
-    this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.window.size / 2));
+    const ahead =
+      options.claimAheadParts ??
+      (partsPerSecond === undefined ? Math.max(this.window.size, 100) : 0);
+    this.claimed = new Window(this.window.size + Math.max(0, ahead));
+    this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2));
+    this.recorder = new SubmissionRecorder(
+      options.store.messages,
+      options.store.clock,
+      (counts) => {
+        this.counters.sent += counts.sent;
+        this.counters.sendErrors += counts.sendErrors;
+      },
+    );
     if (partsPerSecond !== undefined) {
       // Half a second of throughput per round at most: claims stay small, so a newly due lane
       // waits for about that before its turn, and large enough that a round's own database round
@@ -231,15 +259,15 @@ export class DeliveryWorker {
       // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
       // claims at the same pace.
       const minimum = Math.min(
-        this.window.size,
+        this.claimed.size,
         Math.max(this.bucket ? Math.floor(this.bucket.capacity / 2) : 1, TYPICAL_LONGEST_MESSAGE),
       );
       if (budget < minimum) {
         // A full window is woken by the claim that frees it; an empty bucket by a timer.
-        if (this.bucket && this.window.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
+        if (this.bucket && this.claimed.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
         return;
       }
-      this.window.take(budget);
+      this.claimed.take(budget);
       this.bucket?.take(budget);
       this.rounds++;
       let claimed = 0;
@@ -253,7 +281,7 @@ export class DeliveryWorker {
           )
           .finally(() => {
             // The unused part of the reservation goes back; a round that found work looks again.
-            this.window.give(budget - claimed);
+            this.claimed.give(budget - claimed);
             this.bucket?.take(claimed - budget);
             this.rounds--;
             if (claimed > 0) this.wake();
@@ -265,7 +293,7 @@ export class DeliveryWorker {
 
   /** Parts the carrier can take now. */
   private budget(): number {
-    const free = this.window.free;
+    const free = this.claimed.free;
     return this.bucket ? Math.min(free, this.bucket.available()) : free;
   }
 
@@ -332,7 +360,7 @@ export class DeliveryWorker {
     while (keep < messages.length) {
       const next = partsOf(messages[keep] as ClaimedMessage);
       // A message larger than the whole window could never fit: it goes, alone.
-      if (total + next > parts && (keep > 0 || next <= this.window.size)) break;
+      if (total + next > parts && (keep > 0 || next <= this.claimed.size)) break;
       total += next;
       keep++;
     }
@@ -359,7 +387,13 @@ export class DeliveryWorker {
     this.counters.claimed += messages.length;
     for (const message of messages) this.leases.hold(message._id, token);
     const work: Promise<void> = workClaim(
-      { messages: this.store.messages, carrier: this.carrier, clock: this.store.clock },
+      {
+        messages: this.store.messages,
+        carrier: this.carrier,
+        clock: this.store.clock,
+        window: this.window,
+        recorder: this.recorder,
+      },
       { token, messages, now: this.store.clock.now() },
       this.logger,
     )
@@ -369,7 +403,7 @@ export class DeliveryWorker {
         this.logger.error({ err: error, count: messages.length }, "delivery claim failed");
       })
       .finally(() => {
-        this.window.give(parts);
+        this.claimed.give(parts);
         for (const message of messages) {
           this.leases.release(message._id, token);
           if (this.receipts.working.get(message._id) === work)
@@ -383,8 +417,6 @@ export class DeliveryWorker {
   }
 
   private async recordOutcome(messages: ClaimedMessage[], outcome: ClaimOutcome): Promise<void> {
-    this.counters.sent += outcome.sent;
-    this.counters.sendErrors += outcome.sendErrors;
     this.counters.expired += outcome.expired;
     this.counters.resubmittedParts += outcome.resubmittedParts;
     if (outcome.resubmittedParts > 0) {

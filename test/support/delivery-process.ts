@@ -1,7 +1,8 @@
 /**
  * A delivery worker alone in a process, for tests that kill it with SIGKILL mid-delivery:
  * `node --import tsx test/support/delivery-process.ts`, configured by environment variables:
- * TEST_MONGODB_URI, DELIVERY_DB, DELIVERY_LEASE_MS, and either DELIVERY_CARRIER=simulator with
+ * TEST_MONGODB_URI, DELIVERY_DB, DELIVERY_LEASE_MS, DELIVERY_CLAIM_AHEAD (parts claimed ahead of
+ * the carrier's window), and either DELIVERY_CARRIER=simulator with
  * DELIVERY_WINDOW and DELIVERY_SEND_DELAY_MS (its simulator logs every submitted part in
  * `simulator_submissions` before answering), or DELIVERY_CARRIER=smpp with SMPP_URL, SMPP_BINDS
  * and SMPP_WINDOW (the test SMSC's PDU log tells what it received).
@@ -47,6 +48,7 @@ const worker = new DeliveryWorker({
   instanceId: "worker-doomed",
   pollIntervalMs: 50,
   leaseMs: Number(env("DELIVERY_LEASE_MS")),
+  claimAheadParts: Number(env("DELIVERY_CLAIM_AHEAD")),
 });
 await worker.start();
 process.stdout.write("started\n");
