@@ -26,7 +26,7 @@ import { inProcessClients } from "./rest/service-clients.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
-import { ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
+import { durable, ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
 import { MessageWriter } from "./store/message-writer.ts";
 import { IdAllocator } from "./store/sequences.ts";
 
@@ -46,7 +46,8 @@ export interface Service {
 
 /** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
 export async function build({ config, db, logger }: BuildOptions): Promise<Service> {
-  const store = openStore(db);
+  // Majority-journaled writes and primary reads, whatever the connection string says.
+  const store = openStore(durable(db));
   await ensureIndexes(store);
   const idempotencyKeys = KeyStore.open(store.db, () => store.clock.now());
   await idempotencyKeys.ensureIndexes();
@@ -75,7 +76,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     directory,
     messageIds: new IdAllocator(store.counters, "message"),
     confirmations,
-    writer: new MessageWriter(store.accounts, store.messages),
+    writer: new MessageWriter(store.accounts, store.messages, confirmations, () =>
+      store.clock.now(),
+    ),
+    timeouts: { requestMs: config.requestTimeoutMs, batchStoreMs: config.batchStoreTimeoutMs },
     policy: {
       sharedSender: config.sharedSender,
       maxParts: config.maxParts,
@@ -98,12 +102,16 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     }),
   });
 
-  // Charges a crash left pending are settled: confirmed or refunded.
-  const settleTimer = setInterval(() => {
-    settleAbandonedCharges(store, 120_000, store.clock.now()).catch((err) =>
-      app.log.warn({ err }, "settling abandoned charges failed"),
-    );
-  }, 30_000);
+  // Charges a crash left pending are settled: confirmed or refunded. Checked every 30 s, or
+  // a quarter of the cutoff when that is shorter (tests shorten SMS_SETTLE_AFTER_MS).
+  const settleTimer = setInterval(
+    () => {
+      settleAbandonedCharges(store, config.settleAfterMs, store.clock.now()).catch((err) =>
+        app.log.warn({ err }, "settling abandoned charges failed"),
+      );
+    },
+    Math.min(30_000, config.settleAfterMs / 4),
+  );
 
   const grpc = http2.createServer(
     connectNodeAdapter({

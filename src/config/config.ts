@@ -33,6 +33,15 @@ export interface Config {
   webhookAllowPrivate: boolean;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
+  /** A call's deadline: past it, UNAVAILABLE (REST 503), and no database call of it is issued. */
+  requestTimeoutMs: number;
+  /** A batch's deadline from its charge on: storing 10000 messages takes longer than a call. */
+  batchStoreTimeoutMs: number;
+  /**
+   * A charge still pending after this long is settled: confirmed if stored, else refunded. At
+   * least twice the longer deadline, so no write of its request can still land.
+   */
+  settleAfterMs: number;
   /** Requests per second per account and instance (bursts to twice that); 0: no limit. */
   rateLimitRps: number;
   /** Failed authentications per minute per client address and instance; 0: no limit. */
@@ -117,12 +126,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
+    requestTimeoutMs: read.integer("SMS_REQUEST_TIMEOUT_MS", 5_000, { min: 100, max: 60_000 }),
+    batchStoreTimeoutMs: read.integer("SMS_BATCH_STORE_TIMEOUT_MS", 30_000, {
+      min: 100,
+      max: 600_000,
+    }),
+    settleAfterMs: read.integer("SMS_SETTLE_AFTER_MS", 120_000, { min: 1000, max: 86_400_000 }),
     rateLimitRps: read.integer("SMS_RATE_LIMIT_RPS", 100, { min: 0, max: 1_000_000 }),
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
   };
   if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
+  // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
+  // cutoff of twice the longer deadline leaves the other half for clocks and the network.
+  const longest = Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs);
+  if (config.settleAfterMs < 2 * longest) {
+    problems.push(
+      `SMS_SETTLE_AFTER_MS: must be at least twice SMS_REQUEST_TIMEOUT_MS and SMS_BATCH_STORE_TIMEOUT_MS (${2 * longest})`,
+    );
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -27,6 +27,8 @@ const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.Aborted]: 409,
   [Code.AlreadyExists]: 422,
   [Code.ResourceExhausted]: 429,
+  // The database cannot serve the call now (docs/decisions.md, "MongoDB unreachable").
+  [Code.Unavailable]: 503,
 };
 
 interface AjvError {
@@ -122,6 +124,7 @@ function send(
     ? { errors: Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join("; ")])) }
     : { errors };
   if (status === 429 && !reply.hasHeader("retry-after")) reply.header("retry-after", "1");
+  if (status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", "3");
   // The error bodies are not in the success schema: skip response serialization.
   return reply.code(status).type("application/json").serializer(JSON.stringify).send(body);
 }

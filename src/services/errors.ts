@@ -34,3 +34,6 @@ export function fieldErrorsOf(error: ConnectError): FieldErrors["errors"] {
 }
 
 export const cannotBeEmpty = (field: string) => `${field} cannot be empty`;
+
+/** The database cannot serve the call now: 503 with Retry-After on REST, UNAVAILABLE on RPC. */
+export const unavailable = (message: string) => fieldErrors(Code.Unavailable, { request: message });

@@ -39,12 +39,14 @@ import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
+import { deadlineOf } from "./database-deadlines.ts";
 import {
   cannotBeEmpty,
   type FieldMessages,
   insufficientCredit,
   invalidArgument,
   notFound,
+  unavailable,
 } from "./errors.ts";
 import {
   type CheckedMessage,
@@ -63,6 +65,11 @@ export interface MessagingDeps {
   writer: MessageWriter;
   policy: IntakePolicy & { pricePerPartMicros: number };
   /**
+   * A call's deadline (services/database-deadlines.ts), and how long a batch may take to store
+   * once charged; the settler's cutoff is at least twice the longer (docs/decisions.md).
+   */
+  timeouts?: { requestMs: number; batchStoreMs: number };
+  /**
    * Called after messages are stored, before the answer: schedules their delivery (the account's
    * lanes, due at the earliest `deliveryAt`) and wakes the delivery worker.
    */
@@ -71,14 +78,24 @@ export interface MessagingDeps {
 
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
   const { store, directory, policy } = deps;
+  const timeouts = deps.timeouts ?? { requestMs: 5_000, batchStoreMs: 30_000 };
 
-  /** Confirms a charged write, or explains why it was refused. Returns the credit left. */
+  /**
+   * Confirms a charged write (a batch's; single sends are confirmed by the writer), or explains
+   * why it was refused. Returns the credit left.
+   */
   async function confirmCharge(
     apiKey: string,
-    charge: PendingCharge,
+    charge: Pick<PendingCharge, "amountMicros"> & Partial<PendingCharge>,
     result: DebitResult,
     deliveryAt: Date,
+    acceptedAt: Date,
   ): Promise<number> {
+    if (result === "busy") {
+      throw unavailable(
+        "too many requests of this account are still being stored; retry in a few seconds",
+      );
+    }
     if (result === "insufficient") {
       // Only on this failure path: one more read, so the caller learns how much is missing.
       const account = await store.accounts.findOne(
@@ -90,8 +107,8 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         `not enough credit: this request costs ${charge.amountMicros / MICROS}${left}`,
       );
     }
-    deps.confirmations.add(apiKey, charge);
-    await deps.onAccepted?.(apiKey, deliveryAt, charge.at);
+    if (charge.kind === "batch") deps.confirmations.add(apiKey, charge as PendingCharge);
+    await deps.onAccepted?.(apiKey, deliveryAt, acceptedAt);
     return result.creditMicros / MICROS;
   }
 
@@ -129,17 +146,19 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         },
         now,
       );
-      const charge: PendingCharge = {
-        ref: id,
-        kind: "message",
-        amountMicros: message.partCount * policy.pricePerPartMicros,
-        at: now,
-      };
+      // Charged and stamped when the writer issues its group (store/message-writer.ts).
+      const amountMicros = message.partCount * policy.pricePerPartMicros;
       const creditRemaining = await confirmCharge(
         account.apiKey,
-        charge,
-        await deps.writer.write(account.apiKey, charge, doc),
+        { amountMicros },
+        await deps.writer.write(
+          account.apiKey,
+          amountMicros,
+          doc,
+          deadlineOf(ctx, timeouts.requestMs),
+        ),
         doc.deliveryAt ?? now,
+        now,
       );
       return {
         message: create(MessageSchema, {
@@ -211,8 +230,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         createdAt: now,
       };
       let creditRemaining: number | undefined;
+      const deadline = deadlineOf(ctx, timeouts.requestMs);
       if (accepted.length === 0) {
-        await store.batches.insertOne(batchDoc);
+        await store.batches.insertOne(batchDoc, deadline.options());
       } else {
         let nextId = firstId;
         const docs: MessageDoc[] = accepted.map((message) => {
@@ -236,25 +256,29 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
             now,
           );
         });
+        // Storing may take longer than a call's deadline; every write of it is issued under
+        // this one, which starts when the charge is stamped, so the settler's rule holds.
+        deadline.extendTo(Date.now() + timeouts.batchStoreMs);
         const charge: PendingCharge = {
           ref: batchId,
           kind: "batch",
           amountMicros: partTotal * policy.pricePerPartMicros,
-          at: now,
+          at: store.clock.now(),
         };
         // The messages first, then the batch document, which commits them (storeBatch); a crash
-        // in between leaves a pending charge that the settler rolls back.
+        // or an unknown outcome in between leaves a pending charge that the settler rolls back.
         const result = await chargeThenStore(
           store.accounts,
           account.apiKey,
           charge,
-          () => storeBatch(store, docs, batchDoc),
+          () => storeBatch(store, docs, batchDoc, deadline),
           () => discardBatch(store, batchId),
+          deadline,
         );
         let firstDue = now;
         for (const doc of docs)
           if (doc.deliveryAt && doc.deliveryAt < firstDue) firstDue = doc.deliveryAt;
-        creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue);
+        creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue, now);
       }
       return {
         batch: create(BatchSchema, {

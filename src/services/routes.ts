@@ -5,6 +5,7 @@ import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
 import { accountGuard, guarded, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
+import { withDeadlines } from "./database-deadlines.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
@@ -23,15 +24,32 @@ export type ServiceDeps = MessagingDeps &
 export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
   const account = accountGuard(deps.directory, deps.limits, deps.idempotency);
   const operator = operatorGuard(deps.limits);
+  const timeoutMs = deps.timeouts?.requestMs ?? 5_000;
   return (router) => {
+    // The deadline outermost: it covers the guards' own database reads (authentication).
     router.service(
       MessagingService,
-      guarded(MessagingService, createMessagingService(deps), account),
+      withDeadlines(
+        MessagingService,
+        guarded(MessagingService, createMessagingService(deps), account),
+        timeoutMs,
+      ),
     );
     router.service(
       SenderNameService,
-      guarded(SenderNameService, createSenderNameService(deps), account),
+      withDeadlines(
+        SenderNameService,
+        guarded(SenderNameService, createSenderNameService(deps), account),
+        timeoutMs,
+      ),
     );
-    router.service(AdminService, guarded(AdminService, createAdminService(deps), operator));
+    router.service(
+      AdminService,
+      withDeadlines(
+        AdminService,
+        guarded(AdminService, createAdminService(deps), operator),
+        timeoutMs,
+      ),
+    );
   };
 }

@@ -1,5 +1,7 @@
 import type { Collection } from "mongodb";
+import type { Deadline } from "./deadline.ts";
 import type { BatchDoc, MessageDoc } from "./documents.ts";
+import { mayHaveLanded } from "./write-outcomes.ts";
 
 // A batch commits when its document is stored, after all its messages. Until then its messages
 // are in the queues but must not be worked: the delivery worker and the notifier ask here and
@@ -13,13 +15,15 @@ const MIN_SLICE = 1000;
 /**
  * Stores a batch: its messages, then its document, which commits them. The messages go in
  * parallel slices (each one `insertMany` on its own connection), so the service serialises one
- * slice while the database stores another instead of taking turns. On failure, part of the
- * messages (or even the document) may be stored: see `discardBatch`.
+ * slice while the database stores another instead of taking turns. Every call is issued under
+ * `deadline`. On failure, part of the messages (or even the document) may be stored: see
+ * `discardBatch`; an error whose write may still land is thrown in preference to a certain one.
  */
 export async function storeBatch(
   collections: { messages: Collection<MessageDoc>; batches: Collection<BatchDoc> },
   messages: MessageDoc[],
   batch: BatchDoc,
+  deadline?: Deadline,
 ): Promise<void> {
   const slices = Math.max(1, Math.min(INSERT_SLICES, Math.floor(messages.length / MIN_SLICE)));
   const size = Math.ceil(messages.length / slices);
@@ -27,12 +31,13 @@ export async function storeBatch(
     Array.from({ length: slices }, (_, i) =>
       collections.messages.insertMany(messages.slice(i * size, (i + 1) * size), {
         ordered: false,
+        ...deadline?.options(),
       }),
     ),
   );
-  const failed = outcomes.find((o) => o.status === "rejected");
-  if (failed) throw failed.reason;
-  await collections.batches.insertOne(batch);
+  const failures = outcomes.flatMap((o) => (o.status === "rejected" ? [o.reason] : []));
+  if (failures.length > 0) throw failures.find(mayHaveLanded) ?? failures[0];
+  await collections.batches.insertOne(batch, { ...deadline?.options() });
 }
 
 /**

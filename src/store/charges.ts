@@ -1,29 +1,59 @@
 import type { Collection } from "mongodb";
-import type { AccountDoc, BatchDoc, MessageDoc, PendingCharge } from "./documents.ts";
+import type { Deadline } from "./deadline.ts";
+import type {
+  AccountDoc,
+  BatchDoc,
+  ChargedMessage,
+  MessageDoc,
+  PendingCharge,
+} from "./documents.ts";
+import { mayHaveLanded, OutcomeUnknown } from "./write-outcomes.ts";
 
 // Credit is debited before anything is stored, together with a pending-charge record in the same
 // atomic update. The stored message (or batch document) confirms the charge; a charge left
-// pending by a crash is settled by `settleAbandonedCharges`: confirmed when its message or batch
-// exists, refunded otherwise. No multi-document transaction is needed.
+// pending by a crash or an unknown write outcome is settled by `settleAbandonedCharges`: confirmed
+// for what is stored, refunded for the rest. No multi-document transaction is needed.
 
-export type DebitResult = { creditMicros: number } | "insufficient";
+/**
+ * Pending charges an account may hold at once (single sends count one per group written
+ * together, a batch one). Past it a debit is refused as "busy": the array stays far below the
+ * 16 MB document limit and every debit cheap, whatever stalls the database.
+ */
+export const MAX_PENDING_CHARGES = 100;
+
+/** "busy": MAX_PENDING_CHARGES are pending; nothing charged. */
+export type DebitResult = { creditMicros: number } | "insufficient" | "busy";
+
+type CallOptions = { maxTimeMS?: number; signal?: AbortSignal };
 
 export async function debit(
   accounts: Collection<AccountDoc>,
   apiKey: string,
   charge: PendingCharge,
+  options: CallOptions = {},
 ): Promise<DebitResult> {
   const updated = await accounts.findOneAndUpdate(
-    { _id: apiKey, creditMicros: { $gte: charge.amountMicros } },
+    {
+      _id: apiKey,
+      creditMicros: { $gte: charge.amountMicros },
+      [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: false },
+    },
     { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
-    { returnDocument: "after", projection: { creditMicros: 1 } },
+    { returnDocument: "after", projection: { creditMicros: 1 }, ...options },
   );
-  return updated ? { creditMicros: updated.creditMicros } : "insufficient";
+  if (updated) return { creditMicros: updated.creditMicros };
+  const full = await accounts.countDocuments(
+    { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
+    { limit: 1, ...options },
+  );
+  return full ? "busy" : "insufficient";
 }
 
 /**
- * Debits, then stores with `storeIt`. When storing fails, `undo` removes what was stored and the
- * charge is given back; if either fails, the charge stays pending and the settler does both.
+ * Debits, then stores with `storeIt` (issued under `deadline`). When storing fails and nothing of
+ * it can still land, `undo` removes what was stored and the charge is given back. When the outcome
+ * is unknown (a lost answer, a timeout) or the undo fails, the charge stays pending and the
+ * settler decides from what is stored, once the request's writes can no longer land.
  */
 export async function chargeThenStore(
   accounts: Collection<AccountDoc>,
@@ -31,12 +61,19 @@ export async function chargeThenStore(
   charge: PendingCharge,
   storeIt: () => Promise<void>,
   undo: () => Promise<void> = async () => undefined,
+  deadline?: Deadline,
 ): Promise<DebitResult> {
-  const debited = await debit(accounts, apiKey, charge);
-  if (debited === "insufficient") return debited;
+  let debited: DebitResult;
+  try {
+    debited = await debit(accounts, apiKey, charge, deadline?.options());
+  } catch (error) {
+    throw mayHaveLanded(error) ? new OutcomeUnknown(error) : error;
+  }
+  if (typeof debited === "string") return debited;
   try {
     await storeIt();
   } catch (error) {
+    if (mayHaveLanded(error)) throw new OutcomeUnknown(error);
     try {
       await undo();
       await refund(accounts, apiKey, charge);
@@ -54,13 +91,32 @@ export async function refund(
   apiKey: string,
   charge: PendingCharge,
 ): Promise<void> {
-  await accounts.updateOne(
+  await settleCharge(accounts, apiKey, charge, charge.amountMicros);
+}
+
+/**
+ * Removes a pending charge, giving `refundMicros` of it back, in one update that only applies
+ * while the record is there: settling twice (the settler beside a confirmation) refunds once.
+ */
+export async function settleCharge(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  charge: Pick<PendingCharge, "ref" | "kind">,
+  refundMicros: number,
+): Promise<boolean> {
+  const result = await accounts.updateOne(
     { _id: apiKey, pendingCharges: { $elemMatch: { ref: charge.ref, kind: charge.kind } } },
     {
-      $inc: { creditMicros: charge.amountMicros },
+      ...(refundMicros > 0 && { $inc: { creditMicros: refundMicros } }),
       $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } },
     },
   );
+  return result.modifiedCount > 0;
+}
+
+/** The messages a charge of single sends pays for. */
+export function chargedMessages(charge: PendingCharge): ChargedMessage[] {
+  return charge.messages ?? [{ id: charge.ref, amountMicros: charge.amountMicros }];
 }
 
 /**
@@ -120,11 +176,15 @@ export class ChargeConfirmations {
   }
 }
 
+/** Reads that decide a settlement: on the primary, of majority-committed (durable) writes only. */
+const DURABLE_READ = { readPreference: "primary", readConcern: { level: "majority" } } as const;
+
 /**
- * Settles charges left pending longer than `olderThanMs` (a crash between debit and store):
- * a single send is confirmed if its message exists, else refunded; a batch is confirmed if its
- * document (its commit) exists, else its partly stored messages, which nobody has worked, are
- * deleted and the charge refunded.
+ * Settles charges left pending longer than `olderThanMs`, which must exceed twice the longest
+ * request deadline (config: SMS_SETTLE_AFTER_MS), so no write of their requests can still land:
+ * single sends are confirmed for the messages stored and refunded for the others; a batch is
+ * confirmed if its document (its commit) exists, else its partly stored messages, which nobody
+ * has worked, are deleted and the charge refunded.
  */
 export async function settleAbandonedCharges(
   collections: {
@@ -139,25 +199,41 @@ export async function settleAbandonedCharges(
   const result = { confirmed: 0, refunded: 0 };
   const stale = collections.accounts.find(
     { "pendingCharges.at": { $lt: cutoff } },
-    { projection: { pendingCharges: 1 } },
+    { projection: { pendingCharges: 1 }, ...DURABLE_READ },
   );
   for await (const account of stale) {
     for (const charge of account.pendingCharges) {
       if (charge.at >= cutoff) continue;
-      const stored =
-        charge.kind === "message"
-          ? await collections.messages.countDocuments({ _id: charge.ref }, { limit: 1 })
-          : await collections.batches.countDocuments({ _id: charge.ref }, { limit: 1 });
-      if (stored) {
-        await collections.accounts.updateOne(
-          { _id: account._id },
-          { $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } } },
+      if (charge.kind === "message") {
+        const messages = chargedMessages(charge);
+        const stored = new Set(
+          (
+            await collections.messages
+              .find(
+                { _id: { $in: messages.map((m) => m.id) } },
+                { projection: { _id: 1 }, ...DURABLE_READ },
+              )
+              .toArray()
+          ).map((m) => m._id),
         );
-        result.confirmed++;
+        const missing = messages.filter((m) => !stored.has(m.id));
+        const refundMicros = missing.reduce((sum, m) => sum + m.amountMicros, 0);
+        if (await settleCharge(collections.accounts, account._id, charge, refundMicros)) {
+          result.confirmed += stored.size;
+          result.refunded += missing.length;
+        }
+        continue;
+      }
+      const committed = await collections.batches.countDocuments(
+        { _id: charge.ref },
+        { limit: 1, ...DURABLE_READ },
+      );
+      if (committed) {
+        if (await settleCharge(collections.accounts, account._id, charge, 0)) result.confirmed++;
       } else {
-        if (charge.kind === "batch") await collections.messages.deleteMany({ batchId: charge.ref });
-        await refund(collections.accounts, account._id, charge);
-        result.refunded++;
+        await collections.messages.deleteMany({ batchId: charge.ref });
+        if (await settleCharge(collections.accounts, account._id, charge, charge.amountMicros))
+          result.refunded++;
       }
     }
   }

@@ -1,4 +1,4 @@
-import { type Collection, type Db, MongoClient } from "mongodb";
+import { type Collection, type Db, MongoClient, type MongoClientOptions } from "mongodb";
 import type {
   AccountDoc,
   BatchDoc,
@@ -40,10 +40,32 @@ export function openStore(db: Db): Store {
   };
 }
 
+/**
+ * Client options of the service. A database that cannot be reached fails an operation after
+ * 3 s of server selection, so requests answer 503 within about 5 s (docs/decisions.md).
+ */
+export const CLIENT_OPTIONS: MongoClientOptions = {
+  serverSelectionTimeoutMS: 3_000,
+  connectTimeoutMS: 3_000,
+  maxPoolSize: 64,
+};
+
 export async function connect(uri: string): Promise<MongoClient> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, maxPoolSize: 64 });
+  const client = new MongoClient(uri, CLIENT_OPTIONS);
   await client.connect();
   return client;
+}
+
+/**
+ * The service's handle on `db`, whatever the connection string says: every write waits for a
+ * majority of the replica set and its journal (a debit and its message cannot be rolled back one
+ * without the other), and reads go to the primary, which has the last write.
+ */
+export function durable(db: Db): Db {
+  return db.client.db(db.databaseName, {
+    writeConcern: { w: "majority", journal: true },
+    readPreference: "primary",
+  });
 }
 
 /** Creates every index the service queries by. createIndex is a no-op when it exists already. */
@@ -69,12 +91,23 @@ export async function ensureIndexes(store: Store): Promise<void> {
   ]);
 }
 
-/** True when the database answers a ping. */
-export async function isReachable(db: Db): Promise<boolean> {
-  try {
-    await db.command({ ping: 1 }, { timeoutMS: 2000 });
-    return true;
-  } catch {
-    return false;
-  }
+/**
+ * True when the database answers a ping within `withinMs`. Concurrent callers share one ping, so
+ * a burst of health checks against a dead database adds no load and no wait.
+ */
+export function isReachable(db: Db, withinMs = 1500): Promise<boolean> {
+  const pending = pings.get(db);
+  if (pending) return pending;
+  const signal = AbortSignal.timeout(withinMs);
+  const ping = Promise.race([
+    db.command({ ping: 1 }, { signal }).then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => signal.addEventListener("abort", () => resolve(false))),
+  ]).finally(() => pings.delete(db));
+  pings.set(db, ping);
+  return ping;
 }
+
+const pings = new WeakMap<Db, Promise<boolean>>();

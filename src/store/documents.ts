@@ -23,12 +23,25 @@ export interface AccountDoc {
   createdAt: Date;
 }
 
+/**
+ * One debit not yet confirmed: a batch, or the single sends of one account written together (one
+ * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account.
+ */
 export interface PendingCharge {
-  /** Message id for a single send, batch id for a batch. */
+  /** Batch id for a batch; for single sends, the first message id of the group. */
   ref: number;
   kind: "message" | "batch";
+  /** The whole debit. */
   amountMicros: number;
+  /** When the debit was issued (server clock): the settler waits for it to age past its cutoff. */
   at: Date;
+  /** Single sends: each message of the group and its price. Absent: the one message `ref`. */
+  messages?: ChargedMessage[];
+}
+
+export interface ChargedMessage {
+  id: number;
+  amountMicros: number;
 }
 
 export type NotificationState = "pending" | "delivered" | "gave_up" | "skipped";

@@ -1,22 +1,45 @@
-import { type Collection, MongoBulkWriteError } from "mongodb";
-import { type DebitResult, debit, refund } from "./charges.ts";
+import type { Collection } from "mongodb";
+import {
+  type ChargeConfirmations,
+  type DebitResult,
+  MAX_PENDING_CHARGES,
+  settleCharge,
+} from "./charges.ts";
+import { Deadline, DeadlineExceeded } from "./deadline.ts";
 import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
+import { insertOutcome, OutcomeUnknown } from "./write-outcomes.ts";
 
 // Group commit for single sends: the sends that arrive while a write is in flight are written
-// together, with one debit per account (the sum, and every pending-charge record, in one atomic
-// update) and one insertMany for all their messages. A lone send is a group of one, so light load
-// pays no wait; heavy load pays two round trips per group instead of two per message.
+// together, with one debit per account (the sum, and one pending-charge record for the group, in
+// one atomic update) and one insertMany for all their messages. A lone send is a group of one, so
+// light load pays no wait; heavy load pays two round trips per group instead of two per message.
+//
+// A group is issued under the latest deadline of its sends, and its charge is stamped when it is
+// issued, not when its sends were queued: no write of a charge lands later than its stamp plus the
+// request deadline, which is what lets the settler decide safely (store/deadline.ts).
 
 interface PendingWrite {
   apiKey: string;
-  charge: PendingCharge;
+  amountMicros: number;
   doc: MessageDoc;
+  deadline: Deadline;
   resolve: (result: DebitResult) => void;
   reject: (error: unknown) => void;
 }
 
+interface AccountGroup {
+  apiKey: string;
+  writes: PendingWrite[];
+  /** The group's record, once debited. */
+  charge?: PendingCharge;
+  /** Credit left after each charged write's own charge, by write. */
+  credit: Map<PendingWrite, number>;
+}
+
 const MAX_GROUP = 256;
 const MAX_IN_FLIGHT = 2;
+/** Debit attempts of a group when other writers change the credit in between. */
+const DEBIT_ATTEMPTS = 4;
 
 export class MessageWriter {
   private queue: PendingWrite[] = [];
@@ -25,12 +48,24 @@ export class MessageWriter {
   constructor(
     private readonly accounts: Collection<AccountDoc>,
     private readonly messages: Collection<MessageDoc>,
+    private readonly confirmations: ChargeConfirmations,
+    /** The database server's clock, for the charges' stamps. */
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
-  /** Debits the charge and stores the message; "insufficient" stores and charges nothing. */
-  write(apiKey: string, charge: PendingCharge, doc: MessageDoc): Promise<DebitResult> {
+  /**
+   * Debits the charge and stores the message before `deadline`. "insufficient" and "busy" store
+   * and charge nothing. Rejects with `OutcomeUnknown` when the message may or may not be stored:
+   * its charge is then left to the settler.
+   */
+  write(
+    apiKey: string,
+    amountMicros: number,
+    doc: MessageDoc,
+    deadline: Deadline,
+  ): Promise<DebitResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ apiKey, charge, doc, resolve, reject });
+      this.queue.push({ apiKey, amountMicros, doc, deadline, resolve, reject });
       this.pump();
     });
   }
@@ -39,89 +74,162 @@ export class MessageWriter {
     while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
       const group = this.queue.splice(0, MAX_GROUP);
       this.inFlight++;
-      this.writeGroup(group).finally(() => {
-        this.inFlight--;
-        this.pump();
-      });
+      this.writeGroup(group)
+        .catch((error: unknown) => {
+          for (const write of group) write.reject(error);
+        })
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
     }
   }
 
-  private async writeGroup(group: PendingWrite[]): Promise<void> {
-    const byAccount = new Map<string, PendingWrite[]>();
-    for (const write of group) {
-      const list = byAccount.get(write.apiKey);
-      if (list) list.push(write);
-      else byAccount.set(write.apiKey, [write]);
+  private async writeGroup(queued: PendingWrite[]): Promise<void> {
+    // Sends whose requests ran out of time while queued are refused before anything is charged.
+    const group: PendingWrite[] = [];
+    for (const write of queued) {
+      if (write.deadline.expired) write.reject(new DeadlineExceeded());
+      else group.push(write);
     }
-    const debited: { write: PendingWrite; creditMicros: number }[] = [];
+    if (group.length === 0) return;
+    const deadline = new Deadline(Math.max(...group.map((w) => w.deadline.at)));
+    try {
+      await this.debitAndInsert(group, deadline);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  private async debitAndInsert(group: PendingWrite[], deadline: Deadline): Promise<void> {
+    const at = this.now();
+    const byAccount = new Map<string, AccountGroup>();
+    for (const write of group) {
+      const entry = byAccount.get(write.apiKey);
+      if (entry) entry.writes.push(write);
+      else
+        byAccount.set(write.apiKey, { apiKey: write.apiKey, writes: [write], credit: new Map() });
+    }
     await Promise.all(
-      [...byAccount].map(async ([apiKey, writes]) => {
+      [...byAccount.values()].map(async (account) => {
         try {
-          const results = await this.debitAll(apiKey, writes);
-          writes.forEach((write, i) => {
-            const result = results[i];
-            if (result === undefined || result === "insufficient") write.resolve("insufficient");
-            else debited.push({ write, creditMicros: result.creditMicros });
-          });
+          await this.debitAll(account, at, deadline);
         } catch (error) {
-          for (const write of writes) write.reject(error);
+          // The debit itself may have landed: its record, if any, is left to the settler.
+          for (const write of account.writes) write.reject(new OutcomeUnknown(error));
         }
       }),
     );
-    if (debited.length === 0) return;
+    const charged = [...byAccount.values()].filter((a) => a.charge);
+    const docs = charged.flatMap((a) => [...a.credit.keys()].map((w) => w.doc));
+    if (docs.length === 0) return;
 
-    let failed = new Set<number>();
     let failure: unknown;
     try {
-      await this.messages.insertMany(
-        debited.map((d) => d.write.doc),
-        { ordered: false },
-      );
+      await this.messages.insertMany(docs, { ordered: false, ...deadline.options() });
     } catch (error) {
       failure = error;
-      failed =
-        error instanceof MongoBulkWriteError && error.writeErrors
-          ? new Set(
-              (Array.isArray(error.writeErrors) ? error.writeErrors : [error.writeErrors]).map(
-                (e) => e.index,
-              ),
-            )
-          : new Set(debited.map((_, i) => i));
     }
-    await Promise.all(
-      debited.map(async ({ write, creditMicros }, i) => {
-        if (!failed.has(i)) return write.resolve({ creditMicros });
-        // Nothing was stored for this one: give its charge back before failing the request.
-        await refund(this.accounts, write.apiKey, write.charge).catch(() => undefined);
-        write.reject(failure);
-      }),
-    );
+    const outcome = failure === undefined ? undefined : insertOutcome(failure, docs.length);
+    const refused = new Set(outcome ? [...outcome.refused].map((i) => docs[i]?._id) : []);
+    for (const account of charged) {
+      const charge = account.charge as PendingCharge;
+      if (outcome && !outcome.othersStored) {
+        // Unknown: stored or not, possibly later still. The settler decides past the cutoff.
+        for (const write of account.credit.keys()) write.reject(new OutcomeUnknown(failure));
+        continue;
+      }
+      let refundMicros = 0;
+      for (const [write, creditMicros] of account.credit) {
+        if (refused.has(write.doc._id)) {
+          refundMicros += write.amountMicros;
+          write.reject(failure);
+        } else write.resolve({ creditMicros });
+      }
+      if (refundMicros === 0) this.confirmations.add(account.apiKey, charge);
+      else {
+        // Some were refused by the server: certain, so settled now (else by the settler, alike).
+        await settleCharge(this.accounts, account.apiKey, charge, refundMicros).catch(
+          () => undefined,
+        );
+      }
+    }
   }
 
   /**
    * One debit for all of an account's writes when the credit covers them all, each answered with
-   * the credit left after its own charge in queue order; otherwise one by one, so the writes the
-   * credit covers still go through.
+   * the credit left after its own charge in queue order; otherwise for those the credit covers,
+   * in queue order, as one debit still.
    */
-  private async debitAll(apiKey: string, writes: PendingWrite[]): Promise<DebitResult[]> {
-    const first = writes[0];
-    if (writes.length === 1 && first) return [await debit(this.accounts, apiKey, first.charge)];
-    const charges = writes.map((w) => w.charge);
-    const total = charges.reduce((sum, c) => sum + c.amountMicros, 0);
-    const updated = await this.accounts.findOneAndUpdate(
-      { _id: apiKey, creditMicros: { $gte: total } },
-      { $inc: { creditMicros: -total }, $push: { pendingCharges: { $each: charges } } },
-      { returnDocument: "after", projection: { creditMicros: 1 } },
-    );
-    if (!updated) {
-      const results: DebitResult[] = [];
-      for (const charge of charges) results.push(await debit(this.accounts, apiKey, charge));
-      return results;
+  private async debitAll(account: AccountGroup, at: Date, deadline: Deadline): Promise<void> {
+    const { apiKey, writes } = account;
+    let chosen = writes;
+    for (let attempt = 0; attempt < DEBIT_ATTEMPTS; attempt++) {
+      if (attempt > 0) {
+        const affordable = await this.affordable(apiKey, writes, deadline);
+        if (affordable === "busy") return answerAll(writes, "busy");
+        chosen = affordable;
+      }
+      if (chosen.length === 0) return answerAll(writes, "insufficient");
+      const first = chosen[0] as PendingWrite;
+      const charge: PendingCharge = {
+        ref: first.doc._id,
+        kind: "message",
+        amountMicros: chosen.reduce((sum, w) => sum + w.amountMicros, 0),
+        at,
+        ...(chosen.length > 1 && {
+          messages: chosen.map((w) => ({ id: w.doc._id, amountMicros: w.amountMicros })),
+        }),
+      };
+      const updated = await this.accounts.findOneAndUpdate(
+        {
+          _id: apiKey,
+          creditMicros: { $gte: charge.amountMicros },
+          [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: false },
+        },
+        { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
+        { returnDocument: "after", projection: { creditMicros: 1 }, ...deadline.options() },
+      );
+      if (!updated) continue;
+      account.charge = charge;
+      let after = updated.creditMicros + charge.amountMicros;
+      for (const write of chosen) {
+        after -= write.amountMicros;
+        account.credit.set(write, after);
+      }
+      for (const write of writes) if (!account.credit.has(write)) write.resolve("insufficient");
+      return;
     }
-    let after = updated.creditMicros + total;
-    return charges.map((charge) => {
-      after -= charge.amountMicros;
-      return { creditMicros: after };
+    // The credit kept changing under us: nothing charged, the client may retry.
+    answerAll(writes, "busy");
+  }
+
+  /** The writes the account's credit covers, in queue order; "busy" when its charges are full. */
+  private async affordable(
+    apiKey: string,
+    writes: PendingWrite[],
+    deadline: Deadline,
+  ): Promise<PendingWrite[] | "busy"> {
+    const [account, full] = await Promise.all([
+      this.accounts.findOne(
+        { _id: apiKey },
+        { projection: { creditMicros: 1 }, ...deadline.options() },
+      ),
+      this.accounts.countDocuments(
+        { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
+        { limit: 1, ...deadline.options() },
+      ),
+    ]);
+    if (full) return "busy";
+    let credit = account?.creditMicros ?? 0;
+    return writes.filter((write) => {
+      if (write.amountMicros > credit) return false;
+      credit -= write.amountMicros;
+      return true;
     });
   }
+}
+
+function answerAll(writes: PendingWrite[], result: "busy" | "insufficient"): void {
+  for (const write of writes) write.resolve(result);
 }

@@ -5,6 +5,7 @@ import {
   ChargeConfirmations,
   chargeThenStore,
   debit,
+  MAX_PENDING_CHARGES,
   settleAbandonedCharges,
 } from "../../src/store/charges.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
@@ -172,5 +173,50 @@ describe("credit charges", () => {
     const account = await fixture.store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(9);
     expect(account?.pendingCharges).toHaveLength(1);
+  });
+
+  it("settles a group of single sends message by message: stored ones stay charged", async () => {
+    const apiKey = await newAccount(100);
+    await debit(fixture.store.accounts, apiKey, {
+      ref: 61,
+      kind: "message",
+      amountMicros: 6,
+      at: minutesAgo(5),
+      messages: [
+        { id: 61, amountMicros: 1 },
+        { id: 62, amountMicros: 2 },
+        { id: 63, amountMicros: 3 },
+      ],
+    });
+    await fixture.store.messages.insertOne(message(62, apiKey));
+    expect(await settleAbandonedCharges(fixture.store, 120_000)).toMatchObject({
+      confirmed: 1,
+      refunded: 2,
+    });
+    await expectRefunded(apiKey, 98);
+  });
+
+  it(`refuses a debit as busy once ${MAX_PENDING_CHARGES} charges are pending, charging nothing`, async () => {
+    const apiKey = await newAccount(1000);
+    await fixture.store.accounts.updateOne(
+      { _id: apiKey },
+      {
+        $push: {
+          pendingCharges: {
+            $each: Array.from({ length: MAX_PENDING_CHARGES }, (_, i) => ({
+              ref: 10_000 + i,
+              kind: "message" as const,
+              amountMicros: 0,
+              at: new Date(),
+            })),
+          },
+        },
+      },
+    );
+    const charge: PendingCharge = { ref: 71, kind: "message", amountMicros: 1, at: new Date() };
+    expect(await debit(fixture.store.accounts, apiKey, charge)).toBe("busy");
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
+    expect(account?.creditMicros).toBe(1000);
+    expect(account?.pendingCharges).toHaveLength(MAX_PENDING_CHARGES);
   });
 });

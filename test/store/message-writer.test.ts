@@ -1,11 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
+import { ChargeConfirmations, chargedMessages } from "../../src/store/charges.ts";
+import { Deadline, DeadlineExceeded } from "../../src/store/deadline.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { MessageWriter } from "../../src/store/message-writer.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();
+
+function newWriter() {
+  const confirmations = new ChargeConfirmations(fixture.store.accounts);
+  return new MessageWriter(fixture.store.accounts, fixture.store.messages, confirmations);
+}
 
 let nextId = 1;
 function send(writer: MessageWriter, apiKey: string, amountMicros: number) {
@@ -15,7 +22,9 @@ function send(writer: MessageWriter, apiKey: string, amountMicros: number) {
     { id, accountId: apiKey, to: "+4915112345678", from: "SMSINFO", text: "hi", parts: 1, ttl: 60 },
     new Date(),
   );
-  return writer.write(apiKey, charge, doc).then((result) => ({ id, result }));
+  return writer
+    .write(apiKey, charge.amountMicros, doc, Deadline.in(10_000))
+    .then((result) => ({ id, result }));
 }
 
 describe("group commit of single sends", () => {
@@ -24,7 +33,7 @@ describe("group commit of single sends", () => {
       name: "a",
       creditMicros: 25,
     });
-    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
+    const writer = newWriter();
     const results = await Promise.all(
       Array.from({ length: 40 }, () => send(writer, account._id, 1)),
     );
@@ -44,7 +53,7 @@ describe("group commit of single sends", () => {
       .account._id;
     const b = (await createAccount(fixture.store.accounts, { name: "b", creditMicros: 100 }))
       .account._id;
-    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
+    const writer = newWriter();
     await Promise.all([
       ...Array.from({ length: 10 }, () => send(writer, a, 3)),
       ...Array.from({ length: 5 }, () => send(writer, b, 7)),
@@ -54,23 +63,15 @@ describe("group commit of single sends", () => {
     expect(await fixture.store.messages.countDocuments({ accountId: { $in: [a, b] } })).toBe(15);
   });
 
-  it("refunds a send whose message could not be stored", async () => {
+  it("refuses a send whose deadline passed while it was queued, and charges nothing", async () => {
     const { account } = await createAccount(fixture.store.accounts, {
       name: "a",
       creditMicros: 10,
     });
-    const writer = new MessageWriter(fixture.store.accounts, fixture.store.messages);
-    const first = await send(writer, account._id, 2);
-    // A second message with the same id is refused by the database: its charge comes back.
-    const charge: PendingCharge = {
-      ref: first.id,
-      kind: "message",
-      amountMicros: 2,
-      at: new Date(),
-    };
-    const duplicate = acceptedMessage(
+    const writer = newWriter();
+    const doc = acceptedMessage(
       {
-        id: first.id,
+        id: nextId++,
         accountId: account._id,
         to: "+4915112345678",
         from: "X",
@@ -80,9 +81,34 @@ describe("group commit of single sends", () => {
       },
       new Date(),
     );
-    await expect(writer.write(account._id, { ...charge, ref: -1 }, duplicate)).rejects.toThrow();
+    await expect(writer.write(account._id, 2, doc, new Deadline(Date.now() - 1))).rejects.toThrow(
+      DeadlineExceeded,
+    );
     const stored = await fixture.store.accounts.findOne({ _id: account._id });
-    expect(stored?.creditMicros).toBe(8);
-    expect(stored?.pendingCharges.map((c) => c.ref)).toEqual([first.id]);
+    expect(stored?.creditMicros).toBe(10);
+    expect(stored?.pendingCharges).toEqual([]);
+    expect(await fixture.store.messages.countDocuments({ _id: doc._id })).toBe(0);
+  });
+
+  it("records one pending charge per group, however many sends it holds", async () => {
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "a",
+      creditMicros: 1000,
+    });
+    // Confirmations left out: what the account holds is what the debits wrote.
+    const writer = new MessageWriter(
+      fixture.store.accounts,
+      fixture.store.messages,
+      new (class extends ChargeConfirmations {
+        override add(): void {}
+      })(fixture.store.accounts),
+    );
+    await Promise.all(Array.from({ length: 60 }, () => send(writer, account._id, 1)));
+    const stored = await fixture.store.accounts.findOne({ _id: account._id });
+    expect(stored?.creditMicros).toBe(940);
+    // The first send is a group of one; the others queue behind it and go in at most two groups.
+    expect(stored?.pendingCharges.length).toBeLessThanOrEqual(3);
+    const charged = (stored?.pendingCharges ?? []).flatMap((c) => chargedMessages(c));
+    expect(charged).toHaveLength(60);
   });
 });

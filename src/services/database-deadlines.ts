@@ -1,0 +1,81 @@
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  ConnectError,
+  createContextKey,
+  type HandlerContext,
+  type ServiceImpl,
+} from "@connectrpc/connect";
+import { Deadline, DeadlineExceeded } from "../store/deadline.ts";
+import { isUnavailable, OutcomeUnknown } from "../store/write-outcomes.ts";
+import { unavailable } from "./errors.ts";
+
+// Every call has a deadline (SMS_REQUEST_TIMEOUT_MS): it is answered UNAVAILABLE (REST 503 with
+// Retry-After) when the deadline passes or the database cannot be reached, instead of waiting on
+// a database that does not answer. The handler's own database calls carry the same deadline
+// (store/deadline.ts), which a batch extends once it starts storing (SMS_BATCH_STORE_TIMEOUT_MS).
+
+/** The deadline of the call being handled. */
+export const REQUEST_DEADLINE = createContextKey<Deadline | undefined>(undefined, {
+  description: "the deadline of the call",
+});
+
+/** The deadline of `context`'s call, or a new one of `fallbackMs` outside `withDeadlines`. */
+export function deadlineOf(context: HandlerContext, fallbackMs: number): Deadline {
+  let deadline = context.values.get(REQUEST_DEADLINE);
+  if (!deadline) {
+    deadline = Deadline.in(fallbackMs);
+    context.values.set(REQUEST_DEADLINE, deadline);
+  }
+  return deadline;
+}
+
+export const DATABASE_UNAVAILABLE =
+  "the database is unavailable or too slow to answer now; retry in a few seconds";
+export const OUTCOME_UNKNOWN =
+  "the database did not confirm storing this request: what was stored is sent and charged, what was not is refunded; retry with the same Idempotency-Key";
+
+type Handler = (request: unknown, context: HandlerContext) => Promise<unknown>;
+
+/** `impl` with each unary call held to a deadline of `timeoutMs`, database failures as UNAVAILABLE. */
+export function withDeadlines<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+  timeoutMs: number,
+): ServiceImpl<S> {
+  const handlers = impl as unknown as Record<string, Handler>;
+  const wrapped: Record<string, Handler> = { ...handlers };
+  for (const method of service.methods) {
+    const handler = handlers[method.localName];
+    if (method.methodKind !== "unary" || !handler) continue;
+    wrapped[method.localName] = async (request, context) => {
+      const deadline = Deadline.in(timeoutMs);
+      context.values.set(REQUEST_DEADLINE, deadline);
+      const handled = Promise.resolve().then(() => handler.call(impl, request, context));
+      // Past the deadline the caller is answered; the handler's own calls stop at the same time.
+      void handled.then(
+        () => deadline.dispose(),
+        () => deadline.dispose(),
+      );
+      const expired = new Promise<never>((_, reject) => {
+        deadline.signal.addEventListener("abort", () => reject(deadline.signal.reason), {
+          once: true,
+        });
+      });
+      try {
+        return await Promise.race([handled, expired]);
+      } catch (error) {
+        throw asUnavailable(error);
+      }
+    };
+  }
+  return wrapped as unknown as ServiceImpl<S>;
+}
+
+/** Database failures as UNAVAILABLE; every other error as it is. */
+export function asUnavailable(error: unknown): unknown {
+  if (error instanceof ConnectError) return error;
+  if (error instanceof OutcomeUnknown) return unavailable(OUTCOME_UNKNOWN);
+  if (error instanceof DeadlineExceeded || isUnavailable(error))
+    return unavailable(DATABASE_UNAVAILABLE);
+  return error;
+}
