@@ -49,7 +49,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // Majority-journaled writes and primary reads, whatever the connection string says.
   const store = openStore(durable(db));
   await ensureIndexes(store);
-  const idempotencyKeys = KeyStore.open(store.db, () => store.clock.now());
+  // A claim still running after the settler's cutoff is a crashed run's (no request outlives it).
+  const idempotencyKeys = KeyStore.open(store.db, () => store.clock.now(), config.settleAfterMs);
   await idempotencyKeys.ensureIndexes();
   await store.clock.start();
   const instanceId = randomUUID();

@@ -11,8 +11,9 @@ export const KEY_LIFETIME_MS = 24 * 3600 * 1000;
 
 /**
  * When a running claim is taken to be a crashed run's: the settler's cutoff for pending charges
- * (2 min), which no request outlives (requests have a deadline well below it, issue 11 #7). By
- * then the crashed run's charge is settled too, so the retry starts from a known state.
+ * (SMS_SETTLE_AFTER_MS, default 2 min), which no request outlives (it is at least twice the
+ * longest request deadline). By then the crashed run's charge is settled too, so the retry starts
+ * from a known state.
  */
 export const STALE_AFTER_MS = 120_000;
 
