@@ -9,8 +9,8 @@ import type { CarrierReceipt, ReceiptHandlerResult } from "./carrier.ts";
 import type { LaneMarker } from "./scheduling/lanes.ts";
 
 export class ReceiptHandler {
-  /** Claims of this instance being worked, by message id: their submissions are being recorded. */
-  readonly working = new Map<number, Promise<void>>();
+  /** Messages this instance submitted, by id, with the promise of their submission's record. */
+  private readonly recording = new Map<number, Promise<void>>();
 
   constructor(
     private readonly store: Store,
@@ -19,12 +19,22 @@ export class ReceiptHandler {
     private readonly logger: { debug(obj: unknown, msg?: string): void },
   ) {}
 
+  /** Receipts of `messages` wait for `recorded` rather than be offered again. */
+  awaitRecording(messages: readonly { _id: number }[], recorded: Promise<void>): void {
+    for (const message of messages) this.recording.set(message._id, recorded);
+    const forget = () => {
+      for (const message of messages)
+        if (this.recording.get(message._id) === recorded) this.recording.delete(message._id);
+    };
+    recorded.then(forget, forget);
+  }
+
   handle = async (receipts: CarrierReceipt[]): Promise<ReceiptHandlerResult> => {
     // A receipt can overtake the recording of its own submission (zero receipt delay): wait for
-    // this instance's claims of the messages concerned rather than send the receipt round again.
+    // that record rather than send the receipt round again.
     const recordings = new Set<Promise<void>>();
     for (const r of receipts) {
-      const recording = r.messageId === undefined ? undefined : this.working.get(r.messageId);
+      const recording = r.messageId === undefined ? undefined : this.recording.get(r.messageId);
       if (recording) recordings.add(recording);
     }
     if (recordings.size > 0) await Promise.allSettled([...recordings]);

@@ -67,6 +67,8 @@ export interface SubmissionDeps {
   /** Parts submitted and not yet recorded (the crash bound): the carrier's window. */
   window: Window;
   recorder: SubmissionRecorder;
+  /** Told of each run of messages submitted, with the promise of their outcome's record. */
+  submitting?: (messages: readonly ClaimedMessage[], recorded: Promise<void>) => void;
 }
 
 export async function workClaim(
@@ -141,11 +143,13 @@ async function submit(
       taken += parts;
       group.push(messages[next] as ClaimedMessage);
     }
-    groups.push(
-      submitGroup(deps, group, outcome, giveBack, logger).finally(() => deps.window.give(taken)),
-    );
+    const recorded = submitGroup(deps, group, outcome, giveBack, logger);
+    deps.submitting?.(group, recorded);
+    groups.push(recorded.finally(() => deps.window.give(taken)));
   }
-  await Promise.all(groups);
+  // Every run settles before the claim does (its window places and leases are still held).
+  const failed = (await Promise.allSettled(groups)).find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
 }
 
 /** Submits one run of messages and records the carrier's answers. */

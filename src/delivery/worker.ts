@@ -393,6 +393,7 @@ export class DeliveryWorker {
         clock: this.store.clock,
         window: this.window,
         recorder: this.recorder,
+        submitting: (submitted, recorded) => this.receipts.awaitRecording(submitted, recorded),
       },
       { token, messages, now: this.store.clock.now() },
       this.logger,
@@ -404,16 +405,11 @@ export class DeliveryWorker {
       })
       .finally(() => {
         this.claimed.give(parts);
-        for (const message of messages) {
-          this.leases.release(message._id, token);
-          if (this.receipts.working.get(message._id) === work)
-            this.receipts.working.delete(message._id);
-        }
+        for (const message of messages) this.leases.release(message._id, token);
         this.inFlight.delete(work);
         this.wake();
       });
     this.inFlight.add(work);
-    for (const message of messages) this.receipts.working.set(message._id, work);
   }
 
   private async recordOutcome(messages: ClaimedMessage[], outcome: ClaimOutcome): Promise<void> {

@@ -120,6 +120,8 @@ export class SmppConnection {
     });
   }
 
+  private corked = false;
+
   /** Connected and not being closed: requests can be written. */
   get isOpen(): boolean {
     return !this.closed && !this.closing;
@@ -137,6 +139,7 @@ export class SmppConnection {
         reject(new RequestTimeout(command, timeoutMs));
       }, timeoutMs);
       this.pending.set(sequence, { command, resolve, reject, timer });
+      this.corkForThisTick();
       if (!this.session.send(pdu)) {
         clearTimeout(timer);
         this.pending.delete(sequence);
@@ -152,7 +155,24 @@ export class SmppConnection {
       commandStatus === 0
         ? request.response(fields)
         : request.response({ command_status: commandStatus });
+    this.corkForThisTick();
     return this.session.send(response);
+  }
+
+  /**
+   * PDUs written in the same tick leave in one write: a window of submit_sm, or the answers to a
+   * run of receipts, cost one system call instead of one each (the largest cost of the link in a
+   * profile at a thousand parts a second).
+   */
+  private corkForThisTick(): void {
+    if (this.corked) return;
+    this.corked = true;
+    const socket = this.session.socket;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+    });
   }
 
   /** Requests in flight. */
