@@ -15,6 +15,7 @@ import { redactingLogger } from "./logging.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
+import { clientErrorHandler } from "./rest/client-errors.ts";
 import {
   frameworkErrors,
   registerErrorHandler,
@@ -23,6 +24,9 @@ import {
 import { messageRoutes } from "./rest/messages.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
+import { callerCheck } from "./rpc/caller-check.ts";
+import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
+import { rpcHandlerOptions } from "./rpc/handler-options.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
@@ -61,6 +65,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
     return503OnClosing: true,
     frameworkErrors,
+    // Requests Node's HTTP parser refuses get the spec's error shape too.
+    clientErrorHandler,
   });
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
@@ -72,6 +78,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     app.log.warn({ err }, "marking lanes failed; the overdue sweep will"),
   );
   const background = await startBackgroundWork({ config, store, instanceId, logger: app.log });
+  const limits = new RateLimits({
+    requestsPerSecond: config.rateLimitRps,
+    authFailuresPerMinute: config.authFailuresPerMin,
+  });
   const serviceRoutes = routes({
     store,
     directory,
@@ -97,10 +107,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       app.log.warn({ err }, "recording an idempotent answer failed; its key frees up when stale"),
     ),
     sharedSender: config.sharedSender,
-    limits: new RateLimits({
-      requestsPerSecond: config.rateLimitRps,
-      authFailuresPerMinute: config.authFailuresPerMin,
-    }),
+    limits,
   });
 
   // Charges a crash left pending are settled: confirmed or refunded. Checked every 30 s, or
@@ -114,9 +121,16 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     Math.min(30_000, config.settleAfterMs / 4),
   );
 
+  // Both Connect adapters: read limits per method, credentials checked before a body is read.
+  const rpcOptions = () =>
+    rpcHandlerOptions({
+      routes: serviceRoutes,
+      batchReadMaxBytes: config.bodyLimitBytes,
+      authenticate: callerCheck({ directory, adminToken: config.adminToken, limits }),
+    });
   const grpc = http2.createServer(
     connectNodeAdapter({
-      routes: serviceRoutes,
+      ...rpcOptions(),
       contextValues: (request) => fromAddress(request.socket.remoteAddress),
     }),
   );
@@ -152,9 +166,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     },
   });
   await app.register(swaggerUi, { routePrefix: "/docs" });
-  await app.register(fastifyConnectPlugin, {
-    routes: serviceRoutes,
-    contextValues: (request) => fromAddress(request.ip),
+  await app.register(async (rpc) => {
+    // What reaches a Connect path on PORT without being a Connect call is answered like REST.
+    registerErrorHandler(rpc);
+    refuseForeignRequests(rpc);
+    await rpc.register(fastifyConnectPlugin, {
+      ...rpcOptions(),
+      contextValues: (request) => fromAddress(request.ip),
+    });
   });
 
   await app.register(async (rest) => {

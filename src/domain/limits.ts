@@ -80,3 +80,32 @@ export function countCodePoints(s: string): number {
   }
   return count;
 }
+
+// Input limits beyond the spec's: every free-text field and every collection an account can grow
+// is bounded, so no request can make the service store, copy or parse without end.
+
+/** Every URL we accept (statusCallback, an account's status URL): the de-facto web limit. */
+export const URL_MAX_CHARS = 2048;
+
+/** Sender name request: `owner` (a company, a person or a website) and `exampleMsg`. */
+export const SENDER_OWNER_MAX_CHARS = 256;
+/** Ten parts of Latin-1 text, the longest message the service sends by default. */
+export const SENDER_EXAMPLE_MAX_CHARS = 1530;
+
+/** Sender names one account may hold, pending and approved together. */
+export const SENDER_NAMES_PER_ACCOUNT_MAX = 100;
+
+/** Form pairs in one body: the largest form takes 7 parameters. */
+export const FORM_MAX_PARAMETERS = 100;
+
+/** Connect/gRPC messages other than SendBatch, read before authentication at most. */
+export const RPC_READ_MAX_BYTES = 1024 * 1024;
+
+/** Longer than `max` code points, as JSON Schema's maxLength counts (the REST schemas' check). */
+export function exceedsChars(s: string, max: number): boolean {
+  if (s.length <= max) return false;
+  return s.length > 2 * max || countCodePoints(s) > max;
+}
+
+/** The limit's message, the same on REST and RPC. */
+export const tooLong = (field: string, max: number) => `${field} must be at most ${max} characters`;

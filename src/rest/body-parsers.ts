@@ -1,5 +1,6 @@
 import { isUtf8 } from "node:buffer";
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
 import { isWellFormedUnicode } from "../domain/unicode-text.ts";
 
 // Bodies are read as bytes and checked before decoding: text must be valid UTF-8, never silently
@@ -14,7 +15,9 @@ export class RequestParseError extends Error {
 export const FORM = "application/x-www-form-urlencoded";
 
 export function registerBodyParsers(app: FastifyInstance): void {
-  const parseJson = app.getDefaultJsonParser("error", "error");
+  // `__proto__` and `constructor.prototype` keys are dropped, like any unknown parameter: valid
+  // JSON is read as JSON, and nothing in a body can reach an object's prototype.
+  const parseJson = app.getDefaultJsonParser("remove", "remove");
   app.removeContentTypeParser(["application/json", "text/plain"]);
 
   app.addContentTypeParser(
@@ -79,11 +82,19 @@ function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
 /** A `\uD800`-`\uDFFF` escape: only bodies holding one need the walk below. */
 const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
 
-function stringsAreUnicode(value: unknown): boolean {
-  if (typeof value === "string") return isWellFormedUnicode(value);
-  if (value === null || typeof value !== "object") return true;
-  for (const [key, item] of Object.entries(value)) {
-    if (!isWellFormedUnicode(key) || !stringsAreUnicode(item)) return false;
+/** Iterative: a body nested thousands deep must not overflow the stack. */
+function stringsAreUnicode(root: unknown): boolean {
+  const pending: unknown[] = [root];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === "string") {
+      if (!isWellFormedUnicode(value)) return false;
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, item] of Object.entries(value)) {
+        if (!isWellFormedUnicode(key)) return false;
+        pending.push(item);
+      }
+    }
   }
   return true;
 }
@@ -91,22 +102,31 @@ function stringsAreUnicode(value: unknown): boolean {
 /**
  * application/x-www-form-urlencoded with strict percent-decoding: malformed escapes and escapes
  * that are not UTF-8 are errors. A repeated key becomes an array, which the schema then refuses
- * where one value belongs.
+ * where one value belongs. Linear in the body: a repeated key is appended to, never copied, and
+ * more than FORM_MAX_PARAMETERS pairs are refused before any is decoded.
  */
 export function parseForm(body: Buffer): Record<string, string | string[]> {
   if (!isUtf8(body)) throw new RequestParseError("the body is not valid UTF-8");
   const fields: Record<string, string | string[]> = Object.create(null);
   const text = body.toString("utf8");
   if (text === "") return fields;
-  for (const pair of text.split("&")) {
+  const pairs = text.split("&", FORM_MAX_PARAMETERS + 1);
+  if (pairs.length > FORM_MAX_PARAMETERS) {
+    throw new RequestParseError(
+      `the form has more than ${FORM_MAX_PARAMETERS} parameters; send at most ${FORM_MAX_PARAMETERS}`,
+    );
+  }
+  for (const pair of pairs) {
     if (pair === "") continue;
     const eq = pair.indexOf("=");
     const key = decodeFormComponent(eq < 0 ? pair : pair.slice(0, eq));
     const value = eq < 0 ? "" : decodeFormComponent(pair.slice(eq + 1));
     const previous = fields[key];
     if (previous === undefined) fields[key] = value;
-    else fields[key] = Array.isArray(previous) ? [...previous, value] : [previous, value];
+    else if (Array.isArray(previous)) previous.push(value);
+    else fields[key] = [previous, value];
   }
+  // A plain object for the validator; spreading defines own keys, so a `__proto__` key stays a key.
   return { ...fields };
 }
 

@@ -1,11 +1,13 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { TTL_ERROR } from "../domain/limits.ts";
+import { TTL_ERROR, tooLong } from "../domain/limits.ts";
 import { fieldErrorsOf } from "../services/errors.ts";
 import { forwardServiceHeaders } from "./call-options.ts";
 
 // One place maps every error to the spec's bodies: `{errors: {param: [msg]}}`, or
-// `{errors: {param: msg}}` on routes marked `config: { stringErrors: true }` (POST /sms-batch).
+// `{errors: {param: msg}}` on routes marked `config: { stringErrors: true }` (POST /sms-batch)
+// for its parameters and the service's refusals. A request that cannot be read or parsed
+// (syntax, content type, size) is `{errors: {request: [msg]}}` on every route (design table).
 // A 5xx never shows internals.
 
 export type FieldErrorList = Record<string, string[]>;
@@ -54,23 +56,24 @@ export function registerErrorHandler(app: FastifyInstance): void {
     }
     const error = thrown;
     if (error.validation) {
-      return send(
+      const errors = validationErrors(
         request,
-        reply,
-        400,
-        validationErrors(request, error.validation as AjvError[], error.validationContext),
+        error.validation as AjvError[],
+        error.validationContext,
       );
+      // The body is not an object at all: a parse failure, not a parameter's error.
+      return send(request, reply, 400, errors, "request" in errors ? "parse" : "parameters");
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // 415 from the content-type check is a parse failure in the spec's terms.
       if (status === 415) {
-        return send(request, reply, 400, { request: [unsupportedMediaType(request)] });
+        return send(request, reply, 400, { request: [unsupportedMediaType(request)] }, "parse");
       }
       if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-        return send(request, reply, 413, { request: [bodyTooLarge(request)] });
+        return send(request, reply, 413, { request: [bodyTooLarge(request)] }, "parse");
       }
-      return send(request, reply, status, { request: [error.message] });
+      return send(request, reply, status, { request: [error.message] }, "parse");
     }
     request.log.error({ err: error }, "request failed");
     return send(request, reply, 500, { request: ["internal error; please retry later"] });
@@ -114,15 +117,20 @@ function add(errors: FieldErrorList, field: string, message: string): void {
   if (!messages.includes(message)) messages.push(message);
 }
 
+/** What an error is about: the parameters (or the service's refusal), or the request's bytes. */
+type ErrorKind = "parameters" | "parse";
+
 function send(
   request: FastifyRequest,
   reply: FastifyReply,
   status: number,
   errors: FieldErrorList,
+  kind: ErrorKind = "parameters",
 ) {
-  const body = request.routeOptions.config?.stringErrors
-    ? { errors: Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join("; ")])) }
-    : { errors };
+  const body =
+    kind === "parameters" && request.routeOptions.config?.stringErrors
+      ? { errors: Object.fromEntries(Object.entries(errors).map(([k, v]) => [k, v.join("; ")])) }
+      : { errors };
   if (status === 429 && !reply.hasHeader("retry-after")) reply.header("retry-after", "1");
   if (status === 503 && !reply.hasHeader("retry-after")) reply.header("retry-after", "3");
   // The error bodies are not in the success schema: skip response serialization.
@@ -198,7 +206,8 @@ function describe(
     case "minLength":
       return [field, `${name} cannot be empty`];
     case "type":
-      return [field, `${name} must be ${article(String(error.params.type))}`];
+      // A nullable parameter's type is "string,null": null is taken as absent, never wrong.
+      return [field, `${name} must be ${article(String(error.params.type).split(",")[0] ?? "")}`];
     case "maxItems":
       return [
         field,
@@ -232,6 +241,9 @@ function limitMessage(field: string, name: string, error: AjvError): string {
   if (field === "id") return "id must be a positive integer";
   if (field === "name" && error.params.limit === 20) return "name must be at most 20 characters";
   if (field === "name") return "name must be at most 11 characters, letters and digits only";
+  if (field === "idempotency-key")
+    return "Idempotency-Key must be 1 to 255 visible ASCII characters";
+  if (error.keyword === "maxLength") return tooLong(name, Number(error.params.limit));
   return `${name} ${error.message ?? "is invalid"}`;
 }
 

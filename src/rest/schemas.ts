@@ -1,6 +1,12 @@
 // JSON Schemas of the REST API. Routes validate with them, responses are serialized with them,
 // and /openapi.json is generated from them, so the three cannot drift apart.
 
+import {
+  SENDER_EXAMPLE_MAX_CHARS,
+  SENDER_OWNER_MAX_CHARS,
+  URL_MAX_CHARS,
+} from "../domain/limits.ts";
+
 const credentials = {
   apiKey: { type: "string", minLength: 1, description: "Account API key" },
   apiSecret: { type: "string", minLength: 1, description: "Account API secret" },
@@ -12,15 +18,17 @@ const phoneNumber = {
   examples: ["+4915112345678"],
 } as const;
 
+// Optional parameters may be sent as null, which is the same as leaving them out.
 const senderField = {
-  type: "string",
+  type: ["string", "null"],
   description:
-    "The service's shared sender literal or an approved sender name of the account. Default: the account's default sender name, else the shared sender literal",
+    "The service's shared sender literal or an approved sender name of the account. Default: the account's default sender name, else the shared sender literal. null or empty: the default",
 } as const;
 
 const statusCallback = {
-  type: "string",
-  description: "Absolute http(s) URL; overrides the account's status URL for these messages",
+  type: ["string", "null"],
+  maxLength: URL_MAX_CHARS,
+  description: `Absolute http(s) URL without user:password, at most ${URL_MAX_CHARS} characters; overrides the account's status URL for these messages. null or empty: the account's`,
 } as const;
 
 const messageStatus = {
@@ -28,47 +36,135 @@ const messageStatus = {
   enum: ["ACCEPTED", "SENT", "DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"],
 } as const;
 
-const fieldErrorsResponse = {
-  description:
-    "Request error: messages grouped by parameter (`request` when the whole request is at fault)",
+/** `Idempotency-Key` (design "Idempotency and rate limits"), on the operations that create. */
+const idempotencyHeaders = {
   type: "object",
-  required: ["errors"],
   properties: {
-    errors: {
-      type: "object",
-      additionalProperties: { type: "array", items: { type: "string" } },
+    "idempotency-key": {
+      type: "string",
+      pattern: "^[!-~]{1,255}$",
+      description:
+        "1 to 255 visible ASCII characters. The same key from the same account within 24 h replays the first answer (with `Idempotent-Replayed: true`), storing and charging nothing again; 409 while the first is still running, 422 with a different body",
     },
   },
-  examples: [{ errors: { to: ["to cannot be empty"] } }],
 } as const;
 
-const batchErrorsResponse = {
-  description:
-    "Request error on POST /sms-batch: one message string per parameter (`request` when the whole request is at fault)",
-  type: "object",
-  required: ["errors"],
-  properties: {
-    errors: { type: "object", additionalProperties: { type: "string" } },
+const arrayErrors = { type: "array", items: { type: "string" } } as const;
+
+/** `{errors: {param: [msg]}}`, with an example for the status it documents. */
+const fieldErrorsResponse = (description: string, example: Record<string, readonly string[]>) =>
+  ({
+    description,
+    type: "object",
+    required: ["errors"],
+    properties: { errors: { type: "object", additionalProperties: arrayErrors } },
+    examples: [{ errors: example }],
+  }) as const;
+
+/**
+ * POST /sms-batch: `{errors: {param: msg}}` for parameters and the service's refusals; a request
+ * that cannot be read (parse failure, size) is `{errors: {request: [msg]}}` like everywhere.
+ */
+const batchErrorsResponse = (
+  description: string,
+  example: Record<string, string | readonly string[]>,
+) =>
+  ({
+    description,
+    type: "object",
+    required: ["errors"],
+    properties: {
+      errors: {
+        type: "object",
+        additionalProperties: { anyOf: [{ type: "string" }, arrayErrors] },
+      },
+    },
+    examples: [{ errors: example }],
+  }) as const;
+
+type Shape = "arrays" | "strings";
+
+const ERRORS = {
+  400: {
+    description:
+      "The request cannot be parsed (`request`, always an array), or a parameter is missing, empty or invalid",
+    arrays: { to: ["to cannot be empty"] },
+    strings: { messages: "messages cannot be empty" },
   },
-  examples: [{ errors: { messages: "messages cannot be empty" } }],
+  401: {
+    description: "apiKey and apiSecret do not match an account (`request`)",
+    arrays: { request: ["apiKey and apiSecret do not match an account"] },
+    strings: { request: "apiKey and apiSecret do not match an account" },
+  },
+  402: {
+    description: "Not enough credit (`request`); nothing was stored or charged",
+    arrays: { request: ["not enough credit: this request costs 2; the account has 1"] },
+    strings: { request: "not enough credit: this request costs 2; the account has 1" },
+  },
+  404: {
+    description: "No such resource on this account",
+    arrays: { id: ["no batch with id 42"] },
+    strings: { id: "no batch with id 42" },
+  },
+  409: {
+    description:
+      "A request with this Idempotency-Key is still running (`request`); retry after it answered",
+    arrays: { request: ["a request with this Idempotency-Key is still running"] },
+    strings: { request: "a request with this Idempotency-Key is still running" },
+  },
+  413: {
+    description: "The body is larger than the endpoint's limit (`request`, always an array)",
+    arrays: { request: ["the body is larger than the limit of 1048576 bytes for POST /sms"] },
+    strings: {
+      request: ["the body is larger than the limit of 100663296 bytes for POST /sms-batch"],
+    },
+  },
+  422: {
+    description: "This Idempotency-Key was used with a different request (`request`)",
+    arrays: { request: ["this Idempotency-Key was used with a different request"] },
+    strings: { request: "this Idempotency-Key was used with a different request" },
+  },
+  429: {
+    description:
+      "Too many requests for the account, or too many failed authentications from the address (`request`); see Retry-After",
+    arrays: {
+      request: ["too many requests for this account: at most 100 a second; retry after 1 s"],
+    },
+    strings: {
+      request: "too many requests for this account: at most 100 a second; retry after 1 s",
+    },
+  },
+  503: {
+    description:
+      "The service cannot reach its database, or is shutting down (`request`); see Retry-After",
+    arrays: { request: ["the service is unavailable; retry later"] },
+    strings: { request: "the service is unavailable; retry later" },
+  },
 } as const;
 
-type ErrorShape = typeof fieldErrorsResponse | typeof batchErrorsResponse;
+type ErrorStatus = keyof typeof ERRORS;
 
-const ERROR_DESCRIPTIONS = {
-  400: "The request cannot be parsed (`request`), or a parameter is missing, empty or invalid",
-  401: "apiKey and apiSecret do not match an account (`request`)",
-  402: "Not enough credit (`request`); nothing was stored or charged",
-  404: "No such resource on this account",
-  413: "The body is larger than the endpoint's limit (`request`)",
-} as const;
-
-/** The error responses an endpoint can give, all in the same shape. */
-function errorResponses(shape: ErrorShape, statuses: (keyof typeof ERROR_DESCRIPTIONS)[]) {
+/** The error responses an endpoint can give, each with its example. */
+function errorResponses(
+  shape: Shape,
+  statuses: ErrorStatus[],
+  examples: Partial<Record<ErrorStatus, Record<string, readonly string[]>>> = {},
+) {
   return Object.fromEntries(
-    statuses.map((status) => [status, { ...shape, description: ERROR_DESCRIPTIONS[status] }]),
+    statuses.map((status) => {
+      const { description, arrays, strings } = ERRORS[status];
+      return [
+        status,
+        shape === "arrays"
+          ? fieldErrorsResponse(description, examples[status] ?? arrays)
+          : batchErrorsResponse(description, strings),
+      ];
+    }),
   );
 }
+
+/** Every operation may be refused for its rate or while the service is unavailable. */
+const ALWAYS: ErrorStatus[] = [400, 401, 429, 503];
 
 const authQuery = {
   type: "object",
@@ -82,6 +178,7 @@ export const sendMessageSchema = {
     "Form or JSON body; apiKey and apiSecret are body parameters. The account is charged per part before the message is stored; a request that fails stores and charges nothing. Unknown parameters are ignored; a null or empty optional parameter is the same as an absent one.",
   tags: ["messages"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
+  headers: idempotencyHeaders,
   body: {
     type: "object",
     required: ["to", "text", "apiKey", "apiSecret"],
@@ -95,11 +192,11 @@ export const sendMessageSchema = {
           "UTF-8. Text of ISO-Latin-1 characters only: one part up to 160 characters, else parts of at most 153. Any other text: one part up to 70 UTF-16 code units, else parts of at most 67 (a surrogate pair is never split). At most 10 parts (the service's configured limit). Each part is charged.",
       },
       ttl: {
-        type: "integer",
+        type: ["integer", "null"],
         minimum: 1,
         maximum: 21600,
         default: 21600,
-        description: "Seconds to try delivery for; 1 to 21600",
+        description: "Seconds to try delivery for; 1 to 21600 (in a form, decimal digits)",
       },
       statusCallback,
       ...credentials,
@@ -131,7 +228,7 @@ export const sendMessageSchema = {
         },
       },
     },
-    ...errorResponses(fieldErrorsResponse, [400, 401, 402, 413]),
+    ...errorResponses("arrays", [...ALWAYS, 402, 409, 413, 422]),
   },
 } as const;
 
@@ -141,6 +238,7 @@ export const sendBatchSchema = {
     "JSON body only; apiKey and apiSecret are body parameters. Invalid messages are rejected by their 0-based index while the others are accepted (HTTP 200, `errors` lists them). The whole batch is charged at once: without enough credit for every accepted part nothing is stored. Error values on this endpoint are strings, not arrays.",
   tags: ["batches"],
   consumes: ["application/json"],
+  headers: idempotencyHeaders,
   body: {
     type: "object",
     required: ["messages", "apiKey", "apiSecret"],
@@ -154,15 +252,26 @@ export const sendBatchSchema = {
           // to and text are not required here: a message without them is rejected on its own,
           // by index, while the rest of the batch is accepted.
           properties: {
-            to: { ...phoneNumber, description: `Required. ${phoneNumber.description}` },
+            to: {
+              ...phoneNumber,
+              type: ["string", "null"],
+              description: `Required. ${phoneNumber.description}`,
+            },
             from: { ...senderField, description: "Overrides the batch's from" },
-            text: { type: "string", description: "Required. UTF-8; split as on POST /sms" },
+            text: {
+              type: ["string", "null"],
+              description: "Required. UTF-8; split as on POST /sms",
+            },
           },
         },
       },
       from: senderField,
       statusCallback,
-      name: { type: "string", maxLength: 20, description: "At most 20 characters" },
+      name: {
+        type: ["string", "null"],
+        maxLength: 20,
+        description: "At most 20 characters; null or empty: no name",
+      },
       ...credentials,
     },
   },
@@ -187,7 +296,7 @@ export const sendBatchSchema = {
         },
       },
     },
-    ...errorResponses(batchErrorsResponse, [400, 401, 402, 413]),
+    ...errorResponses("strings", [...ALWAYS, 402, 409, 413, 422]),
   },
 } as const;
 
@@ -246,7 +355,7 @@ export const getBatchSchema = {
         },
       },
     },
-    ...errorResponses(fieldErrorsResponse, [400, 401, 404]),
+    ...errorResponses("arrays", [...ALWAYS, 404]),
   },
 } as const;
 
@@ -270,6 +379,7 @@ export const createSenderNameSchema = {
     "The new name is pending until the operator approves it (then pending is false) or rejects it (then it is removed). Only approved names may be used as `from`.",
   tags: ["sender names"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
+  headers: idempotencyHeaders,
   body: {
     type: "object",
     required: ["name", "purpose", "ownerType", "owner", "exampleMsg", "apiKey", "apiSecret"],
@@ -283,14 +393,24 @@ export const createSenderNameSchema = {
       },
       purpose: { type: "string", enum: ["OTP", "NOTIFICATION", "MARKETING"] },
       ownerType: { type: "string", enum: ["COMPANY", "NAME", "WEBSITE"] },
-      owner: { type: "string", minLength: 1 },
-      exampleMsg: { type: "string", minLength: 1 },
+      owner: {
+        type: "string",
+        minLength: 1,
+        maxLength: SENDER_OWNER_MAX_CHARS,
+        description: `Company name, individual name or website, as ownerType says; at most ${SENDER_OWNER_MAX_CHARS} characters`,
+      },
+      exampleMsg: {
+        type: "string",
+        minLength: 1,
+        maxLength: SENDER_EXAMPLE_MAX_CHARS,
+        description: `An example of the messages to be sent; at most ${SENDER_EXAMPLE_MAX_CHARS} characters`,
+      },
       ...credentials,
     },
   },
   response: {
     200: { ...senderName, description: "The requested sender name, pending approval" },
-    ...errorResponses(fieldErrorsResponse, [400, 401, 413]),
+    ...errorResponses("arrays", [...ALWAYS, 409, 413, 422]),
   },
 } as const;
 
@@ -306,7 +426,7 @@ export const listSenderNamesSchema = {
       required: ["sender_names"],
       properties: { sender_names: { type: "array", items: senderName } },
     },
-    ...errorResponses(fieldErrorsResponse, [400, 401]),
+    ...errorResponses("arrays", ALWAYS),
   },
 } as const;
 
@@ -323,6 +443,8 @@ export const deleteSenderNameSchema = {
   querystring: authQuery,
   response: {
     200: { ...senderName, description: "The deleted sender name" },
-    ...errorResponses(fieldErrorsResponse, [400, 401, 404]),
+    ...errorResponses("arrays", [...ALWAYS, 404], {
+      404: { name: ["no sender name Shop on this account"] },
+    }),
   },
 } as const;

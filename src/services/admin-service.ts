@@ -7,8 +7,8 @@ import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateOperator } from "./authentication.ts";
+import { checkCallbackUrl } from "./callback-urls.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument, notFound } from "./errors.ts";
-import { checkStatusCallback } from "./message-intake.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
 export interface AdminDeps {
@@ -69,8 +69,8 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
       const errors: FieldMessages = {};
       if (req.name.trim() === "") errors.name = cannotBeEmpty("name");
       if (req.credit !== undefined && !(req.credit >= 0)) errors.credit = "credit must be >= 0";
-      const urlError = req.statusUrl ? checkStatusCallback(req.statusUrl) : undefined;
-      if (urlError) errors.statusUrl = urlError.replace("statusCallback", "statusUrl");
+      const urlError = req.statusUrl ? checkCallbackUrl("statusUrl", req.statusUrl) : undefined;
+      if (urlError) errors.statusUrl = urlError;
       if (req.defaultSender && req.defaultSender !== deps.sharedSender) {
         errors.defaultSender = `a new account has no approved sender names yet: use ${deps.sharedSender} or approve the name first`;
       }
@@ -101,10 +101,8 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
 
     async setStatusUrl(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
-      const urlError = req.statusUrl ? checkStatusCallback(req.statusUrl) : undefined;
-      if (urlError) {
-        throw invalidArgument({ statusUrl: urlError.replace("statusCallback", "statusUrl") });
-      }
+      const urlError = req.statusUrl ? checkCallbackUrl("statusUrl", req.statusUrl) : undefined;
+      if (urlError) throw invalidArgument({ statusUrl: urlError });
       const doc = await updateAccount(store.accounts, req.apiKey, "statusUrl", req.statusUrl);
       return { account: accountMessage(found(doc, req.apiKey)) };
     },

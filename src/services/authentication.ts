@@ -2,7 +2,8 @@ import { timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { secretMatches } from "../store/credentials.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
-import { cannotBeEmpty, invalidArgument, unauthenticated } from "./errors.ts";
+import { asUnavailable } from "./database-deadlines.ts";
+import { cannotBeEmpty, fieldErrors, unauthenticated } from "./errors.ts";
 
 const WRONG_CREDENTIALS = "apiKey and apiSecret do not match an account";
 
@@ -22,8 +23,13 @@ export async function authenticateAccount(
   const missing: Record<string, string> = {};
   if (!apiKey) missing.apiKey = cannotBeEmpty("apiKey");
   if (!apiSecret) missing.apiSecret = cannotBeEmpty("apiSecret");
-  if (Object.keys(missing).length > 0) throw invalidArgument(missing);
-  const account = await directory.get(apiKey);
+  // UNAUTHENTICATED, as generic auth interceptors expect; REST's schemas refuse missing
+  // credentials with a 400 before any call, so REST never gets this.
+  if (Object.keys(missing).length > 0) throw fieldErrors(Code.Unauthenticated, missing);
+  // A database that cannot answer is UNAVAILABLE (503), on every door and before any handler.
+  const account = await directory.get(apiKey).catch((error: unknown) => {
+    throw asUnavailable(error);
+  });
   if (!account || !secretMatches(apiSecret, account.secretHash)) {
     throw unauthenticated(WRONG_CREDENTIALS);
   }

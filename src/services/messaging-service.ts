@@ -39,6 +39,7 @@ import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
+import { checkCallbackUrl } from "./callback-urls.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import {
   cannotBeEmpty,
@@ -51,7 +52,6 @@ import {
 import {
   type CheckedMessage,
   checkMessage,
-  checkStatusCallback,
   type IntakePolicy,
   resolveSender,
 } from "./message-intake.ts";
@@ -121,7 +121,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const ttl = validateTtl(req.ttl);
       if (!ttl.ok) errors.ttl = ttl.error;
       const callbackError = req.statusCallback
-        ? checkStatusCallback(req.statusCallback)
+        ? checkCallbackUrl("statusCallback", req.statusCallback)
         : undefined;
       if (callbackError) errors.statusCallback = callbackError;
       if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok) {
@@ -187,7 +187,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         if ("error" in parent) requestErrors.from = parent.error;
       }
       const callbackError = req.statusCallback
-        ? checkStatusCallback(req.statusCallback)
+        ? checkCallbackUrl("statusCallback", req.statusCallback)
         : undefined;
       if (callbackError) requestErrors.statusCallback = callbackError;
       if (Object.keys(requestErrors).length > 0) throw invalidArgument(requestErrors);

@@ -8,7 +8,14 @@ import {
   SenderNamePurpose,
   SenderNameSchema,
 } from "../../gen/sms/v1/types_pb.ts";
-import { isValidSenderName } from "../domain/limits.ts";
+import {
+  exceedsChars,
+  isValidSenderName,
+  SENDER_EXAMPLE_MAX_CHARS,
+  SENDER_NAMES_PER_ACCOUNT_MAX,
+  SENDER_OWNER_MAX_CHARS,
+  tooLong,
+} from "../domain/limits.ts";
 import type { Store } from "../store/database.ts";
 import type { SenderNameDoc } from "../store/documents.ts";
 import type { AccountDirectory } from "./account-directory.ts";
@@ -72,8 +79,24 @@ export function createSenderNameService(
       const ownerType = nameOf(OWNER_TYPES, req.ownerType);
       if (!ownerType) errors.ownerType = "ownerType must be one of COMPANY, NAME, WEBSITE";
       if (req.owner.trim() === "") errors.owner = cannotBeEmpty("owner");
+      else if (exceedsChars(req.owner, SENDER_OWNER_MAX_CHARS)) {
+        errors.owner = tooLong("owner", SENDER_OWNER_MAX_CHARS);
+      }
       if (req.exampleMsg.trim() === "") errors.exampleMsg = cannotBeEmpty("exampleMsg");
+      else if (exceedsChars(req.exampleMsg, SENDER_EXAMPLE_MAX_CHARS)) {
+        errors.exampleMsg = tooLong("exampleMsg", SENDER_EXAMPLE_MAX_CHARS);
+      }
       if (Object.keys(errors).length > 0 || !purpose || !ownerType) throw invalidArgument(errors);
+      // Checked before the insert: requests racing past it can exceed the bound by their number.
+      const held = await store.senderNames.countDocuments(
+        { accountId: account.apiKey },
+        { limit: SENDER_NAMES_PER_ACCOUNT_MAX },
+      );
+      if (held >= SENDER_NAMES_PER_ACCOUNT_MAX) {
+        throw invalidArgument({
+          request: `the account holds ${SENDER_NAMES_PER_ACCOUNT_MAX} sender names, the most it may; delete one first`,
+        });
+      }
       const doc: SenderNameDoc = {
         accountId: account.apiKey,
         name: req.name,

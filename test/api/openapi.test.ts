@@ -126,7 +126,13 @@ describe("request bodies and parameters", () => {
       }
     }
     const ttl = doc.paths["/sms"].post.requestBody.content[JSON_TYPE].schema.properties.ttl;
-    expect(ttl).toMatchObject({ type: "integer", minimum: 1, maximum: 21600, default: 21600 });
+    // Optional parameters may be null (the same as absent), so the schema says so.
+    expect(ttl).toMatchObject({
+      type: ["integer", "null"],
+      minimum: 1,
+      maximum: 21600,
+      default: 21600,
+    });
     const name =
       doc.paths["/sender_names"].post.requestBody.content[JSON_TYPE].schema.properties.name;
     expect(name).toMatchObject({ maxLength: 11, pattern: "^[A-Za-z0-9]*$" });
@@ -173,55 +179,43 @@ describe("responses", () => {
     expect(info.required).toContain("isActive");
   });
 
-  it("documents the error shapes: arrays of messages, strings on POST /sms-batch", () => {
-    const errorsOf = (
-      operation: {
-        responses: Record<
-          string,
-          {
-            content: Record<
-              string,
-              { schema: { properties: { errors: { additionalProperties: unknown } } } }
-            >;
-          }
-        >;
-      },
-      status: string,
-    ) =>
+  it("documents the error shapes: arrays of messages; strings or arrays on POST /sms-batch", () => {
+    const errorsOf = (operation: any, status: string) =>
       operation.responses[status]?.content[JSON_TYPE]?.schema.properties.errors
         .additionalProperties;
     const arrays = { type: "array", items: { type: "string" } };
     expect(errorsOf(doc.paths["/sms"].post, "400")).toEqual(arrays);
-    expect(errorsOf(doc.paths["/sms-batch"].post, "400")).toEqual({ type: "string" });
-    expect(Object.keys(doc.paths["/sms"].post.responses).sort()).toEqual([
-      "200",
-      "400",
-      "401",
-      "402",
-      "413",
-    ]);
-    expect(Object.keys(doc.paths["/sms-batch"].post.responses).sort()).toEqual([
-      "200",
-      "400",
-      "401",
-      "402",
-      "413",
-    ]);
-    expect(Object.keys(doc.paths["/sms-batch/{id}"].get.responses).sort()).toEqual([
-      "200",
-      "400",
-      "401",
-      "404",
-    ]);
-    expect(Object.keys(doc.paths["/sender_names/{name}"].delete.responses).sort()).toEqual([
-      "200",
-      "400",
-      "401",
-      "404",
-    ]);
-    for (const [, , operation] of operations()) {
-      for (const status of Object.keys(operation.responses).filter((s) => s !== "200")) {
-        expect(errorsOf(operation, status), status).toBeDefined();
+    // Parameters and refusals as strings, parse failures as arrays (design table).
+    expect(errorsOf(doc.paths["/sms-batch"].post, "400")).toEqual({
+      anyOf: [{ type: "string" }, arrays],
+    });
+    const statuses = (operation: any) => Object.keys(operation.responses).sort();
+    const creating = ["200", "400", "401", "402", "409", "413", "422", "429", "503"];
+    expect(statuses(doc.paths["/sms"].post)).toEqual(creating);
+    expect(statuses(doc.paths["/sms-batch"].post)).toEqual(creating);
+    expect(statuses(doc.paths["/sender_names"].post)).toEqual(creating.filter((s) => s !== "402"));
+    const reading = ["200", "400", "401", "404", "429", "503"];
+    expect(statuses(doc.paths["/sms-batch/{id}"].get)).toEqual(reading);
+    expect(statuses(doc.paths["/sender_names/{name}"].delete)).toEqual(reading);
+    expect(statuses(doc.paths["/sender_names"].get)).toEqual(["200", "400", "401", "429", "503"]);
+  });
+
+  it("every error status has an example in its own shape", () => {
+    for (const [path, method, operation] of operations()) {
+      for (const [status, response] of Object.entries<any>(operation.responses)) {
+        if (status === "200") continue;
+        const media = response.content[JSON_TYPE];
+        // A single example is rendered as the media type's `example`.
+        const example = media.example;
+        expect(example, `${method} ${path} ${status}`).toBeDefined();
+        expect(Object.keys(example)).toEqual(["errors"]);
+        for (const value of Object.values(example.errors)) {
+          if (path === "/sms-batch" && method === "post" && status !== "413") {
+            expect(typeof value).toBe("string");
+          } else {
+            expect(Array.isArray(value), `${method} ${path} ${status}`).toBe(true);
+          }
+        }
       }
     }
   });

@@ -1,7 +1,7 @@
 /**
- * Bad input never hurts: every request that cannot be parsed gets 400 {errors: {request: ...}}
- * (a string on POST /sms-batch), oversize bodies 413 in the same shape, never a 500, and none of
- * them stores or charges anything.
+ * Bad input never hurts: every request that cannot be parsed gets 400 {errors: {request: [...]}}
+ * (an array on POST /sms-batch too: design table), oversize bodies 413 in the same shape, never
+ * a 500, and none of them stores or charges anything.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningService, startService } from "../support/service.ts";
@@ -29,11 +29,12 @@ const credentialsJson = () => `"apiKey":"${account.apiKey}","apiSecret":"${accou
 const credentialsForm = () =>
   `apiKey=${account.apiKey}&apiSecret=${encodeURIComponent(account.apiSecret)}`;
 
-/** The endpoints that take a body, and how their error values look. */
+/** The endpoints that take a body, and how their parse failures look: the same everywhere. */
+const parseFailure = (message: unknown) => ({ errors: { request: [message] } });
 const bodyEndpoints = [
-  ["/sms", (message: string) => ({ errors: { request: [message] } })],
-  ["/sender_names", (message: string) => ({ errors: { request: [message] } })],
-  ["/sms-batch", (message: string) => ({ errors: { request: message } })],
+  ["/sms", parseFailure],
+  ["/sender_names", parseFailure],
+  ["/sms-batch", parseFailure],
 ] as const;
 
 describe.each(bodyEndpoints)("POST %s", (path, shape) => {
@@ -160,7 +161,7 @@ describe("form bodies", () => {
     expect(status).toBe(400);
     expect(body).toEqual({
       errors: {
-        request: expect.stringMatching(/^POST \/sms-batch accepts application\/json only/),
+        request: [expect.stringMatching(/^POST \/sms-batch accepts application\/json only/)],
       },
     });
   });
@@ -200,7 +201,7 @@ describe("oversize bodies: 413, same shape, nothing read further", () => {
     expect(status).toBe(413);
     expect(body).toEqual({
       errors: {
-        request: `the body is larger than the limit of ${limit} bytes for POST /sms-batch`,
+        request: [`the body is larger than the limit of ${limit} bytes for POST /sms-batch`],
       },
     });
   });

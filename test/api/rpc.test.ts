@@ -141,9 +141,9 @@ describe.each(transports)("over %s", (_name, transport) => {
       expect(await storedFor(service, account.apiKey)).toEqual(before);
     });
 
-    it("credentials: missing is INVALID_ARGUMENT on apiKey/apiSecret, wrong is UNAUTHENTICATED", async () => {
+    it("credentials: missing or wrong is UNAUTHENTICATED, missing with FieldErrors on apiKey/apiSecret", async () => {
       expect(await failure(messaging.sendMessage({ to: "+4915112345678", text: "x" }))).toEqual({
-        code: Code.InvalidArgument,
+        code: Code.Unauthenticated,
         fields: { apiKey: "apiKey cannot be empty", apiSecret: "apiSecret cannot be empty" },
       });
       expect(

@@ -177,13 +177,14 @@ describe("whole-request errors: {errors: {parameter: message}}, values are strin
     });
   });
 
-  it("a form body is a parse failure: errors.request", async () => {
+  it("a form body is a parse failure: errors.request, an array like on every endpoint", async () => {
     const { status, body } = await postForm(url, { messages: "x", ...account });
     expect(status).toBe(400);
     expect(body).toEqual({
       errors: {
-        request:
+        request: [
           "POST /sms-batch accepts application/json only, not application/x-www-form-urlencoded",
+        ],
       },
     });
   });

@@ -1,0 +1,39 @@
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
+import type { RateLimits } from "../rate-limits/rate-limits.ts";
+import type { AccountDirectory } from "../services/account-directory.ts";
+import {
+  AUTHENTICATED_ACCOUNT,
+  authenticateAccount,
+  authenticateOperator,
+} from "../services/authentication.ts";
+
+/**
+ * The credentials of a Connect/gRPC call, checked from its headers alone (for the request gate):
+ * the address's failed-authentication allowance first, then the operator token or the account,
+ * a failure counted against the address. The account is kept in the call's context, so the
+ * service's own guard (services/call-guards.ts) does not authenticate it again.
+ */
+export function callerCheck(deps: {
+  directory: AccountDirectory;
+  adminToken: string;
+  limits: RateLimits | undefined;
+}) {
+  return async (ctx: HandlerContext): Promise<void> => {
+    const address = ctx.values.get(CLIENT_ADDRESS);
+    deps.limits?.admitAddress(address);
+    try {
+      if (ctx.service.typeName === AdminService.typeName) {
+        authenticateOperator(ctx, deps.adminToken);
+      } else {
+        ctx.values.set(AUTHENTICATED_ACCOUNT, await authenticateAccount(ctx, deps.directory));
+      }
+    } catch (error) {
+      if (error instanceof ConnectError && error.code === Code.Unauthenticated) {
+        deps.limits?.authenticationFailed(address);
+      }
+      throw error;
+    }
+  };
+}
