@@ -11,6 +11,7 @@ import type { Config } from "./config/config.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
+import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { redactingLogger } from "./logging.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
@@ -63,11 +64,15 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     logger: redactingLogger(logger, config.logLevel),
     bodyLimit: 1024 * 1024,
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
-    return503OnClosing: true,
+    // lifecycle/draining.ts answers while closing, in the spec's shape.
+    return503OnClosing: false,
     frameworkErrors,
     // Requests Node's HTTP parser refuses get the spec's error shape too.
     clientErrorHandler,
   });
+
+  // First of the onRequest hooks: nothing else runs for a request refused while closing.
+  refuseWhileClosing(app);
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
@@ -141,13 +146,20 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     session.once("close", () => sessions.delete(session));
   });
 
-  app.addHook("onClose", async () => {
-    clearInterval(settleTimer);
-    await new Promise<void>((resolve) => {
+  let grpcClosed: Promise<void> | undefined;
+  const closeGrpc = () =>
+    (grpcClosed ??= new Promise<void>((resolve) => {
       grpc.close(() => resolve());
       // GOAWAY: in-flight streams finish, then each session closes.
       for (const session of sessions) session.close();
-    });
+    }));
+  // Both ports stop taking work at once; the HTTP/1.1 port drains meanwhile (onClose runs after).
+  app.addHook("preClose", async () => {
+    void closeGrpc();
+  });
+  app.addHook("onClose", async () => {
+    clearInterval(settleTimer);
+    await closeGrpc();
     await background.stop();
     store.clock.stop();
     await confirmations.flush();

@@ -1,6 +1,8 @@
 import { once } from "node:events";
+import type { AddressInfo } from "node:net";
 import { build } from "./app.ts";
 import { ConfigError, loadConfig } from "./config/config.ts";
+import { Shutdown } from "./lifecycle/shutdown.ts";
 import { connect } from "./store/database.ts";
 import { startDatabase } from "./store/embedded-mongo.ts";
 
@@ -17,9 +19,18 @@ try {
   throw error;
 }
 
+// Listening for signals from the start: one during start-up closes what has started so far.
+const shutdown = new Shutdown(config.shutdownGraceMs);
+shutdown.listen();
+
 const database = await startDatabase({ dataDir: ".data", logger: (msg) => console.error(msg) });
+shutdown.add("database", () => database.stop());
 const client = await connect(database.uri);
+shutdown.add("database client", () => client.close());
 const { app, grpc } = await build({ config, db: client.db(config.mongodbDatabase) });
+shutdown.useLogger(app.log);
+// Stops accepting on both ports, lets in-flight requests finish, then stops background work.
+shutdown.add("service", () => app.close());
 if (!config.mongodbUri) {
   app.log.info(
     { database: database.kind, description: database.description },
@@ -30,26 +41,7 @@ if (!config.mongodbUri) {
 await app.listen({ port: config.port, host: config.host });
 grpc.listen(config.grpcPort, config.host);
 await once(grpc, "listening");
-app.log.info({ port: config.grpcPort }, "gRPC and Connect over HTTP/2 cleartext listening");
-
-let closing = false;
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.on(signal, () => {
-    if (closing) return;
-    closing = true;
-    app.log.info({ signal }, "shutting down: finishing in-flight requests");
-    const force = setTimeout(() => process.exit(1), 20_000).unref();
-    app
-      .close()
-      .then(() => client.close())
-      .then(() => database.stop())
-      .then(() => {
-        clearTimeout(force);
-        process.exit(0);
-      })
-      .catch((err) => {
-        app.log.error({ err }, "shutdown failed");
-        process.exit(1);
-      });
-  });
-}
+app.log.info(
+  { port: (grpc.address() as AddressInfo).port },
+  "gRPC and Connect over HTTP/2 cleartext listening",
+);

@@ -42,6 +42,11 @@ export interface Config {
    * least twice the longer deadline, so no write of its request can still land.
    */
   settleAfterMs: number;
+  /**
+   * How long a SIGTERM/SIGINT waits for in-flight requests before exiting anyway; by default
+   * the longer request deadline and 5 s, so every accepted request can run to its deadline.
+   */
+  shutdownGraceMs: number;
   /** Requests per second per account and instance (bursts to twice that); 0: no limit. */
   rateLimitRps: number;
   /** Failed authentications per minute per client address and instance; 0: no limit. */
@@ -132,6 +137,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       max: 600_000,
     }),
     settleAfterMs: read.integer("SMS_SETTLE_AFTER_MS", 120_000, { min: 1000, max: 86_400_000 }),
+    shutdownGraceMs: 0, // below, from the deadlines unless given
     rateLimitRps: read.integer("SMS_RATE_LIMIT_RPS", 100, { min: 0, max: 1_000_000 }),
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
@@ -141,6 +147,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
   // cutoff of twice the longer deadline leaves the other half for clocks and the network.
   const longest = Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs);
+  config.shutdownGraceMs =
+    read.optionalInteger("SMS_SHUTDOWN_GRACE_MS", { min: 0, max: 3_600_000 }) ?? longest + 5_000;
   if (config.settleAfterMs < 2 * longest) {
     problems.push(
       `SMS_SETTLE_AFTER_MS: must be at least twice SMS_REQUEST_TIMEOUT_MS and SMS_BATCH_STORE_TIMEOUT_MS (${2 * longest})`,

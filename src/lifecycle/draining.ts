@@ -1,0 +1,54 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+
+// While the service closes (SIGTERM, `app.close()`), requests already running finish and new
+// ones get 503 at once, with Retry-After, so a client or load balancer retries elsewhere. Fastify's
+// own `return503OnClosing` answers `{error, message, statusCode}`, not the spec's shape: this hook
+// answers instead, before any other hook runs.
+
+/** Long enough for a restarted instance to be listening again. */
+export const CLOSING_RETRY_AFTER_S = 5;
+export const CLOSING_MESSAGE = "the service is shutting down; retry in a few seconds";
+
+/** Connect and gRPC-Web paths on the REST port: /package.Service/Method. */
+const RPC_PATH = /^\/[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
+
+/** Registers the hooks; call before any other onRequest hook. */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  let reaper: NodeJS.Timeout | undefined;
+  app.addHook("preClose", async () => {
+    closing = true;
+    app.log.info("closing: new requests are answered 503");
+    // Node closes the connections idle when closing starts, not those that become idle later
+    // (a keep-alive client's, after its last answer): they would hold close() until they time out.
+    reaper = setInterval(() => app.server.closeIdleConnections(), 250);
+  });
+  app.addHook("onClose", async () => {
+    clearInterval(reaper);
+  });
+  // An answer finished while closing tells the client not to reuse the connection.
+  app.addHook("onSend", async (_request, reply) => {
+    if (closing) reply.header("connection", "close");
+  });
+  app.addHook("onRequest", async (request, reply) => {
+    if (!closing) return;
+    reply
+      .code(503)
+      .header("retry-after", String(CLOSING_RETRY_AFTER_S))
+      .header("connection", "close")
+      .type("application/json")
+      .serializer(JSON.stringify);
+    return reply.send(closingBody(request));
+  });
+}
+
+function closingBody(request: FastifyRequest): unknown {
+  // A Connect error body: Connect and gRPC-Web clients read 503 as `unavailable`.
+  if (RPC_PATH.test(request.url.split("?")[0] ?? "")) {
+    return { code: "unavailable", message: CLOSING_MESSAGE };
+  }
+  // The spec's shape; a string on the routes that use strings (POST /sms-batch).
+  return request.routeOptions.config?.stringErrors
+    ? { errors: { request: CLOSING_MESSAGE } }
+    : { errors: { request: [CLOSING_MESSAGE] } };
+}
