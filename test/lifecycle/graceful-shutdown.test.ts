@@ -49,6 +49,7 @@ describe.each<ServiceCommand>(["npm start", "source"])("SIGTERM to the service (
     // Two requests whose heads are half sent now, and completed once the service is closing.
     const lateBatch = await halfSentRequest(service.baseUrl, "/sms-batch");
     const lateSms = await halfSentRequest(service.baseUrl, "/sms");
+    const lateRpc = await halfSentRequest(service.baseUrl, "/sms.v1.MessagingService/SendMessage");
 
     const received = service.logged(/"url":"\/sms-batch".*"msg":"incoming request"/);
     let answeredAt = 0;
@@ -68,11 +69,12 @@ describe.each<ServiceCommand>(["npm start", "source"])("SIGTERM to the service (
     service.signal("SIGTERM");
     await closing;
 
-    const [batchRefusal, smsRefusal] = await Promise.all([
+    const [batchRefusal, smsRefusal, rpcRefusal] = await Promise.all([
       lateBatch.complete(
         JSON.stringify({ ...account, messages: [{ to: "+4915112345678", text: "late" }] }),
       ),
       lateSms.complete(JSON.stringify({ ...account, to: "+4915112345678", text: "late" })),
+      lateRpc.complete(JSON.stringify({ to: "+4915112345678", text: "late" })),
     ]);
     // The spec's error shape, a string on POST /sms-batch, and when to come back.
     expect(batchRefusal.status, batchRefusal.raw).toBe(503);
@@ -82,6 +84,12 @@ describe.each<ServiceCommand>(["npm start", "source"])("SIGTERM to the service (
     expect(smsRefusal.headers["retry-after"]).toMatch(/^\d+$/);
     expect(JSON.parse(smsRefusal.body)).toEqual({
       errors: { request: [expect.any(String)] },
+    });
+    // Connect's error body on its paths, which its clients read as UNAVAILABLE.
+    expect(rpcRefusal.status, rpcRefusal.raw).toBe(503);
+    expect(JSON.parse(rpcRefusal.body)).toEqual({
+      code: "unavailable",
+      message: expect.any(String),
     });
 
     const answer = await batch;
