@@ -33,20 +33,47 @@ export async function debit(
   options: CallOptions = {},
 ): Promise<DebitResult> {
   const updated = await accounts.findOneAndUpdate(
-    {
-      _id: apiKey,
-      creditMicros: { $gte: charge.amountMicros },
-      [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: false },
-    },
+    debitFilter(apiKey, charge),
     { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
     { returnDocument: "after", projection: { creditMicros: 1 }, ...options },
   );
   if (updated) return { creditMicros: updated.creditMicros };
+  const landed = await debitLanded(accounts, apiKey, charge, options);
+  if (landed) return landed;
   const full = await accounts.countDocuments(
     { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
     { limit: 1, ...options },
   );
   return full ? "busy" : "insufficient";
+}
+
+/**
+ * The account, if the debit of `charge` applies: enough credit, room for one more pending charge,
+ * and not debited already. The last makes a debit apply once even when it is sent twice (the
+ * driver retries a write whose answer was lost; a server without retryable-write bookkeeping,
+ * like the test emulator, would apply it again).
+ */
+export function debitFilter(apiKey: string, charge: PendingCharge) {
+  return {
+    _id: apiKey,
+    creditMicros: { $gte: charge.amountMicros },
+    [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: false },
+    pendingCharges: { $not: { $elemMatch: { ref: charge.ref, kind: charge.kind } } },
+  };
+}
+
+/** When a debit matched nothing: the credit after it if it had landed already (a retry). */
+export async function debitLanded(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  charge: PendingCharge,
+  options: CallOptions = {},
+): Promise<{ creditMicros: number } | undefined> {
+  const account = await accounts.findOne(
+    { _id: apiKey, pendingCharges: { $elemMatch: { ref: charge.ref, kind: charge.kind } } },
+    { projection: { creditMicros: 1 }, ...options },
+  );
+  return account ? { creditMicros: account.creditMicros } : undefined;
 }
 
 /**
@@ -158,20 +185,23 @@ export class ChargeConfirmations {
 
   /** Writes what is buffered. Failures keep the records pending, which the settler resolves. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
-      if (this.buffered.size === 0) return;
-      const batch = this.buffered;
-      this.buffered = new Map();
-      await this.accounts.bulkWrite(
-        [...batch.values()].map(({ apiKey, kind, refs }) => ({
-          updateOne: {
-            filter: { _id: apiKey },
-            update: { $pull: { pendingCharges: { kind: { $eq: kind }, ref: { $in: refs } } } },
-          },
-        })),
-        { ordered: false },
-      );
-    });
+    // After a failed flush the next one still runs: its failure was reported to its caller.
+    this.flushing = this.flushing
+      .catch(() => undefined)
+      .then(async () => {
+        if (this.buffered.size === 0) return;
+        const batch = this.buffered;
+        this.buffered = new Map();
+        await this.accounts.bulkWrite(
+          [...batch.values()].map(({ apiKey, kind, refs }) => ({
+            updateOne: {
+              filter: { _id: apiKey },
+              update: { $pull: { pendingCharges: { kind: { $eq: kind }, ref: { $in: refs } } } },
+            },
+          })),
+          { ordered: false },
+        );
+      });
     return this.flushing;
   }
 }

@@ -149,7 +149,7 @@ async function startMemoryServer(
 // ---------------------------------------------------------------------------------------------
 // 3. the mongo-java-server emulator
 
-async function startEmulator(
+export async function startEmulator(
   opts: StartDatabaseOptions,
   log: (msg: string) => void,
 ): Promise<StartedDatabase> {

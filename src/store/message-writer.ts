@@ -2,6 +2,8 @@ import type { Collection } from "mongodb";
 import {
   type ChargeConfirmations,
   type DebitResult,
+  debitFilter,
+  debitLanded,
   MAX_PENDING_CHARGES,
   settleCharge,
 } from "./charges.ts";
@@ -181,15 +183,12 @@ export class MessageWriter {
           messages: chosen.map((w) => ({ id: w.doc._id, amountMicros: w.amountMicros })),
         }),
       };
-      const updated = await this.accounts.findOneAndUpdate(
-        {
-          _id: apiKey,
-          creditMicros: { $gte: charge.amountMicros },
-          [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: false },
-        },
-        { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
-        { returnDocument: "after", projection: { creditMicros: 1 }, ...deadline.options() },
-      );
+      const updated =
+        (await this.accounts.findOneAndUpdate(
+          debitFilter(apiKey, charge),
+          { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
+          { returnDocument: "after", projection: { creditMicros: 1 }, ...deadline.options() },
+        )) ?? (await debitLanded(this.accounts, apiKey, charge, deadline.options()));
       if (!updated) continue;
       account.charge = charge;
       let after = updated.creditMicros + charge.amountMicros;

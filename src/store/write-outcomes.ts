@@ -16,9 +16,28 @@ import { DeadlineExceeded } from "./deadline.ts";
 const DUPLICATE_KEY = 11000;
 const MAX_TIME_EXPIRED = 50;
 
+/**
+ * Socket errors the driver lets through unwrapped (seen: "This socket has been ended by the other
+ * party", EPIPE, when the database closed a connection the driver was writing to).
+ */
+const SOCKET_ERRORS = new Set([
+  "EPIPE",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ETIMEDOUT",
+  "ERR_STREAM_WRITE_AFTER_END",
+  "ERR_STREAM_DESTROYED",
+]);
+
+function isSocketError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && SOCKET_ERRORS.has(code);
+}
+
 /** The database cannot be reached or did not answer in time: the request may be retried. */
 export function isUnavailable(error: unknown): boolean {
   if (error instanceof DeadlineExceeded || error instanceof OutcomeUnknown) return true;
+  if (isSocketError(error)) return true;
   if (error instanceof MongoBulkWriteError)
     return writeErrorsOf(error).length === 0 || hasWriteConcernErrors(error);
   return (
@@ -46,8 +65,10 @@ export class OutcomeUnknown extends Error {
 export function mayHaveLanded(error: unknown): boolean {
   if (error instanceof DeadlineExceeded || error instanceof OutcomeUnknown) return true;
   if (error instanceof MongoBulkWriteError) return unknownBulkOutcome(error);
-  if (error instanceof MongoServerError) return isUnavailable(error);
-  return error instanceof MongoError;
+  // Our ids are unique: a duplicate is the driver's retry of a write that had landed.
+  if (error instanceof MongoServerError)
+    return error.code === DUPLICATE_KEY || isUnavailable(error);
+  return error instanceof MongoError || isSocketError(error);
 }
 
 export interface BulkOutcome {
