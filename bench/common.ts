@@ -53,7 +53,7 @@ export interface Account {
 }
 
 async function admin(baseUrl: string, method: string, request: object) {
-  const response = await fetch(`${baseUrl}/sms.v1.AdminService/${method}`, {
+  const response = await fetch(`${baseUrl}/sms.admin.v1.AdminService/${method}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
     body: JSON.stringify(request),
@@ -70,7 +70,7 @@ export async function createAccount(
 ): Promise<Account> {
   const body = (await admin(baseUrl, "CreateAccount", {
     name,
-    credit: 1e8,
+    creditMicros: String(1e8 * 1e6),
     ...(statusUrl && { statusUrl }),
   })) as { account: { apiKey: string }; apiSecret: string };
   return { apiKey: body.account.apiKey, apiSecret: body.apiSecret };

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { type Account, AccountSchema, AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { type Account, AccountSchema, AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { type SenderName, SenderNameSchema } from "../../gen/sms/v1/types_pb.ts";
 import { DEV_ADMIN_TOKEN } from "../config/config.ts";
 
@@ -19,8 +19,15 @@ environment: SMS_URL (default http://127.0.0.1:8080), SMS_ADMIN_TOKEN`;
 
 class UsageError extends Error {}
 
+// Operators read and type amounts in account currency; the contract carries micro-units.
+const MICROS = 1_000_000;
 const accountJson = (account: Account | undefined) =>
-  account ? toJson(AccountSchema, account, { alwaysEmitImplicit: true }) : null;
+  account
+    ? {
+        ...(toJson(AccountSchema, account, { alwaysEmitImplicit: true }) as object),
+        credit: Number(account.creditMicros) / MICROS,
+      }
+    : null;
 const senderNameJson = (senderName: SenderName | undefined) =>
   senderName ? toJson(SenderNameSchema, senderName, { alwaysEmitImplicit: true }) : null;
 
@@ -57,10 +64,10 @@ async function run(argv: string[]): Promise<unknown> {
     if (typeof value !== "string") throw new UsageError(`--${name} is required`);
     return value;
   };
-  const amount = (name: "credit" | "add"): number => {
+  const amount = (name: "credit" | "add"): bigint => {
     const value = Number(required(name));
     if (!Number.isFinite(value)) throw new UsageError(`--${name} must be a number`);
-    return value;
+    return BigInt(Math.round(value * MICROS));
   };
 
   if (noun === "account") {
@@ -69,7 +76,7 @@ async function run(argv: string[]): Promise<unknown> {
         const created = await client.createAccount(
           {
             name: required("name"),
-            credit: values.credit === undefined ? undefined : amount("credit"),
+            creditMicros: values.credit === undefined ? undefined : amount("credit"),
             statusUrl: values["status-url"],
             defaultSender: values["default-sender"],
           },
@@ -88,8 +95,12 @@ async function run(argv: string[]): Promise<unknown> {
         );
       case "credit":
         return accountJson(
-          (await client.addCredit({ apiKey: required("api-key"), amount: amount("add") }, options))
-            .account,
+          (
+            await client.addCredit(
+              { apiKey: required("api-key"), amountMicros: amount("add") },
+              options,
+            )
+          ).account,
         );
       case "status-url":
         return accountJson(

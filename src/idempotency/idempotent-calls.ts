@@ -4,7 +4,7 @@ import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { IdempotentCalls } from "../services/call-guards.ts";
-import { fieldErrors, fieldErrorsOf } from "../services/errors.ts";
+import { errorReasonOf, fieldErrors, fieldErrorsOf, type Reason } from "../services/errors.ts";
 import type { KeyStore, StoredAnswer } from "./key-store.ts";
 
 // The rule of the design, once for both doors: a call that creates something (SendMessage,
@@ -61,9 +61,11 @@ export class IdempotencyKeys implements IdempotentCalls {
     const key = context.requestHeader.get("idempotency-key");
     if (key === null) return next();
     if (!VALID_KEY.test(key)) {
-      throw fieldErrors(Code.InvalidArgument, {
-        request: "Idempotency-Key must be 1 to 255 visible ASCII characters",
-      });
+      throw fieldErrors(
+        Code.InvalidArgument,
+        { request: "Idempotency-Key must be 1 to 255 visible ASCII characters" },
+        { reason: "IDEMPOTENCY_KEY_INVALID" },
+      );
     }
     const claim = await this.store.claim(accountId, key, fingerprint(method, request));
     switch (claim.kind) {
@@ -114,18 +116,21 @@ function errorAnswer(error: ConnectError): StoredAnswer {
     code: error.code,
     message: error.rawMessage,
     fields: fieldErrorsOf(error).map(({ field, message }) => ({ field, message })),
+    ...(errorReasonOf(error) && { reason: errorReasonOf(error) }),
   };
 }
 
 function replay(method: DescMethod, answer: StoredAnswer, context: HandlerContext): Message {
   if (answer.kind === "error") {
-    const error =
+    const fields =
       answer.fields.length > 0
-        ? fieldErrors(
-            answer.code,
-            Object.fromEntries(answer.fields.map((f) => [f.field, f.message])),
-          )
-        : new ConnectError(answer.message, answer.code);
+        ? Object.fromEntries(answer.fields.map((f) => [f.field, f.message]))
+        : { request: answer.message };
+    const error = fieldErrors(
+      answer.code,
+      fields,
+      answer.reason ? { reason: answer.reason as Reason } : {},
+    );
     error.metadata.set(REPLAYED_HEADER, "true");
     throw error;
   }

@@ -19,7 +19,14 @@ export const STALE_AFTER_MS = 120_000;
 
 export type StoredAnswer =
   | { kind: "message"; bytes: Binary | Uint8Array }
-  | { kind: "error"; code: number; message: string; fields: { field: string; message: string }[] };
+  | {
+      kind: "error";
+      code: number;
+      message: string;
+      fields: { field: string; message: string }[];
+      /** ErrorInfo.reason, replayed with the error. */
+      reason?: string;
+    };
 
 export interface KeyDoc {
   accountId: string;

@@ -1,5 +1,5 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
-import { fieldErrors } from "../services/errors.ts";
+import { fieldErrors, type Reason } from "../services/errors.ts";
 import { type Policy, refusalHeaders } from "./headers.ts";
 import { KeyedBuckets } from "./keyed-buckets.ts";
 
@@ -42,6 +42,7 @@ export class RateLimits {
         this.failurePolicy,
         wait,
         `too many failed authentications from this address: at most ${this.settings.authFailuresPerMinute} a minute`,
+        "AUTH_FAILURES_LIMITED",
       );
     }
   }
@@ -67,11 +68,18 @@ export class RateLimits {
   }
 }
 
-function refusal(policy: Policy, retryAfterMs: number, why: string): ConnectError {
+function refusal(
+  policy: Policy,
+  retryAfterMs: number,
+  why: string,
+  reason: Reason = "RATE_LIMITED",
+): ConnectError {
   const headers = refusalHeaders(policy, retryAfterMs);
-  const error = fieldErrors(Code.ResourceExhausted, {
-    request: `${why}; retry after ${headers["retry-after"]} s`,
-  });
+  const error = fieldErrors(
+    Code.ResourceExhausted,
+    { request: `${why}; retry after ${headers["retry-after"]} s` },
+    { reason, retryAfterSeconds: Number(headers["retry-after"]) },
+  );
   for (const [name, value] of Object.entries(headers)) error.metadata.set(name, value);
   return error;
 }

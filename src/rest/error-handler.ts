@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { TTL_ERROR, tooLong } from "../domain/limits.ts";
 import { fieldErrorsOf } from "../services/errors.ts";
 import { forwardServiceHeaders } from "./call-options.ts";
+import { restParameter } from "./parameter-names.ts";
 
 // One place maps every error to the spec's bodies: `{errors: {param: [msg]}}`, or
 // `{errors: {param: msg}}` on routes marked `config: { stringErrors: true }` (POST /sms-batch)
@@ -46,7 +47,9 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const status = HTTP_STATUS[thrown.code];
       if (status) {
         const errors: FieldErrorList = {};
-        for (const { field, message } of fieldErrorsOf(thrown)) add(errors, field, message);
+        for (const { field, message } of fieldErrorsOf(thrown)) {
+          add(errors, restParameter(field), message);
+        }
         if (Object.keys(errors).length === 0) errors.request = [thrown.rawMessage];
         forwardServiceHeaders(thrown.metadata, reply);
         return send(request, reply, status, errors);

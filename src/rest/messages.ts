@@ -1,6 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Batch, BatchInfo } from "../../gen/sms/v1/messaging_pb.ts";
+import type { Batch, SendBatchResponse } from "../../gen/sms/v1/messaging_pb.ts";
 import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
+import { COUNTED_REQUEST } from "../services/call-guards.ts";
+import { MESSAGE_PAGES } from "../services/page-tokens.ts";
+import { MICROS } from "../store/accounts.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
 import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./schemas.ts";
@@ -60,46 +63,51 @@ export function renderMessage(message: Message) {
   return {
     id: Number(message.id),
     to: message.to,
-    from: message.from,
+    from: message.sender,
     text: message.text,
     status: STATUS_NAME[message.status],
     ...(message.segments.length > 0 && {
       segments: message.segments.map((s) => ({ id: Number(s.id), text: s.text })),
     }),
-    creditRemaining: message.creditRemaining,
+    creditRemaining: units(message.creditRemainingMicros),
   };
 }
 
-function renderBatch(batch: Batch) {
+/** The spec's JSON number in account currency, from the contract's integer micro-units. */
+const units = (micros: bigint | undefined) => Number(micros ?? 0n) / MICROS;
+
+function renderBatch({ batch, errors }: SendBatchResponse) {
+  if (!batch) throw new Error("SendBatch returned no batch");
   return {
     id: Number(batch.id),
     name: batch.name,
     totalCount: batch.totalCount,
     acceptedCount: batch.acceptedCount,
     rejectedCount: batch.rejectedCount,
-    ...(batch.errors.length > 0 && {
-      errors: batch.errors.map((e) => ({ index: e.index, text: e.text })),
+    ...(errors.length > 0 && {
+      errors: errors.map((e) => ({ index: e.index, text: e.text })),
     }),
   };
 }
 
-function renderBatchInfo(batch: BatchInfo) {
+function renderBatchInfo(batch: Batch, messages: Message[]) {
+  const progress = batch.progress;
   return {
     id: Number(batch.id),
     name: batch.name,
     totalCount: batch.totalCount,
     acceptedCount: batch.acceptedCount,
     rejectedCount: batch.rejectedCount,
-    sentCount: batch.sentCount,
-    deliveredCount: batch.deliveredCount,
-    undeliveredCount: batch.undeliveredCount,
-    messages: batch.messages.map((m) => ({
+    sentCount: progress?.sentCount ?? 0,
+    deliveredCount: progress?.deliveredCount ?? 0,
+    undeliveredCount: progress?.undeliveredCount ?? 0,
+    messages: messages.map((m) => ({
       id: Number(m.id),
-      from: m.from,
+      from: m.sender,
       to: m.to,
       status: STATUS_NAME[m.status],
     })),
-    isActive: batch.isActive,
+    isActive: progress?.isActive ?? false,
   };
 }
 
@@ -114,7 +122,7 @@ export function messageRoutes(
     async (request, reply) => {
       const { to, from, text, ttl, statusCallback } = request.body;
       const { message } = await clients.messaging.sendMessage(
-        { to, from, text, ttl, statusCallback },
+        { to, sender: from, text, ttlSeconds: ttl, statusCallback },
         serviceCall(request, reply, request.body),
       );
       if (!message) throw new Error("SendMessage returned no message");
@@ -132,17 +140,16 @@ export function messageRoutes(
     },
     async (request, reply) => {
       const { messages, from, statusCallback, name } = request.body;
-      const { batch } = await clients.messaging.sendBatch(
+      const answer = await clients.messaging.sendBatch(
         {
-          messages: messages.map((m) => ({ to: m.to ?? "", from: m.from, text: m.text ?? "" })),
-          from,
+          messages: messages.map((m) => ({ to: m.to ?? "", sender: m.from, text: m.text ?? "" })),
+          sender: from,
           statusCallback,
           name,
         },
         serviceCall(request, reply, request.body),
       );
-      if (!batch) throw new Error("SendBatch returned no batch");
-      return renderBatch(batch);
+      return renderBatch(answer);
     },
   );
 
@@ -150,12 +157,26 @@ export function messageRoutes(
     "/sms-batch/:id",
     { schema: getBatchSchema },
     async (request, reply) => {
+      const id = BigInt(request.params.id);
       const { batch } = await clients.messaging.getBatch(
-        { id: BigInt(request.params.id) },
+        { id },
         serviceCall(request, reply, request.query),
       );
       if (!batch) throw new Error("GetBatch returned no batch");
-      return renderBatchInfo(batch);
+      // The spec answers every message inline (at most 10000): all pages of the batch's list.
+      const messages: Message[] = [];
+      let pageToken = "";
+      do {
+        const call = serviceCall(request, reply, request.query);
+        call.contextValues?.set(COUNTED_REQUEST, true);
+        const page = await clients.messaging.listBatchMessages(
+          { batchId: id, pageSize: MESSAGE_PAGES.max, pageToken },
+          call,
+        );
+        messages.push(...page.messages);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
+      return renderBatchInfo(batch, messages);
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
 import { serviceCall } from "./call-options.ts";
 import {
@@ -50,10 +51,17 @@ export function senderNameRoutes(app: FastifyInstance, clients: ServiceClients):
     "/sender_names",
     { schema: listSenderNamesSchema },
     async (request, reply) => {
-      const { senderNames } = await clients.senderNames.listSenderNames(
-        {},
-        serviceCall(request, reply, request.query),
-      );
+      // The spec answers every name at once: all pages (one, at the most an account may hold).
+      const senderNames: SenderName[] = [];
+      let pageToken = "";
+      do {
+        const page = await clients.senderNames.listSenderNames(
+          { pageSize: SENDER_NAME_PAGES.max, pageToken },
+          serviceCall(request, reply, request.query),
+        );
+        senderNames.push(...page.senderNames);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== "");
       return { sender_names: senderNames.map(renderSenderName) };
     },
   );

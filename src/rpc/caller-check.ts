@@ -1,5 +1,5 @@
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { AccountDirectory } from "../services/account-directory.ts";

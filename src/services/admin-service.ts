@@ -1,14 +1,20 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { type Account, AccountSchema, type AdminService } from "../../gen/sms/v1/admin_pb.ts";
-import { addCredit, createAccount, MICROS, updateAccount } from "../store/accounts.ts";
+import { Code, type ServiceImpl } from "@connectrpc/connect";
+import { type Account, AccountSchema, type AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { addCredit, createAccount, updateAccount } from "../store/accounts.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
-import { cannotBeEmpty, type FieldMessages, invalidArgument, notFound } from "./errors.ts";
+import {
+  cannotBeEmpty,
+  type FieldMessages,
+  fieldErrors,
+  invalidArgument,
+  notFound,
+} from "./errors.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
 export interface AdminDeps {
@@ -22,25 +28,37 @@ function accountMessage(doc: AccountDoc): Account {
   return create(AccountSchema, {
     apiKey: doc._id,
     name: doc.name,
-    credit: doc.creditMicros / MICROS,
+    creditMicros: BigInt(doc.creditMicros),
     statusUrl: doc.statusUrl ?? "",
     defaultSender: doc.defaultSender ?? "",
-    createdAt: timestampFromDate(doc.createdAt),
+    createTime: timestampFromDate(doc.createdAt),
   });
 }
 
-function toMicros(field: string, amount: number): number {
-  if (!Number.isFinite(amount) || Math.abs(amount) > 1e9) {
-    throw invalidArgument({ [field]: `${field} must be a finite amount` });
+/** Amounts up to 10^9 units: far from the doubles' integer limit (2^53 micro-units). */
+const MAX_MICROS = 10n ** 15n;
+
+function toMicros(field: string, amount: bigint): number {
+  if (amount > MAX_MICROS || amount < -MAX_MICROS) {
+    throw invalidArgument({ [field]: `${field} must be between -${MAX_MICROS} and ${MAX_MICROS}` });
   }
-  return Math.round(amount * MICROS);
+  return Number(amount);
 }
+
+const accountNotFound = (apiKey: string) =>
+  notFound("api_key", `no account with apiKey ${apiKey}`, "ACCOUNT_NOT_FOUND", {
+    type: "sms.admin.v1.Account",
+    name: apiKey,
+  });
+
+const senderNameNotFound = (message: string, name: string) =>
+  notFound("name", message, "SENDER_NAME_NOT_FOUND", { type: "sms.v1.SenderName", name });
 
 export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminService> {
   const { store, directory } = deps;
 
   const found = (doc: AccountDoc | null, apiKey: string): AccountDoc => {
-    if (!doc) throw notFound("apiKey", `no account with apiKey ${apiKey}`);
+    if (!doc) throw accountNotFound(apiKey);
     directory.forget(apiKey);
     return doc;
   };
@@ -55,10 +73,10 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
       store.accounts.countDocuments({ _id: apiKey }, { limit: 1 }),
     ]);
     // An unknown account is the first thing wrong, whatever the name.
-    if (!account) throw notFound("apiKey", `no account with apiKey ${apiKey}`);
+    if (!account) throw accountNotFound(apiKey);
     if (!approved) {
       throw invalidArgument({
-        senderName: `${sender} is neither the shared sender ${deps.sharedSender} nor an approved sender name of the account`,
+        sender_name: `${sender} is neither the shared sender ${deps.sharedSender} nor an approved sender name of the account`,
       });
     }
   }
@@ -68,16 +86,19 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
       authenticateOperator(ctx, deps.adminToken);
       const errors: FieldMessages = {};
       if (req.name.trim() === "") errors.name = cannotBeEmpty("name");
-      if (req.credit !== undefined && !(req.credit >= 0)) errors.credit = "credit must be >= 0";
+      // Keys are proto field paths.
+      if (req.creditMicros !== undefined && req.creditMicros < 0n) {
+        errors.credit_micros = "creditMicros must be >= 0";
+      }
       const urlError = req.statusUrl ? checkCallbackUrl("statusUrl", req.statusUrl) : undefined;
-      if (urlError) errors.statusUrl = urlError;
+      if (urlError) errors.status_url = urlError;
       if (req.defaultSender && req.defaultSender !== deps.sharedSender) {
-        errors.defaultSender = `a new account has no approved sender names yet: use ${deps.sharedSender} or approve the name first`;
+        errors.default_sender = `a new account has no approved sender names yet: use ${deps.sharedSender} or approve the name first`;
       }
       if (Object.keys(errors).length > 0) throw invalidArgument(errors);
       const { account, apiSecret } = await createAccount(store.accounts, {
         name: req.name,
-        creditMicros: toMicros("credit", req.credit ?? 0),
+        creditMicros: toMicros("credit_micros", req.creditMicros ?? 0n),
         ...(req.statusUrl && { statusUrl: req.statusUrl }),
         ...(req.defaultSender && { defaultSender: req.defaultSender }),
       });
@@ -92,9 +113,14 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
 
     async addCredit(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
-      const result = await addCredit(store.accounts, req.apiKey, toMicros("amount", req.amount));
+      const amount = toMicros("amount_micros", req.amountMicros);
+      const result = await addCredit(store.accounts, req.apiKey, amount);
       if (result === "insufficient") {
-        throw new ConnectError("the credit would go below zero", Code.FailedPrecondition);
+        throw fieldErrors(
+          Code.FailedPrecondition,
+          { request: "the credit would go below zero" },
+          { reason: "CREDIT_INSUFFICIENT" },
+        );
       }
       return { account: accountMessage(found(result, req.apiKey)) };
     },
@@ -102,7 +128,7 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
     async setStatusUrl(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
       const urlError = req.statusUrl ? checkCallbackUrl("statusUrl", req.statusUrl) : undefined;
-      if (urlError) throw invalidArgument({ statusUrl: urlError });
+      if (urlError) throw invalidArgument({ status_url: urlError });
       const doc = await updateAccount(store.accounts, req.apiKey, "statusUrl", req.statusUrl);
       return { account: accountMessage(found(doc, req.apiKey)) };
     },
@@ -121,7 +147,9 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
         { $set: { pending: false } },
         { returnDocument: "after" },
       );
-      if (!doc) throw notFound("name", `no sender name ${req.name} on account ${req.apiKey}`);
+      if (!doc) {
+        throw senderNameNotFound(`no sender name ${req.name} on account ${req.apiKey}`, req.name);
+      }
       directory.forget(req.apiKey);
       const account = await store.accounts.findOne({ _id: req.apiKey });
       return { senderName: senderNameMessage(doc, account?.defaultSender) };
@@ -140,12 +168,18 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
           { limit: 1 },
         );
         if (approved) {
-          throw new ConnectError(
-            `sender name ${req.name} is approved already: the account may delete it instead`,
+          throw fieldErrors(
             Code.FailedPrecondition,
+            {
+              request: `sender name ${req.name} is approved already: the account may delete it instead`,
+            },
+            { reason: "SENDER_NAME_APPROVED" },
           );
         }
-        throw notFound("name", `no pending sender name ${req.name} on account ${req.apiKey}`);
+        throw senderNameNotFound(
+          `no pending sender name ${req.name} on account ${req.apiKey}`,
+          req.name,
+        );
       }
       directory.forget(req.apiKey);
       return { senderName: senderNameMessage(doc, undefined) };

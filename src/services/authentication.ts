@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
-import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { secretMatches } from "../store/credentials.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
 import { asUnavailable } from "./database-deadlines.ts";
-import { cannotBeEmpty, fieldErrors, unauthenticated } from "./errors.ts";
+import { cannotBeEmpty, unauthenticated } from "./errors.ts";
 
 const WRONG_CREDENTIALS = "apiKey and apiSecret do not match an account";
 
@@ -20,12 +20,12 @@ export async function authenticateAccount(
   const known = ctx.values.get(AUTHENTICATED_ACCOUNT);
   if (known) return known;
   const { apiKey, apiSecret } = basicCredentials(ctx.requestHeader.get("authorization"));
-  const missing: Record<string, string> = {};
-  if (!apiKey) missing.apiKey = cannotBeEmpty("apiKey");
-  if (!apiSecret) missing.apiSecret = cannotBeEmpty("apiSecret");
+  const missing: string[] = [];
+  if (!apiKey) missing.push(cannotBeEmpty("apiKey"));
+  if (!apiSecret) missing.push(cannotBeEmpty("apiSecret"));
   // UNAUTHENTICATED, as generic auth interceptors expect; REST's schemas refuse missing
   // credentials with a 400 before any call, so REST never gets this.
-  if (Object.keys(missing).length > 0) throw fieldErrors(Code.Unauthenticated, missing);
+  if (missing.length > 0) throw unauthenticated(missing.join("; "), "CREDENTIALS_MISSING");
   // A database that cannot answer is UNAVAILABLE (503), on every door and before any handler.
   const account = await directory.get(apiKey).catch((error: unknown) => {
     throw asUnavailable(error);
@@ -59,5 +59,5 @@ export function authenticateOperator(ctx: HandlerContext, adminToken: string): v
     /^Bearer\s+/i.test(header) &&
     presented.length === expected.length &&
     timingSafeEqual(presented, expected);
-  if (!ok) throw new ConnectError("operator token missing or wrong", Code.Unauthenticated);
+  if (!ok) throw unauthenticated("operator token missing or wrong", "OPERATOR_TOKEN_INVALID");
 }

@@ -1,5 +1,11 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  type HandlerContext,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { AccountDirectory } from "./account-directory.ts";
@@ -48,6 +54,14 @@ export function guarded<S extends DescService>(
   return wrapped as unknown as ServiceImpl<S>;
 }
 
+/**
+ * Set by the REST façade on the further in-process calls of one REST request (the pages of
+ * GET /sms-batch/{id}): that request was counted against the account's limit once already.
+ */
+export const COUNTED_REQUEST = createContextKey(false, {
+  description: "a further call of a request already counted",
+});
+
 /** Calls of account holders: admitted, authenticated once, counted, then keyed if they create. */
 export function accountGuard(
   directory: AccountDirectory,
@@ -59,7 +73,7 @@ export function accountGuard(
       authenticateAccount(context, directory),
     );
     context.values.set(AUTHENTICATED_ACCOUNT, account);
-    limits?.admitAccount(account.apiKey);
+    if (!context.values.get(COUNTED_REQUEST)) limits?.admitAccount(account.apiKey);
     if (idempotency?.handles(method)) {
       return idempotency.run(account.apiKey, method, request, context, next);
     }

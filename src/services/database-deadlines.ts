@@ -74,7 +74,7 @@ export function withDeadlines<S extends DescService>(
 /** Database failures as UNAVAILABLE; every other error as it is. */
 export function asUnavailable(error: unknown): unknown {
   if (error instanceof ConnectError) return error;
-  if (error instanceof OutcomeUnknown) return unavailable(OUTCOME_UNKNOWN);
+  if (error instanceof OutcomeUnknown) return unavailable(OUTCOME_UNKNOWN, "OUTCOME_UNKNOWN");
   if (error instanceof DeadlineExceeded || isUnavailable(error))
     return unavailable(DATABASE_UNAVAILABLE);
   return error;

@@ -79,7 +79,8 @@ export function checkMessage(
   }
 
   const sender = resolveSender(input.from, account, policy);
-  if ("error" in sender) errors = withError(errors, "from", sender.error);
+  // Keys are proto field paths (SendMessageRequest.sender is `from` on REST and in JSON).
+  if ("error" in sender) errors = withError(errors, "sender", sender.error);
 
   if (errors || "error" in sender) return { errors: errors ?? {} };
   return { message: { to: input.to, from: sender.sender, text: input.text, parts, partCount } };

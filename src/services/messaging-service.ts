@@ -1,19 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
-  BatchInfoSchema,
   type BatchMessageError,
-  BatchSchema,
+  BatchMessageErrorSchema,
   type MessagingService,
 } from "../../gen/sms/v1/messaging_pb.ts";
-import {
-  type Message,
-  MessageSchema,
-  MessageStatus,
-  NonDeliveryReason,
-  NotificationState,
-} from "../../gen/sms/v1/types_pb.ts";
 import { deliveryClass } from "../domain/delivery-priority.ts";
 import {
   BATCH_MAX_MESSAGES,
@@ -26,14 +17,7 @@ import { MICROS } from "../store/accounts.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
-import type {
-  MessageDoc,
-  NotificationDoc,
-  PendingCharge,
-  ReasonName,
-  SegmentDoc,
-  StatusName,
-} from "../store/documents.ts";
+import type { MessageDoc, PendingCharge, SegmentDoc } from "../store/documents.ts";
 import type { MessageWriter } from "../store/message-writer.ts";
 import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
@@ -49,6 +33,8 @@ import {
   notFound,
   unavailable,
 } from "./errors.ts";
+import { batchNotFound, messageLists } from "./message-lists.ts";
+import { batchResource, messageResource } from "./message-resources.ts";
 import {
   type CheckedMessage,
   checkMessage,
@@ -82,7 +68,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
 
   /**
    * Confirms a charged write (a batch's; single sends are confirmed by the writer), or explains
-   * why it was refused. Returns the credit left.
+   * why it was refused. Returns the credit left, in micro-units.
    */
   async function confirmCharge(
     apiKey: string,
@@ -90,10 +76,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     result: DebitResult,
     deliveryAt: Date,
     acceptedAt: Date,
-  ): Promise<number> {
+  ): Promise<bigint> {
     if (result === "busy") {
       throw unavailable(
         "too many requests of this account are still being stored; retry in a few seconds",
+        "ACCOUNT_BUSY",
       );
     }
     if (result === "insufficient") {
@@ -109,21 +96,29 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     }
     if (charge.kind === "batch") deps.confirmations.add(apiKey, charge as PendingCharge);
     await deps.onAccepted?.(apiKey, deliveryAt, acceptedAt);
-    return result.creditMicros / MICROS;
+    return BigInt(result.creditMicros);
   }
 
   return {
+    ...messageLists({ store, directory, requestMs: timeouts.requestMs }),
+
     async sendMessage(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
       const errors: FieldMessages = {};
-      const checked = checkMessage({ to: req.to, from: req.from, text: req.text }, account, policy);
+      // Keys are proto field paths; the messages name the REST parameters (SendMessageRequest's
+      // JSON names), which the REST façade shows.
+      const checked = checkMessage(
+        { to: req.to, from: req.sender, text: req.text },
+        account,
+        policy,
+      );
       if ("errors" in checked) Object.assign(errors, checked.errors);
-      const ttl = validateTtl(req.ttl);
-      if (!ttl.ok) errors.ttl = ttl.error;
+      const ttl = validateTtl(req.ttlSeconds);
+      if (!ttl.ok) errors.ttl_seconds = ttl.error;
       const callbackError = req.statusCallback
         ? checkCallbackUrl("statusCallback", req.statusCallback)
         : undefined;
-      if (callbackError) errors.statusCallback = callbackError;
+      if (callbackError) errors.status_callback = callbackError;
       if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok) {
         throw invalidArgument(errors);
       }
@@ -160,17 +155,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         doc.deliveryAt ?? now,
         now,
       );
-      return {
-        message: create(MessageSchema, {
-          id: BigInt(id),
-          to: doc.to,
-          from: doc.from,
-          text: doc.text,
-          status: MessageStatus.ACCEPTED,
-          segments: segmentMessages(segments),
-          creditRemaining,
-        }),
-      };
+      // The whole resource as stored, and the balance this charge left.
+      const resource = messageResource(doc);
+      resource.creditRemainingMicros = creditRemaining;
+      return { message: resource };
     },
 
     async sendBatch(req, ctx) {
@@ -182,14 +170,14 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       }
       const name = req.name ?? "";
       if (!isValidBatchName(name)) requestErrors.name = "name must be at most 20 characters";
-      if (req.from) {
-        const parent = resolveSender(req.from, account, policy);
-        if ("error" in parent) requestErrors.from = parent.error;
+      if (req.sender) {
+        const parent = resolveSender(req.sender, account, policy);
+        if ("error" in parent) requestErrors.sender = parent.error;
       }
       const callbackError = req.statusCallback
         ? checkCallbackUrl("statusCallback", req.statusCallback)
         : undefined;
-      if (callbackError) requestErrors.statusCallback = callbackError;
+      if (callbackError) requestErrors.status_callback = callbackError;
       if (Object.keys(requestErrors).length > 0) throw invalidArgument(requestErrors);
 
       const accepted: CheckedMessage[] = [];
@@ -198,16 +186,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       let partTotal = 0;
       req.messages.forEach((input, index) => {
         const checked = checkMessage(
-          { to: input.to, from: input.from || req.from, text: input.text },
+          { to: input.to, from: input.sender || req.sender, text: input.text },
           account,
           policy,
         );
         if ("errors" in checked) {
-          rejected.push({
-            $typeName: "sms.v1.BatchMessageError",
-            index,
-            text: Object.values(checked.errors).join("; "),
-          });
+          rejected.push(rejection(index, checked.errors));
           return;
         }
         accepted.push(checked.message);
@@ -229,7 +213,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         rejectedCount: rejected.length,
         createdAt: now,
       };
-      let creditRemaining: number | undefined;
+      let creditRemaining: bigint | undefined;
       const deadline = deadlineOf(ctx, timeouts.requestMs);
       if (accepted.length === 0) {
         await store.batches.insertOne(batchDoc, deadline.options());
@@ -281,116 +265,56 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue, now);
       }
       return {
-        batch: create(BatchSchema, {
-          id: BigInt(batchId),
-          name,
-          totalCount: batchDoc.totalCount,
-          acceptedCount: batchDoc.acceptedCount,
-          rejectedCount: batchDoc.rejectedCount,
-          errors: rejected,
-          ...(creditRemaining !== undefined && { creditRemaining }),
-        }),
+        batch: batchResource(batchDoc),
+        errors: rejected,
+        ...(creditRemaining !== undefined && { creditRemainingMicros: creditRemaining }),
       };
     },
 
     async getBatch(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
-      const batch = await store.batches.findOne({ _id: Number(req.id), accountId: account.apiKey });
-      if (!batch) throw notFound("id", `no batch with id ${req.id}`);
-      const messages = await store.messages
-        .find(
-          { batchId: batch._id },
-          { projection: { from: 1, to: 1, status: 1 }, sort: { _id: 1 } },
-        )
+      const options = deadlineOf(ctx, timeouts.requestMs).options();
+      const batch = await store.batches.findOne(
+        { _id: Number(req.id), accountId: account.apiKey },
+        options,
+      );
+      if (!batch) throw batchNotFound("id", req.id);
+      // At most 10000 statuses, read through the batch's index.
+      const statuses = await store.messages
+        .find({ batchId: batch._id }, { ...options, projection: { _id: 0, status: 1 } })
         .toArray();
-      const counters = batchCounters(messages.map((m) => m.status));
-      return {
-        batch: create(BatchInfoSchema, {
-          id: BigInt(batch._id),
-          name: batch.name,
-          totalCount: batch.totalCount,
-          acceptedCount: batch.acceptedCount,
-          rejectedCount: batch.rejectedCount,
-          sentCount: counters.sentCount,
-          deliveredCount: counters.deliveredCount,
-          undeliveredCount: counters.undeliveredCount,
-          isActive: counters.isActive,
-          messages: messages.map((m) => ({
-            id: BigInt(m._id),
-            from: m.from,
-            to: m.to,
-            status: STATUS_TO_PROTO[m.status],
-          })),
-        }),
-      };
+      return { batch: batchResource(batch, batchCounters(statuses.map((m) => m.status))) };
     },
 
     async getMessage(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
-      const doc = await store.messages.findOne({ _id: Number(req.id), accountId: account.apiKey });
-      if (!doc) throw notFound("id", `no message with id ${req.id}`);
-      return { message: messageDetails(doc) };
+      const doc = await store.messages.findOne(
+        { _id: Number(req.id), accountId: account.apiKey },
+        deadlineOf(ctx, timeouts.requestMs).options(),
+      );
+      if (!doc) {
+        throw notFound("id", `no message with id ${req.id}`, "MESSAGE_NOT_FOUND", {
+          type: "sms.v1.Message",
+          name: `${req.id}`,
+        });
+      }
+      return { message: messageResource(doc) };
     },
   };
 }
 
-function segmentMessages(segments: SegmentDoc[] | undefined) {
-  return (segments ?? []).map((s) => ({ id: BigInt(s.id), text: s.text }));
+/** A rejected message of a batch: its errors with their proto paths in the request. */
+function rejection(index: number, errors: FieldMessages): BatchMessageError {
+  return create(BatchMessageErrorSchema, {
+    index,
+    text: Object.values(errors).join("; "),
+    fieldViolations: Object.entries(errors).map(([field, description]) => ({
+      field: `messages[${index}].${field}`,
+      description,
+    })),
+  });
 }
 
 function segmentDocs(parts: string[] | undefined, firstId: number): SegmentDoc[] | undefined {
   return parts?.map((text, i) => ({ id: firstId + i, text }));
-}
-
-export const STATUS_TO_PROTO: Record<StatusName, MessageStatus> = {
-  ACCEPTED: MessageStatus.ACCEPTED,
-  SENT: MessageStatus.SENT,
-  DELIVERED: MessageStatus.DELIVERED,
-  SEND_ERROR: MessageStatus.SEND_ERROR,
-  DELIVERY_ERROR: MessageStatus.DELIVERY_ERROR,
-};
-
-const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
-  Undelivered: NonDeliveryReason.UNDELIVERED,
-  Unreachable: NonDeliveryReason.UNREACHABLE,
-  Expired: NonDeliveryReason.EXPIRED,
-  "SIM card full": NonDeliveryReason.SIM_CARD_FULL,
-  Unroutable: NonDeliveryReason.UNROUTABLE,
-};
-
-const NOTIFICATION_STATE_TO_PROTO: Record<NotificationDoc["state"], NotificationState> = {
-  pending: NotificationState.PENDING,
-  delivered: NotificationState.DELIVERED,
-  gave_up: NotificationState.GAVE_UP,
-  skipped: NotificationState.SKIPPED,
-};
-
-/** The full view of a stored message: status, reason and every webhook attempt. */
-function messageDetails(doc: MessageDoc): Message {
-  return create(MessageSchema, {
-    id: BigInt(doc._id),
-    to: doc.to,
-    from: doc.from,
-    text: doc.text,
-    status: STATUS_TO_PROTO[doc.status],
-    segments: segmentMessages(doc.segments),
-    ...(doc.batchId !== undefined && { batchId: BigInt(doc.batchId) }),
-    nonDeliveryReason: doc.reason ? REASON_TO_PROTO[doc.reason] : NonDeliveryReason.UNSPECIFIED,
-    ttlSeconds: doc.ttl,
-    statusCallback: doc.statusCallback ?? "",
-    createdAt: timestampFromDate(doc.createdAt),
-    updatedAt: timestampFromDate(doc.updatedAt),
-    notifications: doc.notifications.map((n) => ({
-      status: STATUS_TO_PROTO[n.status],
-      state: NOTIFICATION_STATE_TO_PROTO[n.state],
-      url: n.url ?? "",
-      ...(n.nextAttemptAt && { nextAttemptAt: timestampFromDate(n.nextAttemptAt) }),
-      attempts: n.attempts.map((a) => ({
-        at: timestampFromDate(a.at),
-        httpStatus: a.httpStatus,
-        error: a.error ?? "",
-        durationMs: a.durationMs,
-      })),
-    })),
-  });
 }

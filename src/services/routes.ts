@@ -1,5 +1,5 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";

@@ -20,7 +20,10 @@ import type { Store } from "../store/database.ts";
 import type { SenderNameDoc } from "../store/documents.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
+import { findSenderNamePage, type NameCursor } from "../store/message-listing.ts";
+import { deadlineOf } from "./database-deadlines.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument, notFound } from "./errors.ts";
+import { cursorOf, pageSize, pageToken, SENDER_NAME_PAGES } from "./page-tokens.ts";
 
 export const PURPOSES: Record<SenderNameDoc["purpose"], SenderNamePurpose> = {
   OTP: SenderNamePurpose.OTP,
@@ -58,6 +61,7 @@ export interface SenderNameDeps {
   directory: AccountDirectory;
   /** The literal every account may send from: requesting it as a name of one's own is refused. */
   sharedSender: string;
+  timeouts?: { requestMs: number };
 }
 
 export function createSenderNameService(
@@ -76,15 +80,16 @@ export function createSenderNameService(
       }
       const purpose = nameOf(PURPOSES, req.purpose);
       if (!purpose) errors.purpose = "purpose must be one of OTP, NOTIFICATION, MARKETING";
+      // Keys are proto field paths; the messages name the REST parameters.
       const ownerType = nameOf(OWNER_TYPES, req.ownerType);
-      if (!ownerType) errors.ownerType = "ownerType must be one of COMPANY, NAME, WEBSITE";
+      if (!ownerType) errors.owner_type = "ownerType must be one of COMPANY, NAME, WEBSITE";
       if (req.owner.trim() === "") errors.owner = cannotBeEmpty("owner");
       else if (exceedsChars(req.owner, SENDER_OWNER_MAX_CHARS)) {
         errors.owner = tooLong("owner", SENDER_OWNER_MAX_CHARS);
       }
-      if (req.exampleMsg.trim() === "") errors.exampleMsg = cannotBeEmpty("exampleMsg");
+      if (req.exampleMsg.trim() === "") errors.example_msg = cannotBeEmpty("exampleMsg");
       else if (exceedsChars(req.exampleMsg, SENDER_EXAMPLE_MAX_CHARS)) {
-        errors.exampleMsg = tooLong("exampleMsg", SENDER_EXAMPLE_MAX_CHARS);
+        errors.example_msg = tooLong("exampleMsg", SENDER_EXAMPLE_MAX_CHARS);
       }
       if (Object.keys(errors).length > 0 || !purpose || !ownerType) throw invalidArgument(errors);
       // Checked before the insert: requests racing past it can exceed the bound by their number.
@@ -93,9 +98,12 @@ export function createSenderNameService(
         { limit: SENDER_NAMES_PER_ACCOUNT_MAX },
       );
       if (held >= SENDER_NAMES_PER_ACCOUNT_MAX) {
-        throw invalidArgument({
-          request: `the account holds ${SENDER_NAMES_PER_ACCOUNT_MAX} sender names, the most it may; delete one first`,
-        });
+        throw invalidArgument(
+          {
+            request: `the account holds ${SENDER_NAMES_PER_ACCOUNT_MAX} sender names, the most it may; delete one first`,
+          },
+          "SENDER_NAME_LIMIT_REACHED",
+        );
       }
       const doc: SenderNameDoc = {
         accountId: account.apiKey,
@@ -112,19 +120,32 @@ export function createSenderNameService(
         await store.senderNames.insertOne(doc);
       } catch (error) {
         if ((error as MongoServerError).code === 11000) {
-          throw invalidArgument({ name: `sender name ${req.name} already exists on this account` });
+          throw invalidArgument(
+            { name: `sender name ${req.name} already exists on this account` },
+            "SENDER_NAME_EXISTS",
+          );
         }
         throw error;
       }
       return { senderName: senderNameMessage(doc, account.defaultSender) };
     },
 
-    async listSenderNames(_req, ctx) {
+    async listSenderNames(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
-      const docs = await store.senderNames
-        .find({ accountId: account.apiKey }, { sort: { createdAt: 1, name: 1 } })
-        .toArray();
-      return { senderNames: docs.map((doc) => senderNameMessage(doc, account.defaultSender)) };
+      const limit = pageSize(req.pageSize, SENDER_NAME_PAGES);
+      const scope = ["ListSenderNames", account.apiKey];
+      const after = cursorOf(req.pageToken, scope, ["number", "string"]) as NameCursor | undefined;
+      const options = deadlineOf(ctx, deps.timeouts?.requestMs ?? 5_000).options();
+      const docs = await findSenderNamePage(store, account.apiKey, after, limit, options);
+      const page = docs.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        senderNames: page.map((doc) => senderNameMessage(doc, account.defaultSender)),
+        nextPageToken:
+          docs.length > limit && last
+            ? pageToken(scope, [last.createdAt.getTime(), last.name])
+            : "",
+      };
     },
 
     async deleteSenderName(req, ctx) {
@@ -133,7 +154,17 @@ export function createSenderNameService(
         accountId: account.apiKey,
         name: req.name,
       });
-      if (!doc) throw notFound("name", `no sender name ${req.name} on this account`);
+      if (!doc) {
+        throw notFound(
+          "name",
+          `no sender name ${req.name} on this account`,
+          "SENDER_NAME_NOT_FOUND",
+          {
+            type: "sms.v1.SenderName",
+            name: req.name,
+          },
+        );
+      }
       // The account view may be up to 2 s old (another instance may have just made this name the
       // default), so the default is cleared on the stored account, not on the cached view.
       const cleared = await store.accounts.updateOne(

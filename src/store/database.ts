@@ -8,6 +8,7 @@ import type {
   SenderNameDoc,
   StateDoc,
 } from "./documents.ts";
+import { ensureListingIndexes } from "./message-listing.ts";
 import { ServerClock } from "./server-clock.ts";
 
 /** The collections of the service, typed. */
@@ -88,6 +89,8 @@ export async function ensureIndexes(store: Store): Promise<void> {
       { accountId: 1, name: 1 },
       { name: "account_sender_name", unique: true },
     ),
+    // The lists' pages (ListMessages and friends).
+    ensureListingIndexes(store),
   ]);
 }
 

@@ -16,6 +16,7 @@ import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { KEY_LIFETIME_MS, type KeyDoc } from "../../src/idempotency/key-store.ts";
 import { basicAuthorization } from "../../src/services/authentication.ts";
 import { type TestDatabase, testDatabase } from "../support/database.ts";
+import { failureOf } from "../support/error-details.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
 import { type Account, senderNameRequest, storedFor } from "./helpers.ts";
 
@@ -180,7 +181,7 @@ describe("POST /sms with Idempotency-Key", () => {
     const key = newKey();
     const refused = await post(service, "/sms", sms(poor), key);
     expect(refused.status).toBe(402);
-    await service.admin.addCredit({ apiKey: poor.apiKey, amount: 10 }, adminHeaders);
+    await service.admin.addCredit({ apiKey: poor.apiKey, amountMicros: 10_000_000n }, adminHeaders);
     expect(await post(service, "/sms", sms(poor), key)).toEqual({ ...refused, replayed: "true" });
     expect((await post(service, "/sms", sms(poor), newKey())).status).toBe(200);
   });
@@ -303,6 +304,7 @@ describe.each([
         (e: unknown) => ConnectError.from(e),
       );
     expect(error?.code).toBe(Code.AlreadyExists);
+    expect(error && failureOf(error).reason).toBe("IDEMPOTENCY_KEY_REUSED");
 
     const invalid = await messaging
       .sendMessage(
@@ -314,8 +316,7 @@ describe.each([
         (e: unknown) => ConnectError.from(e),
       );
     expect(invalid?.code).toBe(Code.InvalidArgument);
-    expect(invalid?.rawMessage).toBe(
-      "request: Idempotency-Key must be 1 to 255 visible ASCII characters",
-    );
+    expect(invalid?.rawMessage).toBe("Idempotency-Key must be 1 to 255 visible ASCII characters");
+    expect(invalid && failureOf(invalid).reason).toBe("IDEMPOTENCY_KEY_INVALID");
   });
 });

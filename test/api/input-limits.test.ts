@@ -3,12 +3,11 @@
  * parameters, URLs are at most 2048 characters, sender-name texts are bounded and an account
  * holds a bounded number of sender names; REST answers the spec's 400 shape, RPC INVALID_ARGUMENT.
  */
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
-import { FieldErrorsSchema } from "../../gen/sms/v1/types_pb.ts";
 import {
   FORM_MAX_PARAMETERS,
   SENDER_EXAMPLE_MAX_CHARS,
@@ -17,6 +16,7 @@ import {
   URL_MAX_CHARS,
 } from "../../src/domain/limits.ts";
 import { basicAuthorization } from "../../src/services/authentication.ts";
+import { failure } from "../support/error-details.ts";
 import { adminHeaders, postJson, type RunningService, startService } from "../support/service.ts";
 import { type Account, rawPost, senderNameRequest, storedFor } from "./helpers.ts";
 
@@ -35,18 +35,10 @@ const longUrl = (chars: number) => {
   return base + "a".repeat(chars - base.length);
 };
 
-/** The code and field errors of a failed RPC. */
+/** The code and BadRequest field violations (proto paths) of a failed RPC. */
 async function rpcFailure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => {
-      throw new Error("the call succeeded");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
-  const fields = Object.fromEntries(
-    error.findDetails(FieldErrorsSchema).flatMap((d) => d.errors.map((e) => [e.field, e.message])),
-  );
-  return { code: error.code, fields };
+  const { code, fields } = await failure(call);
+  return { code, fields };
 }
 
 const rpc = () => {
@@ -132,7 +124,7 @@ describe("URLs are at most 2048 characters", () => {
     const { messaging, options } = rpc();
     const expected = {
       code: Code.InvalidArgument,
-      fields: { statusCallback: `statusCallback must be at most ${URL_MAX_CHARS} characters` },
+      fields: { status_callback: `statusCallback must be at most ${URL_MAX_CHARS} characters` },
     };
     expect(
       await rpcFailure(
@@ -172,7 +164,7 @@ describe("URLs are at most 2048 characters", () => {
     );
     expect(failure).toEqual({
       code: Code.InvalidArgument,
-      fields: { statusUrl: `statusUrl must be at most ${URL_MAX_CHARS} characters` },
+      fields: { status_url: `statusUrl must be at most ${URL_MAX_CHARS} characters` },
     });
   });
 });
@@ -193,10 +185,13 @@ describe("sender names", () => {
       body: { errors: { owner: [fields.owner], exampleMsg: [fields.exampleMsg] } },
     });
     const { senderNames, options } = rpc();
-    const failure = await rpcFailure(
+    const refused = await rpcFailure(
       senderNames.createSenderName({ ...request, purpose: 2, ownerType: 1 } as never, options),
     );
-    expect(failure).toEqual({ code: Code.InvalidArgument, fields });
+    expect(refused).toEqual({
+      code: Code.InvalidArgument,
+      fields: { owner: fields.owner, example_msg: fields.exampleMsg },
+    });
     expect(await service.store.senderNames.countDocuments({ name: "Bounded" })).toBe(0);
   });
 

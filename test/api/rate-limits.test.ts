@@ -239,7 +239,7 @@ describe("failed authentications per client address: 3 a minute", () => {
   it("a wrong operator token counts too, and Connect answers RESOURCE_EXHAUSTED", async () => {
     // fetch and the Connect client come from 127.0.0.1, which has failed nothing yet.
     const admin = createClient(
-      (await import("../../gen/sms/v1/admin_pb.ts")).AdminService,
+      (await import("../../gen/sms/admin/v1/admin_pb.ts")).AdminService,
       createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
     );
     const wrongToken = { headers: { authorization: "Bearer not-the-token" } };

@@ -1,9 +1,10 @@
 /**
  * The same operations through the generated types over Connect and gRPC (HTTP/2 on GRPC_PORT):
- * MessagingService and SenderNameService, with their error codes and the FieldErrors detail keyed
- * by the REST parameter name. One implementation: the rules are those the REST tests check.
+ * MessagingService and SenderNameService, with their error codes, ErrorInfo reasons and
+ * BadRequest field violations on proto field paths. One implementation: the rules are those the
+ * REST tests check.
  */
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, createClient, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -13,7 +14,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import {
-  FieldErrorsSchema,
   MessageStatus,
   NonDeliveryReason,
   NotificationState,
@@ -22,6 +22,7 @@ import {
 } from "../../gen/sms/v1/types_pb.ts";
 import { PHONE_NUMBER_ERROR } from "../../src/domain/phone-numbers.ts";
 import { basicAuthorization } from "../../src/services/authentication.ts";
+import { failure as failed } from "../support/error-details.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
 import { type Account, creditOf, storedFor } from "./helpers.ts";
 
@@ -47,18 +48,10 @@ const auth = (who: Account) => ({
   headers: { authorization: basicAuthorization(who.apiKey, who.apiSecret) },
 });
 
-/** The error a call failed with, and its field errors as {field: message}. */
+/** The error a call failed with, its ErrorInfo reason and its field violations {path: message}. */
 async function failure(call: Promise<unknown>) {
-  const error = await call.then(
-    () => {
-      throw new Error("the call succeeded");
-    },
-    (e: unknown) => ConnectError.from(e),
-  );
-  const fields = Object.fromEntries(
-    error.findDetails(FieldErrorsSchema).flatMap((d) => d.errors.map((e) => [e.field, e.message])),
-  );
-  return { code: error.code, fields };
+  const { code, reason, fields } = await failed(call);
+  return { code, reason, fields };
 }
 
 const transports: [string, () => Transport][] = [
@@ -94,15 +87,16 @@ describe.each(transports)("over %s", (_name, transport) => {
     it("SendMessage answers the message with its segments and the credit left", async () => {
       const text = `${"a".repeat(66)}😀${"b".repeat(10)}`;
       const { message } = await messaging.sendMessage(
-        { to: "+4915112345678", text, ttl: 60 },
+        { to: "+4915112345678", text, ttlSeconds: 60 },
         auth(account),
       );
       expect(message).toMatchObject({
         to: "+4915112345678",
-        from: "SMSINFO",
+        sender: "SMSINFO",
         text,
         status: MessageStatus.ACCEPTED,
-        creditRemaining: 48,
+        creditRemainingMicros: 48_000_000n,
+        ttlSeconds: 60,
       });
       expect(message?.segments.map((s) => s.text)).toEqual(["a".repeat(66), `😀${"b".repeat(10)}`]);
       const ids = [message?.id, ...(message?.segments.map((s) => s.id) ?? [])];
@@ -110,26 +104,34 @@ describe.each(transports)("over %s", (_name, transport) => {
       expect((await service.store.messages.findOne({ _id: Number(message?.id) }))?.ttl).toBe(60);
     });
 
-    it("SendMessage refuses invalid parameters with INVALID_ARGUMENT and FieldErrors; stores nothing", async () => {
+    it("SendMessage refuses invalid fields with INVALID_ARGUMENT and BadRequest on their proto paths; stores nothing", async () => {
       const before = await storedFor(service, account.apiKey);
       expect(
         await failure(
-          messaging.sendMessage({ to: "12", text: "", ttl: 0, from: "Nobody" }, auth(account)),
+          messaging.sendMessage(
+            { to: "12", text: "", ttlSeconds: 0, sender: "Nobody" },
+            auth(account),
+          ),
         ),
       ).toEqual({
         code: Code.InvalidArgument,
+        reason: "FIELD_INVALID",
         fields: {
           to: PHONE_NUMBER_ERROR,
           text: "text cannot be empty",
-          ttl: "ttl must be an integer from 1 to 21600 seconds",
-          from: "from must be the shared sender SMSINFO or an approved sender name of the account",
+          ttl_seconds: "ttl must be an integer from 1 to 21600 seconds",
+          sender:
+            "from must be the shared sender SMSINFO or an approved sender name of the account",
         },
       });
       expect(
         await failure(
-          messaging.sendMessage({ to: "+4915112345678", text: "x", ttl: 21601 }, auth(account)),
+          messaging.sendMessage(
+            { to: "+4915112345678", text: "x", ttlSeconds: 21601 },
+            auth(account),
+          ),
         ),
-      ).toMatchObject({ code: Code.InvalidArgument, fields: { ttl: expect.any(String) } });
+      ).toMatchObject({ code: Code.InvalidArgument, fields: { ttl_seconds: expect.any(String) } });
       expect(
         await failure(
           messaging.sendMessage({ to: "+4915112345678", text: "x".repeat(1531) }, auth(account)),
@@ -141,10 +143,13 @@ describe.each(transports)("over %s", (_name, transport) => {
       expect(await storedFor(service, account.apiKey)).toEqual(before);
     });
 
-    it("credentials: missing or wrong is UNAUTHENTICATED, missing with FieldErrors on apiKey/apiSecret", async () => {
-      expect(await failure(messaging.sendMessage({ to: "+4915112345678", text: "x" }))).toEqual({
+    it("credentials: missing or wrong is UNAUTHENTICATED, told apart by the ErrorInfo reason", async () => {
+      const missing = await failed(messaging.sendMessage({ to: "+4915112345678", text: "x" }));
+      expect(missing).toMatchObject({
         code: Code.Unauthenticated,
-        fields: { apiKey: "apiKey cannot be empty", apiSecret: "apiSecret cannot be empty" },
+        reason: "CREDENTIALS_MISSING",
+        message: "apiKey cannot be empty; apiSecret cannot be empty",
+        fields: {},
       });
       expect(
         await failure(
@@ -153,34 +158,42 @@ describe.each(transports)("over %s", (_name, transport) => {
             auth({ apiKey: account.apiKey, apiSecret: "wrong" }),
           ),
         ),
-      ).toEqual({
-        code: Code.Unauthenticated,
-        fields: { request: "apiKey and apiSecret do not match an account" },
-      });
+      ).toEqual({ code: Code.Unauthenticated, reason: "CREDENTIALS_INVALID", fields: {} });
     });
 
-    it("SendBatch: partial acceptance, credit left; GetBatch and GetMessage read it back", async () => {
+    it("SendBatch: partial acceptance, credit left; GetBatch, ListBatchMessages and GetMessage read it back", async () => {
       const before = await creditOf(service, account.apiKey);
-      const { batch } = await messaging.sendBatch(
+      const sent = await messaging.sendBatch(
         {
           name: "rpc",
           messages: [
             { to: "+4915100000001", text: "one" },
             { to: "1", text: "bad" },
-            { to: "+4915100000002", text: "x".repeat(161), from: "SMSINFO" },
+            { to: "+4915100000002", text: "x".repeat(161), sender: "SMSINFO" },
           ],
         },
         auth(account),
       );
+      const batch = sent.batch;
       expect(batch).toMatchObject({
         name: "rpc",
         totalCount: 3,
         acceptedCount: 2,
         rejectedCount: 1,
-        creditRemaining: before - 3,
       });
-      expect(batch?.errors.map((e) => ({ index: e.index, text: e.text }))).toEqual([
-        { index: 1, text: PHONE_NUMBER_ERROR },
+      expect(sent.creditRemainingMicros).toBe(BigInt((before - 3) * 1_000_000));
+      expect(
+        sent.errors.map((e) => ({
+          index: e.index,
+          text: e.text,
+          violations: e.fieldViolations.map((v) => [v.field, v.description]),
+        })),
+      ).toEqual([
+        {
+          index: 1,
+          text: PHONE_NUMBER_ERROR,
+          violations: [["messages[1].to", PHONE_NUMBER_ERROR]],
+        },
       ]);
 
       const info = await messaging.getBatch({ id: batch?.id ?? 0n }, auth(account));
@@ -190,15 +203,16 @@ describe.each(transports)("over %s", (_name, transport) => {
         totalCount: 3,
         acceptedCount: 2,
         rejectedCount: 1,
-        sentCount: 0,
-        isActive: true,
+        progress: { sentCount: 0, isActive: true },
       });
-      expect(info.batch?.messages.map((m) => [m.to, m.from, m.status])).toEqual([
+      const listed = await messaging.listBatchMessages({ batchId: batch?.id ?? 0n }, auth(account));
+      expect(listed.messages.map((m) => [m.to, m.sender, m.status])).toEqual([
         ["+4915100000001", "SMSINFO", MessageStatus.ACCEPTED],
         ["+4915100000002", "SMSINFO", MessageStatus.ACCEPTED],
       ]);
+      expect(listed.nextPageToken).toBe("");
 
-      const id = info.batch?.messages[1]?.id ?? 0n;
+      const id = listed.messages[1]?.id ?? 0n;
       const { message } = await messaging.getMessage({ id }, auth(account));
       expect(message).toMatchObject({
         id,
@@ -217,6 +231,7 @@ describe.each(transports)("over %s", (_name, transport) => {
     it("SendBatch: whole-request errors, and FAILED_PRECONDITION when credit is short (nothing stored)", async () => {
       expect(await failure(messaging.sendBatch({ messages: [] }, auth(account)))).toEqual({
         code: Code.InvalidArgument,
+        reason: "FIELD_INVALID",
         fields: { messages: "messages cannot be empty" },
       });
       expect(
@@ -224,7 +239,7 @@ describe.each(transports)("over %s", (_name, transport) => {
           messaging.sendBatch(
             {
               name: "n".repeat(21),
-              from: "Nobody",
+              sender: "Nobody",
               messages: [{ to: "+4915112345678", text: "x" }],
             },
             auth(account),
@@ -232,9 +247,11 @@ describe.each(transports)("over %s", (_name, transport) => {
         ),
       ).toEqual({
         code: Code.InvalidArgument,
+        reason: "FIELD_INVALID",
         fields: {
           name: "name must be at most 20 characters",
-          from: "from must be the shared sender SMSINFO or an approved sender name of the account",
+          sender:
+            "from must be the shared sender SMSINFO or an approved sender name of the account",
         },
       });
       const tooMany = Array.from({ length: 10_001 }, () => ({ to: "+4915112345678", text: "x" }));
@@ -247,33 +264,41 @@ describe.each(transports)("over %s", (_name, transport) => {
 
       const before = await storedFor(service, account.apiKey);
       const costly = Array.from({ length: 100 }, () => ({ to: "+4915112345678", text: "x" }));
-      expect(await failure(messaging.sendBatch({ messages: costly }, auth(account)))).toEqual({
+      expect(await failed(messaging.sendBatch({ messages: costly }, auth(account)))).toMatchObject({
         code: Code.FailedPrecondition,
-        fields: {
-          request: `not enough credit: this request costs 100; the account has ${before.credit}`,
-        },
+        reason: "CREDIT_INSUFFICIENT",
+        message: `not enough credit: this request costs 100; the account has ${before.credit}`,
+        fields: {},
       });
       expect(await storedFor(service, account.apiKey)).toEqual(before);
     });
 
-    it("GetBatch and GetMessage: unknown or another account's id is NOT_FOUND on id", async () => {
+    it("GetBatch, ListBatchMessages and GetMessage: unknown or another account's id is NOT_FOUND", async () => {
       const stranger = await service.createAccount();
       const { batch } = await messaging.sendBatch(
         { messages: [{ to: "+4915112345678", text: "x" }] },
         auth(account),
       );
-      const mine = await messaging.getBatch({ id: batch?.id ?? 0n }, auth(account));
-      const messageId = mine.batch?.messages[0]?.id ?? 0n;
+      const mine = await messaging.listBatchMessages({ batchId: batch?.id ?? 0n }, auth(account));
+      const messageId = mine.messages[0]?.id ?? 0n;
       for (const who of [stranger, account]) {
         const id = who === account ? 999_999_999n : (batch?.id ?? 0n);
         expect(await failure(messaging.getBatch({ id }, auth(who)))).toEqual({
           code: Code.NotFound,
+          reason: "BATCH_NOT_FOUND",
           fields: { id: `no batch with id ${id}` },
         });
+        expect(await failure(messaging.listBatchMessages({ batchId: id }, auth(who)))).toEqual({
+          code: Code.NotFound,
+          reason: "BATCH_NOT_FOUND",
+          fields: { batch_id: `no batch with id ${id}` },
+        });
       }
-      expect(await failure(messaging.getMessage({ id: messageId }, auth(stranger)))).toEqual({
+      expect(await failed(messaging.getMessage({ id: messageId }, auth(stranger)))).toMatchObject({
         code: Code.NotFound,
+        reason: "MESSAGE_NOT_FOUND",
         fields: { id: `no message with id ${messageId}` },
+        resource: { type: "sms.v1.Message", name: `${messageId}` },
       });
     });
   });
@@ -312,13 +337,14 @@ describe.each(transports)("over %s", (_name, transport) => {
         { to: "+4915112345678", text: "x" },
         auth(who),
       );
-      expect(message?.from).toBe("RpcName");
+      expect(message?.sender).toBe("RpcName");
 
       const deleted = await senderNames.deleteSenderName({ name: "RpcName" }, auth(who));
       expect(deleted.senderName).toMatchObject({ name: "RpcName", isDefault: true });
       expect((await senderNames.listSenderNames({}, auth(who))).senderNames).toEqual([]);
       expect(await failure(senderNames.deleteSenderName({ name: "RpcName" }, auth(who)))).toEqual({
         code: Code.NotFound,
+        reason: "SENDER_NAME_NOT_FOUND",
         fields: { name: "no sender name RpcName on this account" },
       });
     });
@@ -328,12 +354,13 @@ describe.each(transports)("over %s", (_name, transport) => {
         await failure(senderNames.createSenderName({ name: "Twelve_chars" }, auth(account))),
       ).toEqual({
         code: Code.InvalidArgument,
+        reason: "FIELD_INVALID",
         fields: {
           name: "name must be at most 11 characters, letters and digits only",
           purpose: "purpose must be one of OTP, NOTIFICATION, MARKETING",
-          ownerType: "ownerType must be one of COMPANY, NAME, WEBSITE",
+          owner_type: "ownerType must be one of COMPANY, NAME, WEBSITE",
           owner: "owner cannot be empty",
-          exampleMsg: "exampleMsg cannot be empty",
+          example_msg: "exampleMsg cannot be empty",
         },
       });
       expect(

@@ -392,6 +392,6 @@ describe("not enough credit", () => {
     expect(two.body.creditRemaining).toBe(0);
     expect((await postJson(url, { to: TO, text: "d", ...poor })).status).toBe(402);
     const account2 = await service.admin.getAccount({ apiKey: poor.apiKey }, adminHeaders);
-    expect(account2.account?.credit).toBe(0);
+    expect(account2.account?.creditMicros).toBe(0n);
   });
 });

@@ -9,7 +9,7 @@ import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { testServer } from "./database.ts";
 import { ADMIN_TOKEN } from "./service.ts";
 
@@ -133,7 +133,7 @@ export async function startServiceProcess(
       },
       async createAccount(credit) {
         const created = await admin.createAccount(
-          { name: "process test", credit },
+          { name: "process test", creditMicros: BigInt(Math.round(credit * 1_000_000)) },
           { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
         );
         return { apiKey: created.account?.apiKey ?? "", apiSecret: created.apiSecret };

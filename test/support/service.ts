@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { Writable } from "node:stream";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { AdminService } from "../../gen/sms/v1/admin_pb.ts";
+import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { build, type Service } from "../../src/app.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
 import { type TestDatabase, testDatabase } from "./database.ts";
@@ -67,7 +67,11 @@ export async function startService(
     admin,
     async createAccount(init = {}) {
       const created = await admin.createAccount(
-        { name: "test account", credit: init.credit ?? 1000, statusUrl: init.statusUrl },
+        {
+          name: "test account",
+          creditMicros: BigInt(Math.round((init.credit ?? 1000) * 1_000_000)),
+          statusUrl: init.statusUrl,
+        },
         adminHeaders,
       );
       return {

@@ -4,7 +4,11 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Message as Message$1, MessageStatus } from "./types_pb.ts";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { BadRequest_FieldViolation } from "../../google/rpc/error_details_pb.ts";
+import { file_google_rpc_error_details } from "../../google/rpc/error_details_pb.ts";
+import type { Message as Message$1, MessageStatus, MessageView } from "./types_pb.ts";
 import { file_sms_v1_types } from "./types_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,40 +16,47 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/v1/messaging.proto.
  */
 export const file_sms_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEilgEKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIRCgRmcm9tGAIgASgJSACIAQESDAoEdGV4dBgDIAEoCRIQCgN0dGwYBCABKAVIAYgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBAUIHCgVfZnJvbUIGCgRfdHRsQhIKEF9zdGF0dXNfY2FsbGJhY2siNwoTU2VuZE1lc3NhZ2VSZXNwb25zZRIgCgdtZXNzYWdlGAEgASgLMg8uc21zLnYxLk1lc3NhZ2UipAEKEFNlbmRCYXRjaFJlcXVlc3QSJgoIbWVzc2FnZXMYASADKAsyFC5zbXMudjEuQmF0Y2hNZXNzYWdlEhEKBGZyb20YAiABKAlIAIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYAyABKAlIAYgBARIRCgRuYW1lGAQgASgJSAKIAQFCBwoFX2Zyb21CEgoQX3N0YXR1c19jYWxsYmFja0IHCgVfbmFtZSJECgxCYXRjaE1lc3NhZ2USCgoCdG8YASABKAkSEQoEZnJvbRgCIAEoCUgAiAEBEgwKBHRleHQYAyABKAlCBwoFX2Zyb20iMQoRU2VuZEJhdGNoUmVzcG9uc2USHAoFYmF0Y2gYASABKAsyDS5zbXMudjEuQmF0Y2giqwEKBUJhdGNoEgoKAmlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLdG90YWxfY291bnQYAyABKAUSFgoOYWNjZXB0ZWRfY291bnQYBCABKAUSFgoOcmVqZWN0ZWRfY291bnQYBSABKAUSKQoGZXJyb3JzGAYgAygLMhkuc21zLnYxLkJhdGNoTWVzc2FnZUVycm9yEhgKEGNyZWRpdF9yZW1haW5pbmcYByABKAEiMAoRQmF0Y2hNZXNzYWdlRXJyb3ISDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCSIdCg9HZXRCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiNAoQR2V0QmF0Y2hSZXNwb25zZRIgCgViYXRjaBgBIAEoCzIRLnNtcy52MS5CYXRjaEluZm8i8QEKCUJhdGNoSW5mbxIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC3RvdGFsX2NvdW50GAMgASgFEhYKDmFjY2VwdGVkX2NvdW50GAQgASgFEhYKDnJlamVjdGVkX2NvdW50GAUgASgFEhIKCnNlbnRfY291bnQYBiABKAUSFwoPZGVsaXZlcmVkX2NvdW50GAcgASgFEhkKEXVuZGVsaXZlcmVkX2NvdW50GAggASgFEioKCG1lc3NhZ2VzGAkgAygLMhguc21zLnYxLkJhdGNoSW5mb01lc3NhZ2USEQoJaXNfYWN0aXZlGAogASgIIl8KEEJhdGNoSW5mb01lc3NhZ2USCgoCaWQYASABKAMSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCRIlCgZzdGF0dXMYBCABKA4yFS5zbXMudjEuTWVzc2FnZVN0YXR1cyIfChFHZXRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoAyI2ChJHZXRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlMqoCChBNZXNzYWdpbmdTZXJ2aWNlEkYKC1NlbmRNZXNzYWdlEhouc21zLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBobLnNtcy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlEkAKCVNlbmRCYXRjaBIYLnNtcy52MS5TZW5kQmF0Y2hSZXF1ZXN0Ghkuc21zLnYxLlNlbmRCYXRjaFJlc3BvbnNlEkIKCEdldEJhdGNoEhcuc21zLnYxLkdldEJhdGNoUmVxdWVzdBoYLnNtcy52MS5HZXRCYXRjaFJlc3BvbnNlIgOQAgESSAoKR2V0TWVzc2FnZRIZLnNtcy52MS5HZXRNZXNzYWdlUmVxdWVzdBoaLnNtcy52MS5HZXRNZXNzYWdlUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_sms_v1_types]);
+  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEitQEKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJEh0KC3R0bF9zZWNvbmRzGAQgASgFSAFSA3R0bIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBAUIJCgdfc2VuZGVyQg4KDF90dGxfc2Vjb25kc0ISChBfc3RhdHVzX2NhbGxiYWNrIjcKE1NlbmRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIq4BChBTZW5kQmF0Y2hSZXF1ZXN0EiYKCG1lc3NhZ2VzGAEgAygLMhQuc21zLnYxLkJhdGNoTWVzc2FnZRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIcCg9zdGF0dXNfY2FsbGJhY2sYAyABKAlIAYgBARIRCgRuYW1lGAQgASgJSAKIAQFCCQoHX3NlbmRlckISChBfc3RhdHVzX2NhbGxiYWNrQgcKBV9uYW1lIk4KDEJhdGNoTWVzc2FnZRIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJQgkKB19zZW5kZXIingEKEVNlbmRCYXRjaFJlc3BvbnNlEhwKBWJhdGNoGAEgASgLMg0uc21zLnYxLkJhdGNoEikKBmVycm9ycxgCIAMoCzIZLnNtcy52MS5CYXRjaE1lc3NhZ2VFcnJvchIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgDIAEoA0gAiAEBQhoKGF9jcmVkaXRfcmVtYWluaW5nX21pY3JvcyJxChFCYXRjaE1lc3NhZ2VFcnJvchINCgVpbmRleBgBIAEoBRIMCgR0ZXh0GAIgASgJEj8KEGZpZWxkX3Zpb2xhdGlvbnMYAyADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24iwAEKBUJhdGNoEgoKAmlkGAEgASgDEgwKBG5hbWUYAiABKAkSEwoLdG90YWxfY291bnQYAyABKAUSFgoOYWNjZXB0ZWRfY291bnQYBCABKAUSFgoOcmVqZWN0ZWRfY291bnQYBSABKAUSLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEicKCHByb2dyZXNzGAcgASgLMhUuc21zLnYxLkJhdGNoUHJvZ3Jlc3MiagoNQmF0Y2hQcm9ncmVzcxISCgpzZW50X2NvdW50GAEgASgFEhcKD2RlbGl2ZXJlZF9jb3VudBgCIAEoBRIZChF1bmRlbGl2ZXJlZF9jb3VudBgDIAEoBRIRCglpc19hY3RpdmUYBCABKAgiHQoPR2V0QmF0Y2hSZXF1ZXN0EgoKAmlkGAEgASgDIjAKEEdldEJhdGNoUmVzcG9uc2USHAoFYmF0Y2gYASABKAsyDS5zbXMudjEuQmF0Y2giHwoRR2V0TWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAMiNgoSR2V0TWVzc2FnZVJlc3BvbnNlEiAKB21lc3NhZ2UYASABKAsyDy5zbXMudjEuTWVzc2FnZSKUAgoTTGlzdE1lc3NhZ2VzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5zbXMudjEuTWVzc2FnZVN0YXR1cxIKCgJ0bxgEIAEoCRIVCghiYXRjaF9pZBgFIAEoA0gAiAEBEi4KCnN0YXJ0X3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGVuZF90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIhCgR2aWV3GAggASgOMhMuc21zLnYxLk1lc3NhZ2VWaWV3QgsKCV9iYXRjaF9pZCJSChRMaXN0TWVzc2FnZXNSZXNwb25zZRIhCghtZXNzYWdlcxgBIAMoCzIPLnNtcy52MS5NZXNzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI7ChJMaXN0QmF0Y2hlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiTgoTTGlzdEJhdGNoZXNSZXNwb25zZRIeCgdiYXRjaGVzGAEgAygLMg0uc21zLnYxLkJhdGNoEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ2ChhMaXN0QmF0Y2hNZXNzYWdlc1JlcXVlc3QSEAoIYmF0Y2hfaWQYASABKAMSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSIQoEdmlldxgEIAEoDjITLnNtcy52MS5NZXNzYWdlVmlldyJXChlMaXN0QmF0Y2hNZXNzYWdlc1Jlc3BvbnNlEiEKCG1lc3NhZ2VzGAEgAygLMg8uc21zLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMqYEChBNZXNzYWdpbmdTZXJ2aWNlEkYKC1NlbmRNZXNzYWdlEhouc21zLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBobLnNtcy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlEkAKCVNlbmRCYXRjaBIYLnNtcy52MS5TZW5kQmF0Y2hSZXF1ZXN0Ghkuc21zLnYxLlNlbmRCYXRjaFJlc3BvbnNlEkIKCEdldEJhdGNoEhcuc21zLnYxLkdldEJhdGNoUmVxdWVzdBoYLnNtcy52MS5HZXRCYXRjaFJlc3BvbnNlIgOQAgESSAoKR2V0TWVzc2FnZRIZLnNtcy52MS5HZXRNZXNzYWdlUmVxdWVzdBoaLnNtcy52MS5HZXRNZXNzYWdlUmVzcG9uc2UiA5ACARJOCgxMaXN0TWVzc2FnZXMSGy5zbXMudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBocLnNtcy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSIDkAIBEksKC0xpc3RCYXRjaGVzEhouc21zLnYxLkxpc3RCYXRjaGVzUmVxdWVzdBobLnNtcy52MS5MaXN0QmF0Y2hlc1Jlc3BvbnNlIgOQAgESXQoRTGlzdEJhdGNoTWVzc2FnZXMSIC5zbXMudjEuTGlzdEJhdGNoTWVzc2FnZXNSZXF1ZXN0GiEuc21zLnYxLkxpc3RCYXRjaE1lc3NhZ2VzUmVzcG9uc2UiA5ACAUJLChJjb20uZXhhbXBsZS5zbXMudjFCDk1lc3NhZ2luZ1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp, file_google_rpc_error_details, file_sms_v1_types]);
 
 /**
+ * A single send.
+ *
  * @generated from message sms.v1.SendMessageRequest
  */
 export type SendMessageRequest = Message<"sms.v1.SendMessageRequest"> & {
   /**
-   * [+][country code][number]: an optional `+`, then 8 to 15 digits, the first not 0.
+   * Required. The recipient: an optional `+`, then 8 to 15 digits (country code and number), the
+   * first not 0. Echoed as submitted.
    *
    * @generated from field: string to = 1;
    */
   to: string;
 
   /**
-   * The shared sender literal or an approved sender name; default: the account's default sender.
+   * The shared sender literal or an approved sender name of the account; default: the
+   * account's default sender, else the shared literal. `from` in JSON.
    *
-   * @generated from field: optional string from = 2;
+   * @generated from field: optional string sender = 2 [json_name = "from"];
    */
-  from?: string | undefined;
+  sender?: string | undefined;
 
   /**
+   * Required. UTF-8 text of at most 10 parts (see Segment for the splitting rule).
+   *
    * @generated from field: string text = 3;
    */
   text: string;
 
   /**
-   * 1 to 21600 seconds; default 21600.
+   * How long the carrier may try to deliver it: 1 to 21600 seconds; default 21600. `ttl` in JSON.
    *
-   * @generated from field: optional int32 ttl = 4;
+   * @generated from field: optional int32 ttl_seconds = 4 [json_name = "ttl"];
    */
-  ttl?: number | undefined;
+  ttlSeconds?: number | undefined;
 
   /**
-   * Overrides the account's status URL for this message.
+   * An absolute http(s) URL of at most 2048 characters, without credentials, that receives this
+   * message's status notifications instead of the account's status URL.
    *
    * @generated from field: optional string status_callback = 5;
    */
@@ -60,10 +71,14 @@ export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PUR
   messageDesc(file_sms_v1_messaging, 0);
 
 /**
+ * The answer of SendMessage.
+ *
  * @generated from message sms.v1.SendMessageResponse
  */
 export type SendMessageResponse = Message<"sms.v1.SendMessageResponse"> & {
   /**
+   * The stored message, ACCEPTED, with `credit_remaining_micros` set.
+   *
    * @generated from field: sms.v1.Message message = 1;
    */
   message?: Message$1 | undefined;
@@ -77,28 +92,35 @@ export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__P
   messageDesc(file_sms_v1_messaging, 1);
 
 /**
+ * A batch send. At most the batch body limit in bytes (8 MiB by default).
+ *
  * @generated from message sms.v1.SendBatchRequest
  */
 export type SendBatchRequest = Message<"sms.v1.SendBatchRequest"> & {
   /**
-   * At most 10000 messages.
+   * Required. 1 to 10000 messages.
    *
    * @generated from field: repeated sms.v1.BatchMessage messages = 1;
    */
   messages: BatchMessage[];
 
   /**
-   * @generated from field: optional string from = 2;
+   * The sender of every message that names none; same rules as SendMessageRequest.sender.
+   * `from` in JSON.
+   *
+   * @generated from field: optional string sender = 2 [json_name = "from"];
    */
-  from?: string | undefined;
+  sender?: string | undefined;
 
   /**
+   * Status URL of every message of the batch; same rules as SendMessageRequest.status_callback.
+   *
    * @generated from field: optional string status_callback = 3;
    */
   statusCallback?: string | undefined;
 
   /**
-   * At most 20 characters.
+   * A name for the batch, at most 20 characters (Unicode code points); default empty.
    *
    * @generated from field: optional string name = 4;
    */
@@ -113,22 +135,28 @@ export const SendBatchRequestSchema: GenMessage<SendBatchRequest> = /*@__PURE__*
   messageDesc(file_sms_v1_messaging, 2);
 
 /**
+ * One message of a batch. Its ttl is 21600 seconds.
+ *
  * @generated from message sms.v1.BatchMessage
  */
 export type BatchMessage = Message<"sms.v1.BatchMessage"> & {
   /**
+   * Required. The recipient; same rules as SendMessageRequest.to.
+   *
    * @generated from field: string to = 1;
    */
   to: string;
 
   /**
-   * Overrides the batch's `from`.
+   * Overrides the batch's sender for this message. `from` in JSON.
    *
-   * @generated from field: optional string from = 2;
+   * @generated from field: optional string sender = 2 [json_name = "from"];
    */
-  from?: string | undefined;
+  sender?: string | undefined;
 
   /**
+   * Required. The text; same rules as SendMessageRequest.text.
+   *
    * @generated from field: string text = 3;
    */
   text: string;
@@ -142,13 +170,32 @@ export const BatchMessageSchema: GenMessage<BatchMessage> = /*@__PURE__*/
   messageDesc(file_sms_v1_messaging, 3);
 
 /**
+ * The answer of SendBatch.
+ *
  * @generated from message sms.v1.SendBatchResponse
  */
 export type SendBatchResponse = Message<"sms.v1.SendBatchResponse"> & {
   /**
+   * The batch as stored, without progress (every accepted message is ACCEPTED).
+   *
    * @generated from field: sms.v1.Batch batch = 1;
    */
   batch?: Batch | undefined;
+
+  /**
+   * One entry per rejected message, in order of `index`.
+   *
+   * @generated from field: repeated sms.v1.BatchMessageError errors = 2;
+   */
+  errors: BatchMessageError[];
+
+  /**
+   * Account credit left right after the batch was charged, in micro-units of the account
+   * currency (1 unit = 1000000). Unset when no message was accepted (nothing was charged).
+   *
+   * @generated from field: optional int64 credit_remaining_micros = 3;
+   */
+  creditRemainingMicros?: bigint | undefined;
 };
 
 /**
@@ -159,73 +206,31 @@ export const SendBatchResponseSchema: GenMessage<SendBatchResponse> = /*@__PURE_
   messageDesc(file_sms_v1_messaging, 4);
 
 /**
- * The response of batch creation.
+ * Why one message of a batch was rejected.
  *
- * @generated from message sms.v1.Batch
- */
-export type Batch = Message<"sms.v1.Batch"> & {
-  /**
-   * @generated from field: int64 id = 1;
-   */
-  id: bigint;
-
-  /**
-   * @generated from field: string name = 2;
-   */
-  name: string;
-
-  /**
-   * @generated from field: int32 total_count = 3;
-   */
-  totalCount: number;
-
-  /**
-   * @generated from field: int32 accepted_count = 4;
-   */
-  acceptedCount: number;
-
-  /**
-   * @generated from field: int32 rejected_count = 5;
-   */
-  rejectedCount: number;
-
-  /**
-   * One entry per invalid message.
-   *
-   * @generated from field: repeated sms.v1.BatchMessageError errors = 6;
-   */
-  errors: BatchMessageError[];
-
-  /**
-   * Account credit left after the batch was charged.
-   *
-   * @generated from field: double credit_remaining = 7;
-   */
-  creditRemaining: number;
-};
-
-/**
- * Describes the message sms.v1.Batch.
- * Use `create(BatchSchema)` to create a new message.
- */
-export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 5);
-
-/**
  * @generated from message sms.v1.BatchMessageError
  */
 export type BatchMessageError = Message<"sms.v1.BatchMessageError"> & {
   /**
-   * 0-based position in `messages`.
+   * 0-based position of the message in SendBatchRequest.messages.
    *
    * @generated from field: int32 index = 1;
    */
   index: number;
 
   /**
+   * Why, in words: the field violations' descriptions joined by "; ".
+   *
    * @generated from field: string text = 2;
    */
   text: string;
+
+  /**
+   * What was wrong, with proto field paths of the request such as `messages[3].to`.
+   *
+   * @generated from field: repeated google.rpc.BadRequest.FieldViolation field_violations = 3;
+   */
+  fieldViolations: BadRequest_FieldViolation[];
 };
 
 /**
@@ -233,13 +238,122 @@ export type BatchMessageError = Message<"sms.v1.BatchMessageError"> & {
  * Use `create(BatchMessageErrorSchema)` to create a new message.
  */
 export const BatchMessageErrorSchema: GenMessage<BatchMessageError> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 5);
+
+/**
+ * A batch: the resource SendBatch creates, GetBatch reads and ListBatches lists.
+ *
+ * @generated from message sms.v1.Batch
+ */
+export type Batch = Message<"sms.v1.Batch"> & {
+  /**
+   * Positive integer id, from its own sequence.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * The name given on creation; empty when none was.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Messages submitted: accepted plus rejected.
+   *
+   * @generated from field: int32 total_count = 3;
+   */
+  totalCount: number;
+
+  /**
+   * Messages accepted, stored and charged.
+   *
+   * @generated from field: int32 accepted_count = 4;
+   */
+  acceptedCount: number;
+
+  /**
+   * Messages rejected (SendBatchResponse.errors).
+   *
+   * @generated from field: int32 rejected_count = 5;
+   */
+  rejectedCount: number;
+
+  /**
+   * When the batch was stored.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 6;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * How far delivery has come; set by GetBatch only.
+   *
+   * @generated from field: sms.v1.BatchProgress progress = 7;
+   */
+  progress?: BatchProgress | undefined;
+};
+
+/**
+ * Describes the message sms.v1.Batch.
+ * Use `create(BatchSchema)` to create a new message.
+ */
+export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
   messageDesc(file_sms_v1_messaging, 6);
 
 /**
+ * Delivery progress of a batch's accepted messages.
+ *
+ * @generated from message sms.v1.BatchProgress
+ */
+export type BatchProgress = Message<"sms.v1.BatchProgress"> & {
+  /**
+   * Accepted messages at SENT or later (SENT, DELIVERED, DELIVERY_ERROR).
+   *
+   * @generated from field: int32 sent_count = 1;
+   */
+  sentCount: number;
+
+  /**
+   * Messages DELIVERED.
+   *
+   * @generated from field: int32 delivered_count = 2;
+   */
+  deliveredCount: number;
+
+  /**
+   * Messages DELIVERY_ERROR or SEND_ERROR.
+   *
+   * @generated from field: int32 undelivered_count = 3;
+   */
+  undeliveredCount: number;
+
+  /**
+   * True until every accepted message is delivered or undelivered.
+   *
+   * @generated from field: bool is_active = 4;
+   */
+  isActive: boolean;
+};
+
+/**
+ * Describes the message sms.v1.BatchProgress.
+ * Use `create(BatchProgressSchema)` to create a new message.
+ */
+export const BatchProgressSchema: GenMessage<BatchProgress> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 7);
+
+/**
+ * Reads one batch.
+ *
  * @generated from message sms.v1.GetBatchRequest
  */
 export type GetBatchRequest = Message<"sms.v1.GetBatchRequest"> & {
   /**
+   * Required. The batch id.
+   *
    * @generated from field: int64 id = 1;
    */
   id: bigint;
@@ -250,16 +364,20 @@ export type GetBatchRequest = Message<"sms.v1.GetBatchRequest"> & {
  * Use `create(GetBatchRequestSchema)` to create a new message.
  */
 export const GetBatchRequestSchema: GenMessage<GetBatchRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 7);
+  messageDesc(file_sms_v1_messaging, 8);
 
 /**
+ * The answer of GetBatch.
+ *
  * @generated from message sms.v1.GetBatchResponse
  */
 export type GetBatchResponse = Message<"sms.v1.GetBatchResponse"> & {
   /**
-   * @generated from field: sms.v1.BatchInfo batch = 1;
+   * The batch, with `progress` set.
+   *
+   * @generated from field: sms.v1.Batch batch = 1;
    */
-  batch?: BatchInfo | undefined;
+  batch?: Batch | undefined;
 };
 
 /**
@@ -267,113 +385,17 @@ export type GetBatchResponse = Message<"sms.v1.GetBatchResponse"> & {
  * Use `create(GetBatchResponseSchema)` to create a new message.
  */
 export const GetBatchResponseSchema: GenMessage<GetBatchResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 8);
-
-/**
- * The response of batch lookup.
- *
- * @generated from message sms.v1.BatchInfo
- */
-export type BatchInfo = Message<"sms.v1.BatchInfo"> & {
-  /**
-   * @generated from field: int64 id = 1;
-   */
-  id: bigint;
-
-  /**
-   * @generated from field: string name = 2;
-   */
-  name: string;
-
-  /**
-   * @generated from field: int32 total_count = 3;
-   */
-  totalCount: number;
-
-  /**
-   * @generated from field: int32 accepted_count = 4;
-   */
-  acceptedCount: number;
-
-  /**
-   * @generated from field: int32 rejected_count = 5;
-   */
-  rejectedCount: number;
-
-  /**
-   * @generated from field: int32 sent_count = 6;
-   */
-  sentCount: number;
-
-  /**
-   * @generated from field: int32 delivered_count = 7;
-   */
-  deliveredCount: number;
-
-  /**
-   * @generated from field: int32 undelivered_count = 8;
-   */
-  undeliveredCount: number;
-
-  /**
-   * The accepted messages, at most 10000.
-   *
-   * @generated from field: repeated sms.v1.BatchInfoMessage messages = 9;
-   */
-  messages: BatchInfoMessage[];
-
-  /**
-   * True until every accepted message is delivered or undelivered.
-   *
-   * @generated from field: bool is_active = 10;
-   */
-  isActive: boolean;
-};
-
-/**
- * Describes the message sms.v1.BatchInfo.
- * Use `create(BatchInfoSchema)` to create a new message.
- */
-export const BatchInfoSchema: GenMessage<BatchInfo> = /*@__PURE__*/
   messageDesc(file_sms_v1_messaging, 9);
 
 /**
- * @generated from message sms.v1.BatchInfoMessage
- */
-export type BatchInfoMessage = Message<"sms.v1.BatchInfoMessage"> & {
-  /**
-   * @generated from field: int64 id = 1;
-   */
-  id: bigint;
-
-  /**
-   * @generated from field: string from = 2;
-   */
-  from: string;
-
-  /**
-   * @generated from field: string to = 3;
-   */
-  to: string;
-
-  /**
-   * @generated from field: sms.v1.MessageStatus status = 4;
-   */
-  status: MessageStatus;
-};
-
-/**
- * Describes the message sms.v1.BatchInfoMessage.
- * Use `create(BatchInfoMessageSchema)` to create a new message.
- */
-export const BatchInfoMessageSchema: GenMessage<BatchInfoMessage> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 10);
-
-/**
+ * Reads one message.
+ *
  * @generated from message sms.v1.GetMessageRequest
  */
 export type GetMessageRequest = Message<"sms.v1.GetMessageRequest"> & {
   /**
+   * Required. The message id (not a part's id).
+   *
    * @generated from field: int64 id = 1;
    */
   id: bigint;
@@ -384,13 +406,17 @@ export type GetMessageRequest = Message<"sms.v1.GetMessageRequest"> & {
  * Use `create(GetMessageRequestSchema)` to create a new message.
  */
 export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 11);
+  messageDesc(file_sms_v1_messaging, 10);
 
 /**
+ * The answer of GetMessage.
+ *
  * @generated from message sms.v1.GetMessageResponse
  */
 export type GetMessageResponse = Message<"sms.v1.GetMessageResponse"> & {
   /**
+   * The message with every field (MESSAGE_VIEW_FULL); `credit_remaining_micros` is unset.
+   *
    * @generated from field: sms.v1.Message message = 1;
    */
   message?: Message$1 | undefined;
@@ -401,16 +427,252 @@ export type GetMessageResponse = Message<"sms.v1.GetMessageResponse"> & {
  * Use `create(GetMessageResponseSchema)` to create a new message.
  */
 export const GetMessageResponseSchema: GenMessage<GetMessageResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 11);
+
+/**
+ * Lists messages, newest first (by create_time, then id). Filters combine with AND. Every page
+ * reads only its own messages through an index; a combination of filters is served by the
+ * index of the first of batch_id, to, status that is set, the others checked per message.
+ *
+ * @generated from message sms.v1.ListMessagesRequest
+ */
+export type ListMessagesRequest = Message<"sms.v1.ListMessagesRequest"> & {
+  /**
+   * At most this many messages: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page, with the same filters.
+   * Stable under concurrent sends: no message is listed twice, none present when the listing
+   * began is skipped.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * Only messages with this status; MESSAGE_STATUS_UNSPECIFIED for any.
+   *
+   * @generated from field: sms.v1.MessageStatus status = 3;
+   */
+  status: MessageStatus;
+
+  /**
+   * Only messages to this recipient, compared exactly as submitted; empty for any.
+   *
+   * @generated from field: string to = 4;
+   */
+  to: string;
+
+  /**
+   * Only messages of this batch.
+   *
+   * @generated from field: optional int64 batch_id = 5;
+   */
+  batchId?: bigint | undefined;
+
+  /**
+   * Only messages created at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp start_time = 6;
+   */
+  startTime?: Timestamp | undefined;
+
+  /**
+   * Only messages created before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp end_time = 7;
+   */
+  endTime?: Timestamp | undefined;
+
+  /**
+   * How much of each message to answer; default MESSAGE_VIEW_BASIC.
+   *
+   * @generated from field: sms.v1.MessageView view = 8;
+   */
+  view: MessageView;
+};
+
+/**
+ * Describes the message sms.v1.ListMessagesRequest.
+ * Use `create(ListMessagesRequestSchema)` to create a new message.
+ */
+export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
   messageDesc(file_sms_v1_messaging, 12);
 
 /**
+ * A page of messages.
+ *
+ * @generated from message sms.v1.ListMessagesResponse
+ */
+export type ListMessagesResponse = Message<"sms.v1.ListMessagesResponse"> & {
+  /**
+   * At most page_size messages, newest first.
+   *
+   * @generated from field: repeated sms.v1.Message messages = 1;
+   */
+  messages: Message$1[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.v1.ListMessagesResponse.
+ * Use `create(ListMessagesResponseSchema)` to create a new message.
+ */
+export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 13);
+
+/**
+ * Lists batches, newest first (by create_time, then id).
+ *
+ * @generated from message sms.v1.ListBatchesRequest
+ */
+export type ListBatchesRequest = Message<"sms.v1.ListBatchesRequest"> & {
+  /**
+   * At most this many batches: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message sms.v1.ListBatchesRequest.
+ * Use `create(ListBatchesRequestSchema)` to create a new message.
+ */
+export const ListBatchesRequestSchema: GenMessage<ListBatchesRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 14);
+
+/**
+ * A page of batches.
+ *
+ * @generated from message sms.v1.ListBatchesResponse
+ */
+export type ListBatchesResponse = Message<"sms.v1.ListBatchesResponse"> & {
+  /**
+   * At most page_size batches, newest first, `progress` unset.
+   *
+   * @generated from field: repeated sms.v1.Batch batches = 1;
+   */
+  batches: Batch[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.v1.ListBatchesResponse.
+ * Use `create(ListBatchesResponseSchema)` to create a new message.
+ */
+export const ListBatchesResponseSchema: GenMessage<ListBatchesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 15);
+
+/**
+ * Lists the accepted messages of one batch, in submission order (ascending id).
+ *
+ * @generated from message sms.v1.ListBatchMessagesRequest
+ */
+export type ListBatchMessagesRequest = Message<"sms.v1.ListBatchMessagesRequest"> & {
+  /**
+   * Required. The batch id.
+   *
+   * @generated from field: int64 batch_id = 1;
+   */
+  batchId: bigint;
+
+  /**
+   * At most this many messages: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page for the same batch.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+
+  /**
+   * How much of each message to answer; default MESSAGE_VIEW_BASIC.
+   *
+   * @generated from field: sms.v1.MessageView view = 4;
+   */
+  view: MessageView;
+};
+
+/**
+ * Describes the message sms.v1.ListBatchMessagesRequest.
+ * Use `create(ListBatchMessagesRequestSchema)` to create a new message.
+ */
+export const ListBatchMessagesRequestSchema: GenMessage<ListBatchMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 16);
+
+/**
+ * A page of a batch's messages.
+ *
+ * @generated from message sms.v1.ListBatchMessagesResponse
+ */
+export type ListBatchMessagesResponse = Message<"sms.v1.ListBatchMessagesResponse"> & {
+  /**
+   * At most page_size messages, in submission order.
+   *
+   * @generated from field: repeated sms.v1.Message messages = 1;
+   */
+  messages: Message$1[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.v1.ListBatchMessagesResponse.
+ * Use `create(ListBatchMessagesResponseSchema)` to create a new message.
+ */
+export const ListBatchMessagesResponseSchema: GenMessage<ListBatchMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 17);
+
+/**
  * Sending messages and reading their progress. Callers authenticate with
- * `Authorization: Basic base64(apiKey:apiSecret)`.
+ * `Authorization: Basic base64(apiKey:apiSecret)` and see only their own account's messages and
+ * batches. Errors carry `google.rpc.ErrorInfo` (domain `sms.example.com`, a stable reason),
+ * `google.rpc.BadRequest` with proto field paths on INVALID_ARGUMENT, and `google.rpc.RetryInfo`
+ * on RESOURCE_EXHAUSTED and UNAVAILABLE (docs/clients.md).
  *
  * @generated from service sms.v1.MessagingService
  */
 export const MessagingService: GenService<{
   /**
+   * Sends one message: validates, charges the account (price per part), stores and schedules it,
+   * and answers the whole Message. Refusals: INVALID_ARGUMENT (BadRequest), FAILED_PRECONDITION
+   * (reason CREDIT_INSUFFICIENT; nothing stored or charged). Send an `idempotency-key` header
+   * (1 to 255 visible ASCII characters) to make retries safe for 24 hours.
+   *
    * @generated from rpc sms.v1.MessagingService.SendMessage
    */
   sendMessage: {
@@ -419,6 +681,10 @@ export const MessagingService: GenService<{
     output: typeof SendMessageResponseSchema;
   },
   /**
+   * Sends up to 10000 messages as one batch, all or nothing for the charge: invalid messages are
+   * rejected one by one (SendBatchResponse.errors) while the valid ones are accepted. Takes the
+   * `idempotency-key` header like SendMessage.
+   *
    * @generated from rpc sms.v1.MessagingService.SendBatch
    */
   sendBatch: {
@@ -427,6 +693,10 @@ export const MessagingService: GenService<{
     output: typeof SendBatchResponseSchema;
   },
   /**
+   * Reads a batch of the caller's account with its progress counters. Its messages are read
+   * with ListBatchMessages. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown id or another
+   * account's.
+   *
    * @generated from rpc sms.v1.MessagingService.GetBatch
    */
   getBatch: {
@@ -435,12 +705,47 @@ export const MessagingService: GenService<{
     output: typeof GetBatchResponseSchema;
   },
   /**
+   * Reads one message of the caller's account with its delivery details and webhook history.
+   * NOT_FOUND (reason MESSAGE_NOT_FOUND) for an unknown id or another account's.
+   *
    * @generated from rpc sms.v1.MessagingService.GetMessage
    */
   getMessage: {
     methodKind: "unary";
     input: typeof GetMessageRequestSchema;
     output: typeof GetMessageResponseSchema;
+  },
+  /**
+   * Lists the caller's messages, newest first, optionally filtered; paged.
+   *
+   * @generated from rpc sms.v1.MessagingService.ListMessages
+   */
+  listMessages: {
+    methodKind: "unary";
+    input: typeof ListMessagesRequestSchema;
+    output: typeof ListMessagesResponseSchema;
+  },
+  /**
+   * Lists the caller's batches, newest first; paged. Progress counters are left unset: read a
+   * batch's progress with GetBatch.
+   *
+   * @generated from rpc sms.v1.MessagingService.ListBatches
+   */
+  listBatches: {
+    methodKind: "unary";
+    input: typeof ListBatchesRequestSchema;
+    output: typeof ListBatchesResponseSchema;
+  },
+  /**
+   * Lists the accepted messages of one batch of the caller's, in the order they were submitted;
+   * paged. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown batch or another account's.
+   *
+   * @generated from rpc sms.v1.MessagingService.ListBatchMessages
+   */
+  listBatchMessages: {
+    methodKind: "unary";
+    input: typeof ListBatchMessagesRequestSchema;
+    output: typeof ListBatchMessagesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_v1_messaging, 0);

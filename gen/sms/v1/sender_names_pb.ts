@@ -12,35 +12,46 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/v1/sender_names.proto.
  */
 export const file_sms_v1_sender_names: GenFile = /*@__PURE__*/
-  fileDesc("ChlzbXMvdjEvc2VuZGVyX25hbWVzLnByb3RvEgZzbXMudjEiqAEKF0NyZWF0ZVNlbmRlck5hbWVSZXF1ZXN0EgwKBG5hbWUYASABKAkSKgoHcHVycG9zZRgCIAEoDjIZLnNtcy52MS5TZW5kZXJOYW1lUHVycG9zZRIvCgpvd25lcl90eXBlGAMgASgOMhsuc21zLnYxLlNlbmRlck5hbWVPd25lclR5cGUSDQoFb3duZXIYBCABKAkSEwoLZXhhbXBsZV9tc2cYBSABKAkiQwoYQ3JlYXRlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiGAoWTGlzdFNlbmRlck5hbWVzUmVxdWVzdCJDChdMaXN0U2VuZGVyTmFtZXNSZXNwb25zZRIoCgxzZW5kZXJfbmFtZXMYASADKAsyEi5zbXMudjEuU2VuZGVyTmFtZSInChdEZWxldGVTZW5kZXJOYW1lUmVxdWVzdBIMCgRuYW1lGAEgASgJIkMKGERlbGV0ZVNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lMpoCChFTZW5kZXJOYW1lU2VydmljZRJVChBDcmVhdGVTZW5kZXJOYW1lEh8uc21zLnYxLkNyZWF0ZVNlbmRlck5hbWVSZXF1ZXN0GiAuc21zLnYxLkNyZWF0ZVNlbmRlck5hbWVSZXNwb25zZRJXCg9MaXN0U2VuZGVyTmFtZXMSHi5zbXMudjEuTGlzdFNlbmRlck5hbWVzUmVxdWVzdBofLnNtcy52MS5MaXN0U2VuZGVyTmFtZXNSZXNwb25zZSIDkAIBElUKEERlbGV0ZVNlbmRlck5hbWUSHy5zbXMudjEuRGVsZXRlU2VuZGVyTmFtZVJlcXVlc3QaIC5zbXMudjEuRGVsZXRlU2VuZGVyTmFtZVJlc3BvbnNlYgZwcm90bzM", [file_sms_v1_types]);
+  fileDesc("ChlzbXMvdjEvc2VuZGVyX25hbWVzLnByb3RvEgZzbXMudjEiqAEKF0NyZWF0ZVNlbmRlck5hbWVSZXF1ZXN0EgwKBG5hbWUYASABKAkSKgoHcHVycG9zZRgCIAEoDjIZLnNtcy52MS5TZW5kZXJOYW1lUHVycG9zZRIvCgpvd25lcl90eXBlGAMgASgOMhsuc21zLnYxLlNlbmRlck5hbWVPd25lclR5cGUSDQoFb3duZXIYBCABKAkSEwoLZXhhbXBsZV9tc2cYBSABKAkiQwoYQ3JlYXRlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiPwoWTGlzdFNlbmRlck5hbWVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJcChdMaXN0U2VuZGVyTmFtZXNSZXNwb25zZRIoCgxzZW5kZXJfbmFtZXMYASADKAsyEi5zbXMudjEuU2VuZGVyTmFtZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoXRGVsZXRlU2VuZGVyTmFtZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSJDChhEZWxldGVTZW5kZXJOYW1lUmVzcG9uc2USJwoLc2VuZGVyX25hbWUYASABKAsyEi5zbXMudjEuU2VuZGVyTmFtZTKaAgoRU2VuZGVyTmFtZVNlcnZpY2USVQoQQ3JlYXRlU2VuZGVyTmFtZRIfLnNtcy52MS5DcmVhdGVTZW5kZXJOYW1lUmVxdWVzdBogLnNtcy52MS5DcmVhdGVTZW5kZXJOYW1lUmVzcG9uc2USVwoPTGlzdFNlbmRlck5hbWVzEh4uc21zLnYxLkxpc3RTZW5kZXJOYW1lc1JlcXVlc3QaHy5zbXMudjEuTGlzdFNlbmRlck5hbWVzUmVzcG9uc2UiA5ACARJVChBEZWxldGVTZW5kZXJOYW1lEh8uc21zLnYxLkRlbGV0ZVNlbmRlck5hbWVSZXF1ZXN0GiAuc21zLnYxLkRlbGV0ZVNlbmRlck5hbWVSZXNwb25zZUJNChJjb20uZXhhbXBsZS5zbXMudjFCEFNlbmRlck5hbWVzUHJvdG9QAVojZXhhbXBsZS5jb20vc21zL2dlbi9nby9zbXMvdjE7c21zdjFiBnByb3RvMw", [file_sms_v1_types]);
 
 /**
+ * A sender name request.
+ *
  * @generated from message sms.v1.CreateSenderNameRequest
  */
 export type CreateSenderNameRequest = Message<"sms.v1.CreateSenderNameRequest"> & {
   /**
-   * At most 11 characters, letters and digits only.
+   * Required. 1 to 11 ASCII letters and digits, not the shared sender literal, not a name the
+   * account has already (INVALID_ARGUMENT, reason SENDER_NAME_EXISTS).
    *
    * @generated from field: string name = 1;
    */
   name: string;
 
   /**
+   * Required. What the name is used for.
+   *
    * @generated from field: sms.v1.SenderNamePurpose purpose = 2;
    */
   purpose: SenderNamePurpose;
 
   /**
+   * Required. What kind of owner `owner` is.
+   *
    * @generated from field: sms.v1.SenderNameOwnerType owner_type = 3;
    */
   ownerType: SenderNameOwnerType;
 
   /**
+   * Required. The company, person or website behind the name; at most 256 characters.
+   *
    * @generated from field: string owner = 4;
    */
   owner: string;
 
   /**
+   * Required. An example of the messages to be sent from it; at most 1530 characters.
+   *
    * @generated from field: string example_msg = 5;
    */
   exampleMsg: string;
@@ -54,10 +65,14 @@ export const CreateSenderNameRequestSchema: GenMessage<CreateSenderNameRequest> 
   messageDesc(file_sms_v1_sender_names, 0);
 
 /**
+ * The answer of CreateSenderName.
+ *
  * @generated from message sms.v1.CreateSenderNameResponse
  */
 export type CreateSenderNameResponse = Message<"sms.v1.CreateSenderNameResponse"> & {
   /**
+   * The new sender name: pending, not reliable, not the default.
+   *
    * @generated from field: sms.v1.SenderName sender_name = 1;
    */
   senderName?: SenderName | undefined;
@@ -71,9 +86,25 @@ export const CreateSenderNameResponseSchema: GenMessage<CreateSenderNameResponse
   messageDesc(file_sms_v1_sender_names, 1);
 
 /**
+ * Lists sender names, oldest first (by creation time, then name).
+ *
  * @generated from message sms.v1.ListSenderNamesRequest
  */
 export type ListSenderNamesRequest = Message<"sms.v1.ListSenderNamesRequest"> & {
+  /**
+   * At most this many names: 1 to 100, default (0) 100; larger values are taken as 100, so one
+   * page holds every name an account may have.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
 };
 
 /**
@@ -84,13 +115,24 @@ export const ListSenderNamesRequestSchema: GenMessage<ListSenderNamesRequest> = 
   messageDesc(file_sms_v1_sender_names, 2);
 
 /**
+ * A page of sender names.
+ *
  * @generated from message sms.v1.ListSenderNamesResponse
  */
 export type ListSenderNamesResponse = Message<"sms.v1.ListSenderNamesResponse"> & {
   /**
+   * At most page_size sender names, oldest first.
+   *
    * @generated from field: repeated sms.v1.SenderName sender_names = 1;
    */
   senderNames: SenderName[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -101,10 +143,14 @@ export const ListSenderNamesResponseSchema: GenMessage<ListSenderNamesResponse> 
   messageDesc(file_sms_v1_sender_names, 3);
 
 /**
+ * Deletes a sender name.
+ *
  * @generated from message sms.v1.DeleteSenderNameRequest
  */
 export type DeleteSenderNameRequest = Message<"sms.v1.DeleteSenderNameRequest"> & {
   /**
+   * Required. The name to delete.
+   *
    * @generated from field: string name = 1;
    */
   name: string;
@@ -118,10 +164,14 @@ export const DeleteSenderNameRequestSchema: GenMessage<DeleteSenderNameRequest> 
   messageDesc(file_sms_v1_sender_names, 4);
 
 /**
+ * The answer of DeleteSenderName.
+ *
  * @generated from message sms.v1.DeleteSenderNameResponse
  */
 export type DeleteSenderNameResponse = Message<"sms.v1.DeleteSenderNameResponse"> & {
   /**
+   * The deleted sender name as it was; `is_default` says whether it was the default until now.
+   *
    * @generated from field: sms.v1.SenderName sender_name = 1;
    */
   senderName?: SenderName | undefined;
@@ -136,12 +186,17 @@ export const DeleteSenderNameResponseSchema: GenMessage<DeleteSenderNameResponse
 
 /**
  * The sender names of the calling account. Callers authenticate with
- * `Authorization: Basic base64(apiKey:apiSecret)`.
+ * `Authorization: Basic base64(apiKey:apiSecret)`. Errors carry the same details as
+ * MessagingService's.
  *
  * @generated from service sms.v1.SenderNameService
  */
 export const SenderNameService: GenService<{
   /**
+   * Requests a sender name; it is pending until the operator approves it (or removed when the
+   * operator rejects it). At most 100 names per account, pending and approved together
+   * (INVALID_ARGUMENT, reason SENDER_NAME_LIMIT_REACHED). Takes the `idempotency-key` header.
+   *
    * @generated from rpc sms.v1.SenderNameService.CreateSenderName
    */
   createSenderName: {
@@ -150,6 +205,8 @@ export const SenderNameService: GenService<{
     output: typeof CreateSenderNameResponseSchema;
   },
   /**
+   * Lists the account's sender names, oldest first; paged.
+   *
    * @generated from rpc sms.v1.SenderNameService.ListSenderNames
    */
   listSenderNames: {
@@ -158,6 +215,9 @@ export const SenderNameService: GenService<{
     output: typeof ListSenderNamesResponseSchema;
   },
   /**
+   * Deletes a sender name, pending or approved; when it was the default sender, the account has
+   * no default sender any more. NOT_FOUND (reason SENDER_NAME_NOT_FOUND) when there is none.
+   *
    * @generated from rpc sms.v1.SenderNameService.DeleteSenderName
    */
   deleteSenderName: {

@@ -12,20 +12,26 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file sms/v1/types.proto.
  */
 export const file_sms_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAkivgMKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSDAoEZnJvbRgDIAEoCRIMCgR0ZXh0GAQgASgJEiUKBnN0YXR1cxgFIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEiEKCHNlZ21lbnRzGAYgAygLMg8uc21zLnYxLlNlZ21lbnQSGAoQY3JlZGl0X3JlbWFpbmluZxgHIAEoARIVCghiYXRjaF9pZBgIIAEoA0gAiAEBEjYKE25vbl9kZWxpdmVyeV9yZWFzb24YCSABKA4yGS5zbXMudjEuTm9uRGVsaXZlcnlSZWFzb24SEwoLdHRsX3NlY29uZHMYCiABKAUSFwoPc3RhdHVzX2NhbGxiYWNrGAsgASgJEi4KCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYDSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDW5vdGlmaWNhdGlvbnMYDiADKAsyGi5zbXMudjEuU3RhdHVzTm90aWZpY2F0aW9uQgsKCV9iYXRjaF9pZCLRAQoSU3RhdHVzTm90aWZpY2F0aW9uEiUKBnN0YXR1cxgBIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEigKBXN0YXRlGAIgASgOMhkuc21zLnYxLk5vdGlmaWNhdGlvblN0YXRlEgsKA3VybBgDIAEoCRIoCghhdHRlbXB0cxgEIAMoCzIWLnNtcy52MS5XZWJob29rQXR0ZW1wdBIzCg9uZXh0X2F0dGVtcHRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInEKDldlYmhvb2tBdHRlbXB0EiYKAmF0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtodHRwX3N0YXR1cxgCIAEoBRINCgVlcnJvchgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoBSIxCgtGaWVsZEVycm9ycxIiCgZlcnJvcnMYASADKAsyEi5zbXMudjEuRmllbGRFcnJvciIsCgpGaWVsZEVycm9yEg0KBWZpZWxkGAEgASgJEg8KB21lc3NhZ2UYAiABKAki0gEKClNlbmRlck5hbWUSDAoEbmFtZRgBIAEoCRIPCgdwZW5kaW5nGAIgASgIEhAKCHJlbGlhYmxlGAMgASgIEhIKCmlzX2RlZmF1bHQYBCABKAgSKgoHcHVycG9zZRgFIAEoDjIZLnNtcy52MS5TZW5kZXJOYW1lUHVycG9zZRIvCgpvd25lcl90eXBlGAYgASgOMhsuc21zLnYxLlNlbmRlck5hbWVPd25lclR5cGUSDQoFb3duZXIYByABKAkSEwoLZXhhbXBsZV9tc2cYCCABKAkqxQEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19BQ0NFUFRFRBABEhcKE01FU1NBR0VfU1RBVFVTX1NFTlQQAhIcChhNRVNTQUdFX1NUQVRVU19ERUxJVkVSRUQQAxIdChlNRVNTQUdFX1NUQVRVU19TRU5EX0VSUk9SEAQSIQodTUVTU0FHRV9TVEFUVVNfREVMSVZFUllfRVJST1IQBSruAQoRTm9uRGVsaXZlcnlSZWFzb24SIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTlNQRUNJRklFRBAAEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5ERUxJVkVSRUQQARIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOUkVBQ0hBQkxFEAISHwobTk9OX0RFTElWRVJZX1JFQVNPTl9FWFBJUkVEEAMSJQohTk9OX0RFTElWRVJZX1JFQVNPTl9TSU1fQ0FSRF9GVUxMEAQSIgoeTk9OX0RFTElWRVJZX1JFQVNPTl9VTlJPVVRBQkxFEAUquQEKEU5vdGlmaWNhdGlvblN0YXRlEiIKHk5PVElGSUNBVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEh4KGk5PVElGSUNBVElPTl9TVEFURV9QRU5ESU5HEAESIAocTk9USUZJQ0FUSU9OX1NUQVRFX0RFTElWRVJFRBACEh4KGk5PVElGSUNBVElPTl9TVEFURV9HQVZFX1VQEAMSHgoaTk9USUZJQ0FUSU9OX1NUQVRFX1NLSVBQRUQQBCqeAQoRU2VuZGVyTmFtZVB1cnBvc2USIwofU0VOREVSX05BTUVfUFVSUE9TRV9VTlNQRUNJRklFRBAAEhsKF1NFTkRFUl9OQU1FX1BVUlBPU0VfT1RQEAESJAogU0VOREVSX05BTUVfUFVSUE9TRV9OT1RJRklDQVRJT04QAhIhCh1TRU5ERVJfTkFNRV9QVVJQT1NFX01BUktFVElORxADKqYBChNTZW5kZXJOYW1lT3duZXJUeXBlEiYKIlNFTkRFUl9OQU1FX09XTkVSX1RZUEVfVU5TUEVDSUZJRUQQABIiCh5TRU5ERVJfTkFNRV9PV05FUl9UWVBFX0NPTVBBTlkQARIfChtTRU5ERVJfTkFNRV9PV05FUl9UWVBFX05BTUUQAhIiCh5TRU5ERVJfTkFNRV9PV05FUl9UWVBFX1dFQlNJVEUQA2IGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAki8AMKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSFAoGc2VuZGVyGAMgASgJUgRmcm9tEgwKBHRleHQYBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSIQoIc2VnbWVudHMYBiADKAsyDy5zbXMudjEuU2VnbWVudBIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgHIAEoA0gAiAEBEhUKCGJhdGNoX2lkGAggASgDSAGIAQESNgoTbm9uX2RlbGl2ZXJ5X3JlYXNvbhgJIAEoDjIZLnNtcy52MS5Ob25EZWxpdmVyeVJlYXNvbhITCgt0dGxfc2Vjb25kcxgKIAEoBRIXCg9zdGF0dXNfY2FsbGJhY2sYCyABKAkSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1ub3RpZmljYXRpb25zGA4gAygLMhouc21zLnYxLlN0YXR1c05vdGlmaWNhdGlvbkIaChhfY3JlZGl0X3JlbWFpbmluZ19taWNyb3NCCwoJX2JhdGNoX2lkItMBChJTdGF0dXNOb3RpZmljYXRpb24SJQoGc3RhdHVzGAEgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSKAoFc3RhdGUYAiABKA4yGS5zbXMudjEuTm90aWZpY2F0aW9uU3RhdGUSCwoDdXJsGAMgASgJEigKCGF0dGVtcHRzGAQgAygLMhYuc21zLnYxLldlYmhvb2tBdHRlbXB0EjUKEW5leHRfYXR0ZW1wdF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ7Cg5XZWJob29rQXR0ZW1wdBIwCgxhdHRlbXB0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2h0dHBfc3RhdHVzGAIgASgFEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgFItIBCgpTZW5kZXJOYW1lEgwKBG5hbWUYASABKAkSDwoHcGVuZGluZxgCIAEoCBIQCghyZWxpYWJsZRgDIAEoCBISCgppc19kZWZhdWx0GAQgASgIEioKB3B1cnBvc2UYBSABKA4yGS5zbXMudjEuU2VuZGVyTmFtZVB1cnBvc2USLwoKb3duZXJfdHlwZRgGIAEoDjIbLnNtcy52MS5TZW5kZXJOYW1lT3duZXJUeXBlEg0KBW93bmVyGAcgASgJEhMKC2V4YW1wbGVfbXNnGAggASgJKsUBCg1NZXNzYWdlU3RhdHVzEh4KGk1FU1NBR0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXTUVTU0FHRV9TVEFUVVNfQUNDRVBURUQQARIXChNNRVNTQUdFX1NUQVRVU19TRU5UEAISHAoYTUVTU0FHRV9TVEFUVVNfREVMSVZFUkVEEAMSHQoZTUVTU0FHRV9TVEFUVVNfU0VORF9FUlJPUhAEEiEKHU1FU1NBR0VfU1RBVFVTX0RFTElWRVJZX0VSUk9SEAUq7gEKEU5vbkRlbGl2ZXJ5UmVhc29uEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5TUEVDSUZJRUQQABIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOREVMSVZFUkVEEAESIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTlJFQUNIQUJMRRACEh8KG05PTl9ERUxJVkVSWV9SRUFTT05fRVhQSVJFRBADEiUKIU5PTl9ERUxJVkVSWV9SRUFTT05fU0lNX0NBUkRfRlVMTBAEEiIKHk5PTl9ERUxJVkVSWV9SRUFTT05fVU5ST1VUQUJMRRAFKloKC01lc3NhZ2VWaWV3EhwKGE1FU1NBR0VfVklFV19VTlNQRUNJRklFRBAAEhYKEk1FU1NBR0VfVklFV19CQVNJQxABEhUKEU1FU1NBR0VfVklFV19GVUxMEAIquQEKEU5vdGlmaWNhdGlvblN0YXRlEiIKHk5PVElGSUNBVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEh4KGk5PVElGSUNBVElPTl9TVEFURV9QRU5ESU5HEAESIAocTk9USUZJQ0FUSU9OX1NUQVRFX0RFTElWRVJFRBACEh4KGk5PVElGSUNBVElPTl9TVEFURV9HQVZFX1VQEAMSHgoaTk9USUZJQ0FUSU9OX1NUQVRFX1NLSVBQRUQQBCqeAQoRU2VuZGVyTmFtZVB1cnBvc2USIwofU0VOREVSX05BTUVfUFVSUE9TRV9VTlNQRUNJRklFRBAAEhsKF1NFTkRFUl9OQU1FX1BVUlBPU0VfT1RQEAESJAogU0VOREVSX05BTUVfUFVSUE9TRV9OT1RJRklDQVRJT04QAhIhCh1TRU5ERVJfTkFNRV9QVVJQT1NFX01BUktFVElORxADKqYBChNTZW5kZXJOYW1lT3duZXJUeXBlEiYKIlNFTkRFUl9OQU1FX09XTkVSX1RZUEVfVU5TUEVDSUZJRUQQABIiCh5TRU5ERVJfTkFNRV9PV05FUl9UWVBFX0NPTVBBTlkQARIfChtTRU5ERVJfTkFNRV9PV05FUl9UWVBFX05BTUUQAhIiCh5TRU5ERVJfTkFNRV9PV05FUl9UWVBFX1dFQlNJVEUQA0JHChJjb20uZXhhbXBsZS5zbXMudjFCClR5cGVzUHJvdG9QAVojZXhhbXBsZS5jb20vc21zL2dlbi9nby9zbXMvdjE7c21zdjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
- * One part of a message whose text was split.
+ * One part of a message whose text was split: Latin-1-only text is split into parts of at most
+ * 153 characters when longer than 160; other text into parts of at most 67 UTF-16 code units
+ * when longer than 70.
  *
  * @generated from message sms.v1.Segment
  */
 export type Segment = Message$1<"sms.v1.Segment"> & {
   /**
+   * The part's own id, from the same sequence as message ids.
+   *
    * @generated from field: int64 id = 1;
    */
   id: bigint;
 
   /**
+   * The part's text; the parts' texts concatenated are the message's text.
+   *
    * @generated from field: string text = 2;
    */
   text: string;
@@ -39,83 +45,109 @@ export const SegmentSchema: GenMessage<Segment> = /*@__PURE__*/
   messageDesc(file_sms_v1_types, 0);
 
 /**
- * The message resource. `credit_remaining` is set on the response of SendMessage; the delivery
- * details (reason, notifications) are set by GetMessage.
+ * A message sent to one phone number: the resource SendMessage creates, GetMessage reads and
+ * ListMessages lists.
  *
  * @generated from message sms.v1.Message
  */
 export type Message = Message$1<"sms.v1.Message"> & {
   /**
+   * Positive integer id, unique across the service.
+   *
    * @generated from field: int64 id = 1;
    */
   id: bigint;
 
   /**
+   * The recipient, as submitted: an optional `+`, then 8 to 15 digits, the first not 0.
+   *
    * @generated from field: string to = 2;
    */
   to: string;
 
   /**
-   * @generated from field: string from = 3;
+   * The sender shown on the handset: the shared sender literal or an approved sender name of
+   * the account. `from` in JSON, as in the REST API.
+   *
+   * @generated from field: string sender = 3 [json_name = "from"];
    */
-  from: string;
+  sender: string;
 
   /**
+   * The text, UTF-8, at most 10 parts long (see Segment).
+   *
    * @generated from field: string text = 4;
    */
   text: string;
 
   /**
+   * Where the message is in its lifecycle.
+   *
    * @generated from field: sms.v1.MessageStatus status = 5;
    */
   status: MessageStatus;
 
   /**
-   * Present only when the text was split; one entry per part.
+   * Present only when the text was split; one entry per part, in order.
    *
    * @generated from field: repeated sms.v1.Segment segments = 6;
    */
   segments: Segment[];
 
   /**
-   * Account credit left after this message was charged, in account currency.
+   * Account credit left right after this message was charged, in micro-units of the account
+   * currency (1 unit = 1000000). Set only on the answer of SendMessage: the store does not keep
+   * the balance of every past moment.
    *
-   * @generated from field: double credit_remaining = 7;
+   * @generated from field: optional int64 credit_remaining_micros = 7;
    */
-  creditRemaining: number;
+  creditRemainingMicros?: bigint | undefined;
 
   /**
+   * The batch the message was sent in; unset for a single send.
+   *
    * @generated from field: optional int64 batch_id = 8;
    */
   batchId?: bigint | undefined;
 
   /**
+   * Why it was not delivered; set only with MESSAGE_STATUS_DELIVERY_ERROR.
+   *
    * @generated from field: sms.v1.NonDeliveryReason non_delivery_reason = 9;
    */
   nonDeliveryReason: NonDeliveryReason;
 
   /**
+   * How long the carrier may try to deliver it, 1 to 21600 seconds; batch messages get 21600.
+   *
    * @generated from field: int32 ttl_seconds = 10;
    */
   ttlSeconds: number;
 
   /**
+   * The status URL given with the message, overriding the account's; empty when none was given.
+   *
    * @generated from field: string status_callback = 11;
    */
   statusCallback: string;
 
   /**
-   * @generated from field: google.protobuf.Timestamp created_at = 12;
+   * When the message was accepted.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 12;
    */
-  createdAt?: Timestamp | undefined;
+  createTime?: Timestamp | undefined;
 
   /**
-   * @generated from field: google.protobuf.Timestamp updated_at = 13;
+   * When its status last changed (equal to create_time until then).
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 13;
    */
-  updatedAt?: Timestamp | undefined;
+  updateTime?: Timestamp | undefined;
 
   /**
    * The status notifications of this message, oldest first, with their webhook attempts.
+   * One per status change, ACCEPTED included. Left out by MESSAGE_VIEW_BASIC.
    *
    * @generated from field: repeated sms.v1.StatusNotification notifications = 14;
    */
@@ -130,33 +162,46 @@ export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
   messageDesc(file_sms_v1_types, 1);
 
 /**
+ * One status notification of a message: `GET <url>?id=<id>&status=<STATUS>[&batch_id=<id>]`,
+ * signed with the Standard Webhooks headers, retried with backoff until a 2xx answer.
+ *
  * @generated from message sms.v1.StatusNotification
  */
 export type StatusNotification = Message$1<"sms.v1.StatusNotification"> & {
   /**
+   * The status this notification reports.
+   *
    * @generated from field: sms.v1.MessageStatus status = 1;
    */
   status: MessageStatus;
 
   /**
+   * Where its sending stands.
+   *
    * @generated from field: sms.v1.NotificationState state = 2;
    */
   state: NotificationState;
 
   /**
+   * The URL it is (or was) sent to; empty until resolved, and when there was none.
+   *
    * @generated from field: string url = 3;
    */
   url: string;
 
   /**
+   * Every attempt so far, oldest first.
+   *
    * @generated from field: repeated sms.v1.WebhookAttempt attempts = 4;
    */
   attempts: WebhookAttempt[];
 
   /**
-   * @generated from field: google.protobuf.Timestamp next_attempt_at = 5;
+   * When the next attempt is due; unset unless PENDING.
+   *
+   * @generated from field: google.protobuf.Timestamp next_attempt_time = 5;
    */
-  nextAttemptAt?: Timestamp | undefined;
+  nextAttemptTime?: Timestamp | undefined;
 };
 
 /**
@@ -167,13 +212,17 @@ export const StatusNotificationSchema: GenMessage<StatusNotification> = /*@__PUR
   messageDesc(file_sms_v1_types, 2);
 
 /**
+ * One HTTP request of a status notification.
+ *
  * @generated from message sms.v1.WebhookAttempt
  */
 export type WebhookAttempt = Message$1<"sms.v1.WebhookAttempt"> & {
   /**
-   * @generated from field: google.protobuf.Timestamp at = 1;
+   * When the request was made.
+   *
+   * @generated from field: google.protobuf.Timestamp attempt_time = 1;
    */
-  at?: Timestamp | undefined;
+  attemptTime?: Timestamp | undefined;
 
   /**
    * HTTP status answered by the receiver; 0 when no answer came (timeout, refused, blocked).
@@ -183,11 +232,15 @@ export type WebhookAttempt = Message$1<"sms.v1.WebhookAttempt"> & {
   httpStatus: number;
 
   /**
+   * Why the attempt failed, in a few words; empty on success.
+   *
    * @generated from field: string error = 3;
    */
   error: string;
 
   /**
+   * How long the request took, in milliseconds.
+   *
    * @generated from field: int32 duration_ms = 4;
    */
   durationMs: number;
@@ -201,91 +254,67 @@ export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
   messageDesc(file_sms_v1_types, 3);
 
 /**
- * Field errors carried as a ConnectError detail on INVALID_ARGUMENT and similar errors, keyed by
- * the REST parameter name (`to`, `text`, `apiKey`, `request`, ...).
+ * A sender name of an account: the alphanumeric sender shown on the recipient's handset.
+ * Requested by the account, approved or rejected by the operator (rejected names are removed).
  *
- * @generated from message sms.v1.FieldErrors
- */
-export type FieldErrors = Message$1<"sms.v1.FieldErrors"> & {
-  /**
-   * @generated from field: repeated sms.v1.FieldError errors = 1;
-   */
-  errors: FieldError[];
-};
-
-/**
- * Describes the message sms.v1.FieldErrors.
- * Use `create(FieldErrorsSchema)` to create a new message.
- */
-export const FieldErrorsSchema: GenMessage<FieldErrors> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 4);
-
-/**
- * @generated from message sms.v1.FieldError
- */
-export type FieldError = Message$1<"sms.v1.FieldError"> & {
-  /**
-   * @generated from field: string field = 1;
-   */
-  field: string;
-
-  /**
-   * @generated from field: string message = 2;
-   */
-  message: string;
-};
-
-/**
- * Describes the message sms.v1.FieldError.
- * Use `create(FieldErrorSchema)` to create a new message.
- */
-export const FieldErrorSchema: GenMessage<FieldError> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 5);
-
-/**
  * @generated from message sms.v1.SenderName
  */
 export type SenderName = Message$1<"sms.v1.SenderName"> & {
   /**
+   * 1 to 11 ASCII letters and digits; unique within the account.
+   *
    * @generated from field: string name = 1;
    */
   name: string;
 
   /**
-   * True while awaiting approval; rejected names are removed.
+   * True while awaiting the operator's approval; only approved names may be used as a sender.
    *
    * @generated from field: bool pending = 2;
    */
   pending: boolean;
 
   /**
+   * Whether carriers have registered the name as the account's (the operator's judgement,
+   * false on creation). Messages from an unreliable sender name are more often blocked as spam
+   * by the recipient's network.
+   *
    * @generated from field: bool reliable = 3;
    */
   reliable: boolean;
 
   /**
-   * Whether it is the account's default sender name (`default` in the REST body).
+   * Whether it is the account's default sender, used when a send names none (`default` in the
+   * REST body).
    *
    * @generated from field: bool is_default = 4;
    */
   isDefault: boolean;
 
   /**
+   * What the name is used for.
+   *
    * @generated from field: sms.v1.SenderNamePurpose purpose = 5;
    */
   purpose: SenderNamePurpose;
 
   /**
+   * What kind of owner `owner` is.
+   *
    * @generated from field: sms.v1.SenderNameOwnerType owner_type = 6;
    */
   ownerType: SenderNameOwnerType;
 
   /**
+   * The company, person or website behind the name; at most 256 characters.
+   *
    * @generated from field: string owner = 7;
    */
   owner: string;
 
   /**
+   * An example of the messages to be sent from it; at most 1530 characters.
+   *
    * @generated from field: string example_msg = 8;
    */
   exampleMsg: string;
@@ -296,41 +325,54 @@ export type SenderName = Message$1<"sms.v1.SenderName"> & {
  * Use `create(SenderNameSchema)` to create a new message.
  */
 export const SenderNameSchema: GenMessage<SenderName> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 6);
+  messageDesc(file_sms_v1_types, 4);
 
 /**
  * Status of a message. One status per message: a multi-part message is DELIVERED when every
- * part is, DELIVERY_ERROR when any part fails.
+ * part is, DELIVERY_ERROR when any part fails. Transitions: ACCEPTED -> SENT -> DELIVERED or
+ * DELIVERY_ERROR; ACCEPTED -> SEND_ERROR.
  *
  * @generated from enum sms.v1.MessageStatus
  */
 export enum MessageStatus {
   /**
+   * Never set on a message. As a filter (ListMessagesRequest.status): any status.
+   *
    * @generated from enum value: MESSAGE_STATUS_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
 
   /**
+   * The message is valid, stored and charged, and will be sent.
+   *
    * @generated from enum value: MESSAGE_STATUS_ACCEPTED = 1;
    */
   ACCEPTED = 1,
 
   /**
+   * Every part was handed to the carrier; waiting for the delivery receipt.
+   *
    * @generated from enum value: MESSAGE_STATUS_SENT = 2;
    */
   SENT = 2,
 
   /**
+   * Every part was delivered to the handset. Final.
+   *
    * @generated from enum value: MESSAGE_STATUS_DELIVERED = 3;
    */
   DELIVERED = 3,
 
   /**
+   * The carrier refused a part. Final.
+   *
    * @generated from enum value: MESSAGE_STATUS_SEND_ERROR = 4;
    */
   SEND_ERROR = 4,
 
   /**
+   * The message was sent but did not reach the handset; `non_delivery_reason` says why. Final.
+   *
    * @generated from enum value: MESSAGE_STATUS_DELIVERY_ERROR = 5;
    */
   DELIVERY_ERROR = 5,
@@ -343,37 +385,50 @@ export const MessageStatusSchema: GenEnum<MessageStatus> = /*@__PURE__*/
   enumDesc(file_sms_v1_types, 0);
 
 /**
- * Why a message was not delivered (shown in the account dashboard and through GetMessage).
+ * Why a message was not delivered (set with MESSAGE_STATUS_DELIVERY_ERROR). Resending an
+ * EXPIRED message may succeed; resending for any other reason most likely fails.
  *
  * @generated from enum sms.v1.NonDeliveryReason
  */
 export enum NonDeliveryReason {
   /**
+   * The message was delivered, or is not final yet.
+   *
    * @generated from enum value: NON_DELIVERY_REASON_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
 
   /**
+   * A general error with no further information.
+   *
    * @generated from enum value: NON_DELIVERY_REASON_UNDELIVERED = 1;
    */
   UNDELIVERED = 1,
 
   /**
+   * Handset out of range, off, dead battery or otherwise not contactable.
+   *
    * @generated from enum value: NON_DELIVERY_REASON_UNREACHABLE = 2;
    */
   UNREACHABLE = 2,
 
   /**
+   * Not delivered within the message's ttl.
+   *
    * @generated from enum value: NON_DELIVERY_REASON_EXPIRED = 3;
    */
   EXPIRED = 3,
 
   /**
+   * The handset's SIM card is full.
+   *
    * @generated from enum value: NON_DELIVERY_REASON_SIM_CARD_FULL = 4;
    */
   SIM_CARD_FULL = 4,
 
   /**
+   * No route to the network (usually the number's network cannot be determined).
+   *
    * @generated from enum value: NON_DELIVERY_REASON_UNROUTABLE = 5;
    */
   UNROUTABLE = 5,
@@ -386,12 +441,48 @@ export const NonDeliveryReasonSchema: GenEnum<NonDeliveryReason> = /*@__PURE__*/
   enumDesc(file_sms_v1_types, 1);
 
 /**
+ * How much of each Message a list answers (AIP-157).
+ *
+ * @generated from enum sms.v1.MessageView
+ */
+export enum MessageView {
+  /**
+   * The default: MESSAGE_VIEW_BASIC.
+   *
+   * @generated from enum value: MESSAGE_VIEW_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every field but `notifications` (the webhook history, which can be long).
+   *
+   * @generated from enum value: MESSAGE_VIEW_BASIC = 1;
+   */
+  BASIC = 1,
+
+  /**
+   * Every field, as GetMessage answers.
+   *
+   * @generated from enum value: MESSAGE_VIEW_FULL = 2;
+   */
+  FULL = 2,
+}
+
+/**
+ * Describes the enum sms.v1.MessageView.
+ */
+export const MessageViewSchema: GenEnum<MessageView> = /*@__PURE__*/
+  enumDesc(file_sms_v1_types, 2);
+
+/**
  * State of one status notification (webhook) of a message.
  *
  * @generated from enum sms.v1.NotificationState
  */
 export enum NotificationState {
   /**
+   * Never set.
+   *
    * @generated from enum value: NOTIFICATION_STATE_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
@@ -411,7 +502,7 @@ export enum NotificationState {
   DELIVERED = 2,
 
   /**
-   * The retry schedule ran out.
+   * The retry schedule ran out (about a day by default).
    *
    * @generated from enum value: NOTIFICATION_STATE_GAVE_UP = 3;
    */
@@ -429,28 +520,38 @@ export enum NotificationState {
  * Describes the enum sms.v1.NotificationState.
  */
 export const NotificationStateSchema: GenEnum<NotificationState> = /*@__PURE__*/
-  enumDesc(file_sms_v1_types, 2);
+  enumDesc(file_sms_v1_types, 3);
 
 /**
+ * What a sender name is used for. Messages from an OTP name are delivered first.
+ *
  * @generated from enum sms.v1.SenderNamePurpose
  */
 export enum SenderNamePurpose {
   /**
+   * Never set on a sender name; refused on creation.
+   *
    * @generated from enum value: SENDER_NAME_PURPOSE_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
 
   /**
+   * One-time passwords and other codes: the most urgent traffic.
+   *
    * @generated from enum value: SENDER_NAME_PURPOSE_OTP = 1;
    */
   OTP = 1,
 
   /**
+   * Notifications the recipient expects (orders, appointments).
+   *
    * @generated from enum value: SENDER_NAME_PURPOSE_NOTIFICATION = 2;
    */
   NOTIFICATION = 2,
 
   /**
+   * Marketing.
+   *
    * @generated from enum value: SENDER_NAME_PURPOSE_MARKETING = 3;
    */
   MARKETING = 3,
@@ -460,28 +561,38 @@ export enum SenderNamePurpose {
  * Describes the enum sms.v1.SenderNamePurpose.
  */
 export const SenderNamePurposeSchema: GenEnum<SenderNamePurpose> = /*@__PURE__*/
-  enumDesc(file_sms_v1_types, 3);
+  enumDesc(file_sms_v1_types, 4);
 
 /**
+ * Who stands behind a sender name: `owner` holds it, according to this type.
+ *
  * @generated from enum sms.v1.SenderNameOwnerType
  */
 export enum SenderNameOwnerType {
   /**
+   * Never set on a sender name; refused on creation.
+   *
    * @generated from enum value: SENDER_NAME_OWNER_TYPE_UNSPECIFIED = 0;
    */
   UNSPECIFIED = 0,
 
   /**
+   * A company name.
+   *
    * @generated from enum value: SENDER_NAME_OWNER_TYPE_COMPANY = 1;
    */
   COMPANY = 1,
 
   /**
+   * An individual's name.
+   *
    * @generated from enum value: SENDER_NAME_OWNER_TYPE_NAME = 2;
    */
   NAME = 2,
 
   /**
+   * A website.
+   *
    * @generated from enum value: SENDER_NAME_OWNER_TYPE_WEBSITE = 3;
    */
   WEBSITE = 3,
@@ -491,5 +602,5 @@ export enum SenderNameOwnerType {
  * Describes the enum sms.v1.SenderNameOwnerType.
  */
 export const SenderNameOwnerTypeSchema: GenEnum<SenderNameOwnerType> = /*@__PURE__*/
-  enumDesc(file_sms_v1_types, 4);
+  enumDesc(file_sms_v1_types, 5);
 

@@ -1,0 +1,20 @@
+import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+
+// The services name a wrong field by its proto path (`status_callback`, `messages[3].to`); the
+// REST API names the parameter. A request field's JSON name is its REST parameter by
+// construction (`statusCallback`; `sender` and `ttl_seconds` carry json_name `from` and `ttl`),
+// so the mapping is read from the descriptors rather than kept by hand.
+
+const JSON_NAMES = new Map<string, string>();
+for (const service of [MessagingService, SenderNameService]) {
+  for (const method of service.methods) {
+    for (const field of method.input.fields) JSON_NAMES.set(field.name, field.jsonName);
+  }
+}
+
+/** The REST parameter a proto field path is about: its first field's JSON name. */
+export function restParameter(fieldPath: string): string {
+  const head = fieldPath.split(/[.[]/, 1)[0] ?? fieldPath;
+  return JSON_NAMES.get(head) ?? head;
+}

@@ -1,0 +1,139 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, type HandlerContext } from "@connectrpc/connect";
+import type {
+  ListBatchesRequest,
+  ListBatchesResponse,
+  ListBatchMessagesRequest,
+  ListBatchMessagesResponse,
+  ListMessagesRequest,
+  ListMessagesResponse,
+} from "../../gen/sms/v1/messaging_pb.ts";
+import { MessageStatus } from "../../gen/sms/v1/types_pb.ts";
+import type { Store } from "../store/database.ts";
+import {
+  findBatchMessagePage,
+  findBatchPage,
+  findMessagePage,
+  type MessageFilter,
+  type TimeCursor,
+} from "../store/message-listing.ts";
+import type { AccountDirectory } from "./account-directory.ts";
+import { authenticateAccount } from "./authentication.ts";
+import { deadlineOf } from "./database-deadlines.ts";
+import { fieldErrors, notFound } from "./errors.ts";
+import {
+  batchResource,
+  messageProjection,
+  messageResource,
+  STATUS_FROM_PROTO,
+} from "./message-resources.ts";
+import { cursorOf, MESSAGE_PAGES, pageSize, pageToken } from "./page-tokens.ts";
+
+// ListMessages, ListBatches and ListBatchMessages of MessagingService: every list is the
+// caller's account only, keyset-paged (services/page-tokens.ts) on an index (store/message-listing.ts).
+
+export interface ListDeps {
+  store: Store;
+  directory: AccountDirectory;
+  requestMs: number;
+}
+
+/** A page of `limit` items out of `found` (limit + 1 read), and the token of the next. */
+function paged<T>(found: T[], limit: number, next: (last: T) => string): [T[], string] {
+  if (found.length <= limit) return [found, ""];
+  const page = found.slice(0, limit);
+  return [page, next(page[page.length - 1] as T)];
+}
+
+export function messageLists(deps: ListDeps) {
+  const { store, directory } = deps;
+  const dbOptions = (ctx: HandlerContext) => deadlineOf(ctx, deps.requestMs).options();
+
+  return {
+    async listMessages(
+      req: ListMessagesRequest,
+      ctx: HandlerContext,
+    ): Promise<Omit<ListMessagesResponse, "$typeName">> {
+      const account = await authenticateAccount(ctx, directory);
+      const filter = messageFilter(account.apiKey, req);
+      const limit = pageSize(req.pageSize, MESSAGE_PAGES);
+      // The token is bound to the account and filters, not to the view or page size.
+      const scope = ["ListMessages", filter];
+      const after = cursorOf(req.pageToken, scope, ["number", "number"]) as TimeCursor | undefined;
+      const docs = await findMessagePage(
+        store,
+        filter,
+        after,
+        limit,
+        messageProjection(req.view),
+        dbOptions(ctx),
+      );
+      const [page, nextPageToken] = paged(docs, limit, (last) =>
+        pageToken(scope, [last.createdAt.getTime(), last._id]),
+      );
+      return { messages: page.map(messageResource), nextPageToken };
+    },
+
+    async listBatches(
+      req: ListBatchesRequest,
+      ctx: HandlerContext,
+    ): Promise<Omit<ListBatchesResponse, "$typeName">> {
+      const account = await authenticateAccount(ctx, directory);
+      const limit = pageSize(req.pageSize, MESSAGE_PAGES);
+      const scope = ["ListBatches", account.apiKey];
+      const after = cursorOf(req.pageToken, scope, ["number", "number"]) as TimeCursor | undefined;
+      const docs = await findBatchPage(store, account.apiKey, after, limit, dbOptions(ctx));
+      const [page, nextPageToken] = paged(docs, limit, (last) =>
+        pageToken(scope, [last.createdAt.getTime(), last._id]),
+      );
+      return { batches: page.map((doc) => batchResource(doc)), nextPageToken };
+    },
+
+    async listBatchMessages(
+      req: ListBatchMessagesRequest,
+      ctx: HandlerContext,
+    ): Promise<Omit<ListBatchMessagesResponse, "$typeName">> {
+      const account = await authenticateAccount(ctx, directory);
+      const limit = pageSize(req.pageSize, MESSAGE_PAGES);
+      const scope = ["ListBatchMessages", account.apiKey, req.batchId];
+      const after = cursorOf(req.pageToken, scope, ["number"]);
+      const batch = await store.batches.findOne(
+        { _id: Number(req.batchId), accountId: account.apiKey },
+        { ...dbOptions(ctx), projection: { _id: 1 } },
+      );
+      if (!batch) throw batchNotFound("batch_id", req.batchId);
+      const docs = await findBatchMessagePage(
+        store,
+        batch._id,
+        after?.[0] as number | undefined,
+        limit,
+        messageProjection(req.view),
+        dbOptions(ctx),
+      );
+      const [page, nextPageToken] = paged(docs, limit, (last) => pageToken(scope, [last._id]));
+      return { messages: page.map(messageResource), nextPageToken };
+    },
+  };
+}
+
+export const batchNotFound = (field: string, id: bigint) =>
+  notFound(field, `no batch with id ${id}`, "BATCH_NOT_FOUND", {
+    type: "sms.v1.Batch",
+    name: `${id}`,
+  });
+
+function messageFilter(accountId: string, req: ListMessagesRequest): MessageFilter {
+  const filter: MessageFilter = { accountId };
+  if (req.status !== MessageStatus.UNSPECIFIED) {
+    const status = STATUS_FROM_PROTO[req.status];
+    if (!status) {
+      throw fieldErrors(Code.InvalidArgument, { status: `status ${req.status} is not a status` });
+    }
+    filter.status = status;
+  }
+  if (req.to !== "") filter.to = req.to;
+  if (req.batchId !== undefined) filter.batchId = Number(req.batchId);
+  if (req.startTime) filter.start = timestampDate(req.startTime);
+  if (req.endTime) filter.end = timestampDate(req.endTime);
+  return filter;
+}

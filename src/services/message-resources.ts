@@ -1,0 +1,107 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Batch, BatchSchema } from "../../gen/sms/v1/messaging_pb.ts";
+import {
+  type Message,
+  MessageSchema,
+  MessageStatus,
+  MessageView,
+  NonDeliveryReason,
+  NotificationState,
+} from "../../gen/sms/v1/types_pb.ts";
+import type { BatchCounters } from "../domain/message-status.ts";
+import type {
+  BatchDoc,
+  MessageDoc,
+  NotificationDoc,
+  ReasonName,
+  SegmentDoc,
+  StatusName,
+} from "../store/documents.ts";
+
+// Stored documents as the contract's resources: the same Message for SendMessage, GetMessage and
+// every list, the same Batch for SendBatch, GetBatch and ListBatches.
+
+export const STATUS_TO_PROTO: Record<StatusName, MessageStatus> = {
+  ACCEPTED: MessageStatus.ACCEPTED,
+  SENT: MessageStatus.SENT,
+  DELIVERED: MessageStatus.DELIVERED,
+  SEND_ERROR: MessageStatus.SEND_ERROR,
+  DELIVERY_ERROR: MessageStatus.DELIVERY_ERROR,
+};
+
+export const STATUS_FROM_PROTO = Object.fromEntries(
+  Object.entries(STATUS_TO_PROTO).map(([name, status]) => [status, name]),
+) as Partial<Record<MessageStatus, StatusName>>;
+
+const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
+  Undelivered: NonDeliveryReason.UNDELIVERED,
+  Unreachable: NonDeliveryReason.UNREACHABLE,
+  Expired: NonDeliveryReason.EXPIRED,
+  "SIM card full": NonDeliveryReason.SIM_CARD_FULL,
+  Unroutable: NonDeliveryReason.UNROUTABLE,
+};
+
+const NOTIFICATION_STATE_TO_PROTO: Record<NotificationDoc["state"], NotificationState> = {
+  pending: NotificationState.PENDING,
+  delivered: NotificationState.DELIVERED,
+  gave_up: NotificationState.GAVE_UP,
+  skipped: NotificationState.SKIPPED,
+};
+
+/** What a view leaves out of the stored document: BASIC reads no webhook history. */
+export function messageProjection(view: MessageView): { notifications?: 0 } {
+  return view === MessageView.FULL ? {} : { notifications: 0 };
+}
+
+export function segmentMessages(segments: SegmentDoc[] | undefined) {
+  return (segments ?? []).map((s) => ({ id: BigInt(s.id), text: s.text }));
+}
+
+/**
+ * The Message resource of a stored message. Documents read with the BASIC projection have no
+ * `notifications`, and answer none.
+ */
+export function messageResource(
+  doc: Omit<MessageDoc, "notifications"> & Partial<Pick<MessageDoc, "notifications">>,
+): Message {
+  return create(MessageSchema, {
+    id: BigInt(doc._id),
+    to: doc.to,
+    sender: doc.from,
+    text: doc.text,
+    status: STATUS_TO_PROTO[doc.status],
+    segments: segmentMessages(doc.segments),
+    ...(doc.batchId !== undefined && { batchId: BigInt(doc.batchId) }),
+    nonDeliveryReason: doc.reason ? REASON_TO_PROTO[doc.reason] : NonDeliveryReason.UNSPECIFIED,
+    ttlSeconds: doc.ttl,
+    statusCallback: doc.statusCallback ?? "",
+    createTime: timestampFromDate(doc.createdAt),
+    updateTime: timestampFromDate(doc.updatedAt),
+    notifications: (doc.notifications ?? []).map((n) => ({
+      status: STATUS_TO_PROTO[n.status],
+      state: NOTIFICATION_STATE_TO_PROTO[n.state],
+      url: n.url ?? "",
+      ...(n.nextAttemptAt && { nextAttemptTime: timestampFromDate(n.nextAttemptAt) }),
+      attempts: n.attempts.map((a) => ({
+        attemptTime: timestampFromDate(a.at),
+        httpStatus: a.httpStatus,
+        error: a.error ?? "",
+        durationMs: a.durationMs,
+      })),
+    })),
+  });
+}
+
+/** The Batch resource; `progress` only when the caller has read the batch's messages for it. */
+export function batchResource(doc: BatchDoc, progress?: BatchCounters): Batch {
+  return create(BatchSchema, {
+    id: BigInt(doc._id),
+    name: doc.name,
+    totalCount: doc.totalCount,
+    acceptedCount: doc.acceptedCount,
+    rejectedCount: doc.rejectedCount,
+    createTime: timestampFromDate(doc.createdAt),
+    ...(progress && { progress }),
+  });
+}
