@@ -33,14 +33,14 @@ import {
   notFound,
   unavailable,
 } from "./errors.ts";
-import { batchNotFound, messageLists } from "./message-lists.ts";
-import { batchResource, messageResource } from "./message-resources.ts";
 import {
   type CheckedMessage,
   checkMessage,
   type IntakePolicy,
   resolveSender,
 } from "./message-intake.ts";
+import { batchNotFound, messageLists } from "./message-lists.ts";
+import { batchResource, messageResource } from "./message-resources.ts";
 
 export interface MessagingDeps {
   store: Store;
