@@ -1,29 +1,14 @@
-import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createContextKey,
-  type HandlerContext,
-  type ServiceImpl,
-} from "@connectrpc/connect";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { AUTHENTICATED_ACCOUNT, authenticateAccount } from "./authentication.ts";
+import type { Guard } from "./guarded.ts";
 
 // What every call goes through before its handler, the same for REST (in-process), Connect, gRPC
 // and gRPC-Web: the failed-authentication limit of its address, authentication, the account's
 // request limit, and for the operations that create something, its idempotency key.
-
-type Handler = (request: unknown, context: HandlerContext) => Promise<unknown>;
-
-/** Runs around a handler: `next` is the handler itself. */
-export type Guard = (
-  method: DescMethod,
-  request: unknown,
-  context: HandlerContext,
-  next: () => Promise<unknown>,
-) => Promise<unknown>;
 
 /** A call keyed for replay: `run` answers the first outcome of `account` + key again. */
 export interface IdempotentCalls {
@@ -35,23 +20,6 @@ export interface IdempotentCalls {
     context: HandlerContext,
     next: () => Promise<unknown>,
   ): Promise<unknown>;
-}
-
-/** `impl` with `guard` around each of its unary methods. */
-export function guarded<S extends DescService>(
-  service: S,
-  impl: ServiceImpl<S>,
-  guard: Guard,
-): ServiceImpl<S> {
-  const handlers = impl as unknown as Record<string, Handler>;
-  const wrapped: Record<string, Handler> = { ...handlers };
-  for (const method of service.methods) {
-    const handler = handlers[method.localName];
-    if (method.methodKind !== "unary" || !handler) continue;
-    wrapped[method.localName] = (request, context) =>
-      guard(method, request, context, () => handler.call(impl, request, context));
-  }
-  return wrapped as unknown as ServiceImpl<S>;
 }
 
 /**

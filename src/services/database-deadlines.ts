@@ -8,6 +8,7 @@ import {
 import { Deadline, DeadlineExceeded } from "../store/deadline.ts";
 import { isUnavailable, OutcomeUnknown } from "../store/write-outcomes.ts";
 import { unavailable } from "./errors.ts";
+import { guarded } from "./guarded.ts";
 
 // Every call has a deadline (SMS_REQUEST_TIMEOUT_MS): it is answered UNAVAILABLE (REST 503 with
 // Retry-After) when the deadline passes or the database cannot be reached, instead of waiting on
@@ -34,41 +35,32 @@ export const DATABASE_UNAVAILABLE =
 export const OUTCOME_UNKNOWN =
   "the database did not confirm storing this request: what was stored is sent and charged, what was not is refunded; retry with the same Idempotency-Key";
 
-type Handler = (request: unknown, context: HandlerContext) => Promise<unknown>;
-
 /** `impl` with each unary call held to a deadline of `timeoutMs`, database failures as UNAVAILABLE. */
 export function withDeadlines<S extends DescService>(
   service: S,
   impl: ServiceImpl<S>,
   timeoutMs: number,
 ): ServiceImpl<S> {
-  const handlers = impl as unknown as Record<string, Handler>;
-  const wrapped: Record<string, Handler> = { ...handlers };
-  for (const method of service.methods) {
-    const handler = handlers[method.localName];
-    if (method.methodKind !== "unary" || !handler) continue;
-    wrapped[method.localName] = async (request, context) => {
-      const deadline = Deadline.in(timeoutMs);
-      context.values.set(REQUEST_DEADLINE, deadline);
-      const handled = Promise.resolve().then(() => handler.call(impl, request, context));
-      // Past the deadline the caller is answered; the handler's own calls stop at the same time.
-      void handled.then(
-        () => deadline.dispose(),
-        () => deadline.dispose(),
-      );
-      const expired = new Promise<never>((_, reject) => {
-        deadline.signal.addEventListener("abort", () => reject(deadline.signal.reason), {
-          once: true,
-        });
+  return guarded(service, impl, async (_method, _request, context, next) => {
+    const deadline = Deadline.in(timeoutMs);
+    context.values.set(REQUEST_DEADLINE, deadline);
+    const handled = Promise.resolve().then(next);
+    // Past the deadline the caller is answered; the handler's own calls stop at the same time.
+    void handled.then(
+      () => deadline.dispose(),
+      () => deadline.dispose(),
+    );
+    const expired = new Promise<never>((_, reject) => {
+      deadline.signal.addEventListener("abort", () => reject(deadline.signal.reason), {
+        once: true,
       });
-      try {
-        return await Promise.race([handled, expired]);
-      } catch (error) {
-        throw asUnavailable(error);
-      }
-    };
-  }
-  return wrapped as unknown as ServiceImpl<S>;
+    });
+    try {
+      return await Promise.race([handled, expired]);
+    } catch (error) {
+      throw asUnavailable(error);
+    }
+  });
 }
 
 /** Database failures as UNAVAILABLE; every other error as it is. */

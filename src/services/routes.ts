@@ -4,8 +4,9 @@ import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
-import { accountGuard, guarded, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
+import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
 import { withDeadlines } from "./database-deadlines.ts";
+import { guarded } from "./guarded.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
