@@ -44,8 +44,7 @@ export type Reason =
   | "IDEMPOTENCY_KEY_REUSED"
   | "ACCOUNT_BUSY"
   | "DATABASE_UNAVAILABLE"
-  | "OUTCOME_UNKNOWN"
-  | "SHUTTING_DOWN";
+  | "OUTCOME_UNKNOWN";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */
 const REASON_BY_CODE: Partial<Record<Code, Reason>> = {
