@@ -127,10 +127,10 @@ describe.skipIf(!planned)("plans (explain, on a real mongod only)", () => {
     expect(stages.some((s) => s.stage === "SORT")).toBe(false);
     const examined = explained.executionStats.totalDocsExamined as number;
     const returned = explained.executionStats.nReturned as number;
-    // Filters beyond the index's leading one (none here but the time range, which is in the
-    // index) cost nothing: the documents read are those answered.
+    // Every filter here is in the index's keys: the documents read are those answered, plus at
+    // most one per branch of the cursor's tie-breaking $or when the planner splits it.
     expect(returned).toBeGreaterThan(0);
-    expect(examined).toBeLessThanOrEqual(PAGE + 1);
+    expect(examined).toBeLessThanOrEqual(PAGE + 2);
   });
 });
 
