@@ -52,8 +52,8 @@ export interface Account {
   apiSecret: string;
 }
 
-async function admin(baseUrl: string, method: string, request: object) {
-  const response = await fetch(`${baseUrl}/sms.admin.v1.AdminService/${method}`, {
+async function admin(baseUrl: string, method: string, request: object, service = ADMIN_SERVICE) {
+  const response = await fetch(`${baseUrl}/${service}/${method}`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
     body: JSON.stringify(request),
@@ -63,16 +63,25 @@ async function admin(baseUrl: string, method: string, request: object) {
   return body;
 }
 
+const ADMIN_SERVICE = "sms.admin.v1.AdminService";
+/** Where the code before issue 12 (a baseline of figure 10) served it, with credit in units. */
+const ADMIN_SERVICE_BEFORE_ISSUE_12 = "sms.v1.AdminService";
+
 export async function createAccount(
   baseUrl: string,
   statusUrl?: string,
   name = "bench",
 ): Promise<Account> {
-  const body = (await admin(baseUrl, "CreateAccount", {
-    name,
-    creditMicros: String(1e8 * 1e6),
-    ...(statusUrl && { statusUrl }),
-  })) as { account: { apiKey: string }; apiSecret: string };
+  const current = await fetch(`${baseUrl}/${ADMIN_SERVICE}/CreateAccount`, { method: "POST" });
+  const before12 = current.status === 404;
+  const body = (await admin(
+    baseUrl,
+    "CreateAccount",
+    before12
+      ? { name, credit: 1e8, ...(statusUrl && { statusUrl }) }
+      : { name, creditMicros: String(1e8 * 1e6), ...(statusUrl && { statusUrl }) },
+    before12 ? ADMIN_SERVICE_BEFORE_ISSUE_12 : ADMIN_SERVICE,
+  )) as { account: { apiKey: string }; apiSecret: string };
   return { apiKey: body.account.apiKey, apiSecret: body.apiSecret };
 }
 
