@@ -2,8 +2,8 @@
  * Property-based fuzzing of the REST API from its own OpenAPI document (schemathesis, from PyPI):
  * generated valid and invalid requests to every operation must get no server error, only
  * documented statuses and content types, and bodies that match the documented schemas. The run is
- * bounded (examples per operation, and a time limit). Without schemathesis this fails: CI
- * installs it (.ci/run), elsewhere set SCHEMATHESIS to its path.
+ * bounded (examples per operation, and a time limit). Without schemathesis this fails:
+ * scripts/test-tools.sh installs it (npm test runs it first), or set SCHEMATHESIS to its path.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type RunningService, startService } from "../support/service.ts";
 
-/** Where .ci/run installs it, unless SCHEMATHESIS says otherwise. */
+/** Where scripts/test-tools.sh installs it, unless SCHEMATHESIS says otherwise. */
 const BIN =
   process.env.SCHEMATHESIS ??
   join(
@@ -66,7 +66,7 @@ it(
   async () => {
     expect(
       existsSync(BIN),
-      `schemathesis not found at ${BIN}: run .ci/run or set SCHEMATHESIS`,
+      `schemathesis not found at ${BIN}: run scripts/test-tools.sh (npm test does) or set SCHEMATHESIS`,
     ).toBe(true);
     const { code, output } = await run([
       "run",

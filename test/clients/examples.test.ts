@@ -5,8 +5,8 @@
  * batch, reads them, lists messages and handles a field error through the google.rpc details.
  *
  * Needs `go` (modules from the Go module proxy, built once into Go's cache) and a Python with
- * examples/python/requirements.txt: SMS_EXAMPLES_PYTHON, else the virtual environment .ci/run
- * makes. Fails, saying so, without them.
+ * examples/python/requirements.txt: SMS_EXAMPLES_PYTHON, else the virtual environment
+ * scripts/test-tools.sh makes (npm test runs it first). Fails, saying so, without them.
  */
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -66,7 +66,7 @@ describe("generated clients in other languages", () => {
   it("Python (grpcio, gRPC on GRPC_PORT)", { timeout: 60_000 }, async () => {
     if (!existsSync(python)) {
       throw new Error(
-        `no Python with the example's packages at ${python}: set SMS_EXAMPLES_PYTHON or run .ci/run's step (pip install -r examples/python/requirements.txt)`,
+        `no Python with the example's packages at ${python}: set SMS_EXAMPLES_PYTHON or run scripts/test-tools.sh (npm test does)`,
       );
     }
     await run(join(root, "examples/python/generate.sh"), [generated], {
