@@ -79,9 +79,10 @@ export interface DeliveryWorkerOptions {
   lanesPerRound?: number;
   /**
    * Parts claimed beyond the carrier's window, waiting for a place in it: claiming (a few database
-   * round trips) then runs ahead of a fast carrier instead of in its way. A newly due account waits
-   * behind them, so a carrier with a throughput limit, which the window alone keeps busy, gets
-   * none by default; one without gets the window's worth (at least 100).
+   * round trips) then runs ahead of the carrier instead of in its way. A newly due account waits
+   * behind them, so a carrier with a throughput limit gets at most a tenth of a second of its
+   * throughput (and no more than its window) by default; one without gets the window's worth (at
+   * least 100).
    */
   claimAheadParts?: number;
   /** Largest claim (parts) of one lane in one round. Default half the parts claimed at most. */
@@ -161,7 +162,9 @@ export class DeliveryWorker {
     this.window = new Window(Math.max(1, window));
     const ahead =
       options.claimAheadParts ??
-      (partsPerSecond === undefined ? Math.max(this.window.size, 100) : 0);
+      (partsPerSecond === undefined
+        ? Math.max(this.window.size, 100)
+        : Math.min(this.window.size, Math.ceil(partsPerSecond / 10)));
     this.claimed = new Window(this.window.size + Math.max(0, ahead));
     this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2));
     this.recorder = new SubmissionRecorder(
