@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Batch, SendBatchResponse } from "../../gen/sms/v1/messaging_pb.ts";
 import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
 import { COUNTED_REQUEST } from "../services/call-guards.ts";
-import { MESSAGE_PAGES } from "../services/page-tokens.ts";
+import { BATCH_MESSAGE_PAGES } from "../services/page-tokens.ts";
 import { MICROS } from "../store/accounts.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
@@ -163,14 +163,14 @@ export function messageRoutes(
         serviceCall(request, reply, request.query),
       );
       if (!batch) throw new Error("GetBatch returned no batch");
-      // The spec answers every message inline (at most 10000): all pages of the batch's list.
+      // The spec answers every message inline (at most 10000): the batch's list, in one page.
       const messages: Message[] = [];
       let pageToken = "";
       do {
         const call = serviceCall(request, reply, request.query);
         call.contextValues?.set(COUNTED_REQUEST, true);
         const page = await clients.messaging.listBatchMessages(
-          { batchId: id, pageSize: MESSAGE_PAGES.max, pageToken },
+          { batchId: id, pageSize: BATCH_MESSAGE_PAGES.max, pageToken },
           call,
         );
         messages.push(...page.messages);

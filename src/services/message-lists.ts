@@ -27,7 +27,13 @@ import {
   messageResource,
   STATUS_FROM_PROTO,
 } from "./message-resources.ts";
-import { cursorOf, MESSAGE_PAGES, pageSize, pageToken } from "./page-tokens.ts";
+import {
+  BATCH_MESSAGE_PAGES,
+  cursorOf,
+  MESSAGE_PAGES,
+  pageSize,
+  pageToken,
+} from "./page-tokens.ts";
 
 // ListMessages, ListBatches and ListBatchMessages of MessagingService: every list is the
 // caller's account only, keyset-paged (services/page-tokens.ts) on an index (store/message-listing.ts).
@@ -94,7 +100,7 @@ export function messageLists(deps: ListDeps) {
       ctx: HandlerContext,
     ): Promise<Omit<ListBatchMessagesResponse, "$typeName">> {
       const account = await authenticateAccount(ctx, directory);
-      const limit = pageSize(req.pageSize, MESSAGE_PAGES);
+      const limit = pageSize(req.pageSize, BATCH_MESSAGE_PAGES);
       const scope = ["ListBatchMessages", account.apiKey, req.batchId];
       const after = cursorOf(req.pageToken, scope, ["number"]);
       const batch = await store.batches.findOne(

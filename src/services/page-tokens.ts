@@ -16,6 +16,12 @@ export interface PageSizes {
 }
 
 export const MESSAGE_PAGES: PageSizes = { default: 100, max: 1000 };
+/**
+ * A batch holds at most 10000 messages, which GET /sms-batch/{id} answers inline: one page may
+ * hold them all (a page of the (batchId, _id) index), instead of ten round trips through the
+ * services for the REST answer.
+ */
+export const BATCH_MESSAGE_PAGES: PageSizes = { default: 100, max: 10_000 };
 /** An account holds at most 100 sender names: one default page holds them all. */
 export const SENDER_NAME_PAGES: PageSizes = { default: 100, max: 100 };
 

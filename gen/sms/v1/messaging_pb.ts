@@ -601,7 +601,8 @@ export type ListBatchMessagesRequest = Message<"sms.v1.ListBatchMessagesRequest"
   batchId: bigint;
 
   /**
-   * At most this many messages: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   * At most this many messages: 1 to 10000 (a whole batch), default (0) 100; larger values are
+   * taken as 10000.
    *
    * @generated from field: int32 page_size = 2;
    */
