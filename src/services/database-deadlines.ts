@@ -33,7 +33,7 @@ export function deadlineOf(context: HandlerContext, fallbackMs: number): Deadlin
 export const DATABASE_UNAVAILABLE =
   "the database is unavailable or too slow to answer now; retry in a few seconds";
 export const OUTCOME_UNKNOWN =
-  "the database did not confirm storing this request: what was stored is sent and charged, what was not is refunded; retry with the same Idempotency-Key";
+  "the database did not confirm storing this request: what was stored is sent and charged, what was not is refunded; look for it (ListMessages) before sending it again, as a retry, even with the same Idempotency-Key, may send it twice";
 
 /** `impl` with each unary call held to a deadline of `timeoutMs`, database failures as UNAVAILABLE. */
 export function withDeadlines<S extends DescService>(
