@@ -1061,7 +1061,8 @@ type ListBatchMessagesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. The batch id.
 	BatchId int64 `protobuf:"varint,1,opt,name=batch_id,json=batchId,proto3" json:"batch_id,omitempty"`
-	// At most this many messages: 1 to 1000, default (0) 100; larger values are taken as 1000.
+	// At most this many messages: 1 to 10000 (a whole batch), default (0) 100; larger values are
+	// taken as 10000.
 	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Empty for the first page, else `next_page_token` of the previous page for the same batch.
 	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
