@@ -7,8 +7,9 @@
  *   bucket filled at that rate. The backlog stays in the database, where the next claim picks the
  *   best next work, instead of queueing in this process behind work claimed earlier. Claims stream
  *   through the carrier's window part by part (submission.ts).
- * - Fairness: each claim round takes turns on the due account lanes least recently served first
- *   (scheduling/lanes.ts) and gives each an equal share of the round; within an account, messages
+ * - Fairness: each claim round (scheduling/delivery-rounds.ts) takes turns on the due account lanes
+ *   least recently served first (scheduling/lanes.ts) and gives each an equal share of the round;
+ *   within an account, messages
  *   are taken in `deliveryAt` order, which ranks OTP, then single sends, then batches
  *   (domain/delivery-priority.ts). Several instances share the turn order through the database.
  * - Claims carry a lease (default 30 s: an election plus server selection), renewed while the work
@@ -20,15 +21,13 @@
  * handler, `stop` finishes the claims in flight and then stops the carrier.
  */
 
-import { deliveryRank } from "../domain/delivery-priority.ts";
-import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
-import { releaseDeliveries } from "../store/delivery-queue.ts";
 import type { Carrier } from "./carrier.ts";
-import { type ClaimedMessage, claimDueDeliveries, DELIVERY_QUEUE } from "./delivery-claims.ts";
+import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
 import { ReceiptHandler } from "./receipts.ts";
-import { accountsWithOverdueWork, nextDueAt } from "./scheduling/claims.ts";
-import { FairLanes, LaneMarker, type Turn } from "./scheduling/lanes.ts";
+import { accountsWithOverdueWork } from "./scheduling/claims.ts";
+import { DeliveryRounds, type LaneClaim } from "./scheduling/delivery-rounds.ts";
+import { FairLanes, LaneMarker } from "./scheduling/lanes.ts";
 import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
 import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
@@ -41,20 +40,6 @@ export interface Logger {
   warn(obj: unknown, msg?: string): void;
   error(obj: unknown, msg?: string): void;
   debug(obj: unknown, msg?: string): void;
-}
-
-interface LaneClaim {
-  turn: Turn;
-  token: string;
-  messages: ClaimedMessage[];
-  /** The lane had at least the share asked for: it may have more. */
-  full: boolean;
-}
-
-function sumParts(claims: readonly LaneClaim[]): number {
-  let parts = 0;
-  for (const claim of claims) for (const message of claim.messages) parts += partsOf(message);
-  return parts;
 }
 
 /** Claim rounds running side by side at most. */
@@ -107,17 +92,15 @@ export interface DeliveryWorkerStats {
 
 export class DeliveryWorker {
   private readonly store: Store;
-  private readonly commits: BatchCommits;
   private readonly carrier: Carrier;
   private readonly logger: Logger;
   private readonly instanceId: string;
   private readonly pollIntervalMs: number;
   private readonly leaseMs: number;
   private readonly submitRetryMs: number;
-  private readonly lanesPerRound: number;
-  private readonly maxClaimParts: number;
   private readonly overdueSweepMs: number;
   private readonly lanes: FairLanes;
+  private readonly rounds: DeliveryRounds;
   private readonly marks: LaneMarker;
   private readonly leases: LeaseKeeper;
   /** Parts submitted and not yet recorded: the carrier's window (the crash bound). */
@@ -136,8 +119,7 @@ export class DeliveryWorker {
   private wakeTimer: NodeJS.Timeout | undefined;
   private pausedUntil = 0;
   /** Claim rounds running. */
-  private rounds = 0;
-  private claimSeq = 0;
+  private roundsRunning = 0;
   private readonly counters: DeliveryWorkerStats = {
     claimed: 0,
     sent: 0,
@@ -150,14 +132,12 @@ export class DeliveryWorker {
 
   constructor(options: DeliveryWorkerOptions) {
     this.store = options.store;
-    this.commits = new BatchCommits(options.store.batches);
     this.carrier = options.carrier;
     this.logger = options.logger;
     this.instanceId = options.instanceId;
     this.pollIntervalMs = options.pollIntervalMs ?? 250;
     this.leaseMs = options.leaseMs ?? 30_000;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
-    this.lanesPerRound = Math.max(1, options.lanesPerRound ?? 32);
     const { window, partsPerSecond } = this.carrier.limits;
     this.window = new Window(Math.max(1, window));
     const ahead =
@@ -166,7 +146,6 @@ export class DeliveryWorker {
         ? Math.max(this.window.size, 100)
         : Math.min(this.window.size, Math.ceil(partsPerSecond / 10)));
     this.claimed = new Window(this.window.size + Math.max(0, ahead));
-    this.maxClaimParts = Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2));
     this.recorder = new SubmissionRecorder(
       options.store.messages,
       options.store.clock,
@@ -194,6 +173,18 @@ export class DeliveryWorker {
       onError: (err) => this.logger.warn({ err }, "renewing delivery leases failed"),
     });
     this.receipts = new ReceiptHandler(options.store, this.marks, this.counters, this.logger);
+    this.rounds = new DeliveryRounds({
+      store: options.store,
+      lanes: this.lanes,
+      marks: this.marks,
+      instanceId: this.instanceId,
+      leaseMs: this.leaseMs,
+      lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
+      maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2)),
+      largestClaim: this.claimed.size,
+      onClaim: (claim) => this.startClaim(claim),
+      track: (work) => this.track(work),
+    });
   }
 
   async start(): Promise<void> {
@@ -252,7 +243,7 @@ export class DeliveryWorker {
    * so rounds side by side never overrun them.
    */
   private startRounds(): void {
-    while (this.running && this.rounds < ROUNDS_AT_ONCE) {
+    while (this.running && this.roundsRunning < ROUNDS_AT_ONCE) {
       const pause = this.pausedUntil - Date.now();
       if (pause > 0) {
         this.wakeIn(pause);
@@ -272,10 +263,11 @@ export class DeliveryWorker {
       }
       this.claimed.take(budget);
       this.bucket?.take(budget);
-      this.rounds++;
+      this.roundsRunning++;
       let claimed = 0;
       this.track(
-        this.claimRound(budget)
+        this.rounds
+          .claim(budget)
           .then((parts) => {
             claimed = parts;
           })
@@ -286,11 +278,11 @@ export class DeliveryWorker {
             // The unused part of the reservation goes back; a round that found work looks again.
             this.claimed.give(budget - claimed);
             this.bucket?.take(claimed - budget);
-            this.rounds--;
+            this.roundsRunning--;
             if (claimed > 0) this.wake();
           }),
       );
-      if (this.rounds < ROUNDS_AT_ONCE && this.budget() < minimum) return;
+      if (this.roundsRunning < ROUNDS_AT_ONCE && this.budget() < minimum) return;
     }
   }
 
@@ -300,87 +292,12 @@ export class DeliveryWorker {
     return this.bucket ? Math.min(free, this.bucket.available()) : free;
   }
 
-  /** One round: turns on the due lanes and claims of `budget` parts in all. Returns the parts claimed. */
-  private async claimRound(budget: number): Promise<number> {
-    const turns = await this.lanes.takeTurns(Math.min(this.lanesPerRound, budget));
-    if (turns.length === 0) return 0;
-    const share = Math.max(1, Math.min(this.maxClaimParts, Math.floor(budget / turns.length)));
-    const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
-    let parts = sumParts(claims);
-    for (const claim of claims) if (claim.messages.length > 0) this.startClaim(claim);
-    // What lanes with little work left of the round goes to the lanes that had more, at once: a
-    // busy account beside a quiet one still gets the carrier's whole rate.
-    const full = claims.filter((claim) => claim.full);
-    const left = budget - parts;
-    if (full.length > 0 && full.length < claims.length && left >= full.length) {
-      const more = Math.min(this.maxClaimParts, Math.floor(left / full.length));
-      const again = await Promise.all(full.map((claim) => this.claimTurn(claim.turn, more)));
-      parts += sumParts(again);
-      for (const claim of again) if (claim.messages.length > 0) this.startClaim(claim);
-    }
-    return parts;
-  }
-
-  private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
-    const token = `${this.instanceId}:${++this.claimSeq}`;
-    const messages = await claimDueDeliveries(this.store.messages, {
-      now: this.store.clock.now(),
-      limit: share,
-      leaseMs: this.leaseMs,
-      token,
-      commits: this.commits,
-      filter: { accountId: turn.key },
-    });
-    // A lane with less work than its share is settled beside the round, not in its way.
-    if (messages.length < share) this.track(this.settle(turn));
-    return {
-      turn,
-      token,
-      messages: await this.withinParts(messages, share),
-      full: messages.length >= share,
-    };
-  }
-
-  private async settle(turn: Turn): Promise<void> {
-    await this.lanes.settle(turn, await nextDueAt(this.store.messages, DELIVERY_QUEUE, turn.key));
-  }
-
   /** Background work of the worker that `stop` waits for; failures are logged. */
   private track(work: Promise<void>): void {
     const tracked: Promise<void> = work
       .catch((err: unknown) => this.logger.warn({ err }, "delivery background work failed"))
       .finally(() => this.inFlight.delete(tracked));
     this.inFlight.add(tracked);
-  }
-
-  /**
-   * The claim cut to `parts` parts (the claim counted messages, of up to 10 parts each): the rest
-   * goes back at once, in its place, so the window is never overrun.
-   */
-  private async withinParts(messages: ClaimedMessage[], parts: number): Promise<ClaimedMessage[]> {
-    let total = 0;
-    let keep = 0;
-    while (keep < messages.length) {
-      const next = partsOf(messages[keep] as ClaimedMessage);
-      // A message larger than the whole window could never fit: it goes, alone.
-      if (total + next > parts && (keep > 0 || next <= this.claimed.size)) break;
-      total += next;
-      keep++;
-    }
-    const back = messages.slice(keep);
-    if (back.length > 0) {
-      await releaseDeliveries(
-        this.store.messages,
-        back.map((m) => ({
-          id: m._id,
-          dueAt: deliveryRank(m.createdAt, m.deliveryClass ?? "single"),
-          unattempted: true,
-        })),
-      );
-      for (const m of back) this.marks.mark(m.accountId, "delivery", this.store.clock.now());
-      await this.marks.flush();
-    }
-    return messages.slice(0, keep);
   }
 
   private startClaim(claim: LaneClaim): void {

@@ -1,0 +1,138 @@
+/**
+ * One claim round of delivery work, fair between accounts (design "Scheduling: fair and
+ * prioritized"): turns on the due account lanes, least recently served first (lanes.ts), each an
+ * equal share of the round's parts; what lanes with little work leave goes to the busier ones.
+ * Within a lane, messages come in `deliveryAt` order (domain/delivery-priority.ts). The worker
+ * decides how many parts a round may claim (its pacing) and works the claims it is handed.
+ */
+import { deliveryRank } from "../../domain/delivery-priority.ts";
+import { BatchCommits } from "../../store/batch-commits.ts";
+import type { Store } from "../../store/database.ts";
+import { releaseDeliveries } from "../../store/delivery-queue.ts";
+import { type ClaimedMessage, claimDueDeliveries, DELIVERY_QUEUE } from "../delivery-claims.ts";
+import { partsOf } from "../submission.ts";
+import { nextDueAt } from "./claims.ts";
+import type { FairLanes, LaneMarker, Turn } from "./lanes.ts";
+
+/** The messages one lane's turn claimed, under one token. */
+export interface LaneClaim {
+  turn: Turn;
+  token: string;
+  messages: ClaimedMessage[];
+  /** The lane had at least the share asked for: it may have more. */
+  full: boolean;
+}
+
+export interface DeliveryRoundsOptions {
+  store: Store;
+  lanes: FairLanes;
+  marks: LaneMarker;
+  /** Distinguishes this instance's claim tokens from other instances'. */
+  instanceId: string;
+  leaseMs: number;
+  /** Account lanes served per round at most. */
+  lanesPerRound: number;
+  /** Largest claim (parts) of one lane in one round. */
+  maxClaimParts: number;
+  /** Parts claimed at most: a single message larger than this goes alone. */
+  largestClaim: number;
+  /** Called with each claim that holds messages, as soon as it is cut to its parts. */
+  onClaim: (claim: LaneClaim) => void;
+  /** Runs background work (a lane's settling) that the worker's `stop` waits for. */
+  track: (work: Promise<void>) => void;
+}
+
+export class DeliveryRounds {
+  private readonly commits: BatchCommits;
+  private claimSeq = 0;
+
+  constructor(private readonly options: DeliveryRoundsOptions) {
+    this.commits = new BatchCommits(options.store.batches);
+  }
+
+  /** One round of `budget` parts in all; returns the parts claimed. */
+  async claim(budget: number): Promise<number> {
+    const { lanes, lanesPerRound, maxClaimParts } = this.options;
+    const turns = await lanes.takeTurns(Math.min(lanesPerRound, budget));
+    if (turns.length === 0) return 0;
+    const share = Math.max(1, Math.min(maxClaimParts, Math.floor(budget / turns.length)));
+    const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
+    let parts = this.handOver(claims);
+    // What lanes with little work left of the round goes to the lanes that had more, at once: a
+    // busy account beside a quiet one still gets the carrier's whole rate.
+    const full = claims.filter((claim) => claim.full);
+    const left = budget - parts;
+    if (full.length > 0 && full.length < claims.length && left >= full.length) {
+      const more = Math.min(maxClaimParts, Math.floor(left / full.length));
+      parts += this.handOver(await Promise.all(full.map((c) => this.claimTurn(c.turn, more))));
+    }
+    return parts;
+  }
+
+  /** Hands the claims with messages to the worker; returns their parts. */
+  private handOver(claims: readonly LaneClaim[]): number {
+    let parts = 0;
+    for (const claim of claims) {
+      for (const message of claim.messages) parts += partsOf(message);
+      if (claim.messages.length > 0) this.options.onClaim(claim);
+    }
+    return parts;
+  }
+
+  private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
+    const { store, instanceId, leaseMs } = this.options;
+    const token = `${instanceId}:${++this.claimSeq}`;
+    const messages = await claimDueDeliveries(store.messages, {
+      now: store.clock.now(),
+      limit: share,
+      leaseMs,
+      token,
+      commits: this.commits,
+      filter: { accountId: turn.key },
+    });
+    // A lane with less work than its share is settled beside the round, not in its way.
+    if (messages.length < share) this.options.track(this.settle(turn));
+    return {
+      turn,
+      token,
+      messages: await this.withinParts(messages, share),
+      full: messages.length >= share,
+    };
+  }
+
+  private async settle(turn: Turn): Promise<void> {
+    const { lanes, store } = this.options;
+    await lanes.settle(turn, await nextDueAt(store.messages, DELIVERY_QUEUE, turn.key));
+  }
+
+  /**
+   * The claim cut to `parts` parts (the claim counted messages, of up to 10 parts each): the rest
+   * goes back at once, in its place, so the window is never overrun.
+   */
+  private async withinParts(messages: ClaimedMessage[], parts: number): Promise<ClaimedMessage[]> {
+    const { store, marks, largestClaim } = this.options;
+    let total = 0;
+    let keep = 0;
+    while (keep < messages.length) {
+      const next = partsOf(messages[keep] as ClaimedMessage);
+      // A message larger than the whole window could never fit: it goes, alone.
+      if (total + next > parts && (keep > 0 || next <= largestClaim)) break;
+      total += next;
+      keep++;
+    }
+    const back = messages.slice(keep);
+    if (back.length > 0) {
+      await releaseDeliveries(
+        store.messages,
+        back.map((m) => ({
+          id: m._id,
+          dueAt: deliveryRank(m.createdAt, m.deliveryClass ?? "single"),
+          unattempted: true,
+        })),
+      );
+      for (const m of back) marks.mark(m.accountId, "delivery", store.clock.now());
+      await marks.flush();
+    }
+    return messages.slice(0, keep);
+  }
+}
