@@ -1,6 +1,5 @@
-import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
-import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { AccountDirectory } from "../services/account-directory.ts";
 import {
@@ -8,6 +7,7 @@ import {
   authenticateAccount,
   authenticateOperator,
 } from "../services/authentication.ts";
+import { countingFailures } from "../services/call-guards.ts";
 
 /**
  * The credentials of a Connect/gRPC call, checked from its headers alone (for the request gate):
@@ -21,19 +21,12 @@ export function callerCheck(deps: {
   limits: RateLimits | undefined;
 }) {
   return async (ctx: HandlerContext): Promise<void> => {
-    const address = ctx.values.get(CLIENT_ADDRESS);
-    deps.limits?.admitAddress(address);
-    try {
+    await countingFailures(ctx, deps.limits, async () => {
       if (ctx.service.typeName === AdminService.typeName) {
         authenticateOperator(ctx, deps.adminToken);
       } else {
         ctx.values.set(AUTHENTICATED_ACCOUNT, await authenticateAccount(ctx, deps.directory));
       }
-    } catch (error) {
-      if (error instanceof ConnectError && error.code === Code.Unauthenticated) {
-        deps.limits?.authenticationFailed(address);
-      }
-      throw error;
-    }
+    });
   };
 }

@@ -54,7 +54,11 @@ export function operatorGuard(limits: RateLimits | undefined): Guard {
   return (_method, _request, context, next) => countingFailures(context, limits, next);
 }
 
-async function countingFailures<T>(
+/**
+ * Runs `call` (an authentication) for the call's client address: refused while the address is over
+ * its failed-authentication allowance, and an UNAUTHENTICATED failure counted against it.
+ */
+export async function countingFailures<T>(
   context: HandlerContext,
   limits: RateLimits | undefined,
   call: () => Promise<T>,
