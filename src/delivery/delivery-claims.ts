@@ -4,6 +4,7 @@
  * src/domain/delivery-priority.ts for the order within an account.
  */
 import type { Collection } from "mongodb";
+import { deliveryRank } from "../domain/delivery-priority.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import { type ClaimOptions, claimDue, type WorkQueue } from "./scheduling/claims.ts";
 
@@ -36,6 +37,11 @@ export type ClaimedMessage = Pick<
   | "carrierIds"
   | "submitAttempts"
 >;
+
+/** A claimed message's own place in its account's queue, where it goes back when given back unsent. */
+export function placeInQueue(message: Pick<ClaimedMessage, "createdAt" | "deliveryClass">): Date {
+  return deliveryRank(message.createdAt, message.deliveryClass ?? "single");
+}
 
 /** Claims up to `limit` messages due for a delivery step, earliest `deliveryAt` first. */
 export async function claimDueDeliveries(

@@ -12,7 +12,7 @@
  * never made; it is submitted once when claimed again.)
  */
 import type { Collection } from "mongodb";
-import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
+import type { DeliveryClass } from "../domain/delivery-priority.ts";
 import {
   expireMessages,
   type Release,
@@ -22,7 +22,7 @@ import {
 import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
 import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
-import type { ClaimedMessage } from "./delivery-claims.ts";
+import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
 import type { SubmissionRecorder } from "./submission-recorder.ts";
 import type { Window } from "./throttle.ts";
 
@@ -120,7 +120,7 @@ async function submit(
   for (const message of messages)
     if ((message.submitAttempts ?? 0) > 1) outcome.resubmittedParts += Math.max(1, message.parts);
   const giveBack = (message: ClaimedMessage, attempted: boolean) =>
-    release(message, deliveryRank(message.createdAt, message.deliveryClass ?? "single"), attempted);
+    release(message, placeInQueue(message), attempted);
   // The claim streams through the window: each run of messages goes as soon as its parts fit, and
   // their parts leave the window once their outcome is recorded.
   const groups: Promise<void>[] = [];

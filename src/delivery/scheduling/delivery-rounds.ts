@@ -5,11 +5,15 @@
  * Within a lane, messages come in `deliveryAt` order (domain/delivery-priority.ts). The worker
  * decides how many parts a round may claim (its pacing) and works the claims it is handed.
  */
-import { deliveryRank } from "../../domain/delivery-priority.ts";
 import { BatchCommits } from "../../store/batch-commits.ts";
 import type { Store } from "../../store/database.ts";
 import { releaseDeliveries } from "../../store/delivery-queue.ts";
-import { type ClaimedMessage, claimDueDeliveries, DELIVERY_QUEUE } from "../delivery-claims.ts";
+import {
+  type ClaimedMessage,
+  claimDueDeliveries,
+  DELIVERY_QUEUE,
+  placeInQueue,
+} from "../delivery-claims.ts";
 import { partsOf } from "../submission.ts";
 import { nextDueAt } from "./claims.ts";
 import type { FairLanes, LaneMarker, Turn } from "./lanes.ts";
@@ -126,7 +130,7 @@ export class DeliveryRounds {
         store.messages,
         back.map((m) => ({
           id: m._id,
-          dueAt: deliveryRank(m.createdAt, m.deliveryClass ?? "single"),
+          dueAt: placeInQueue(m),
           unattempted: true,
         })),
       );
