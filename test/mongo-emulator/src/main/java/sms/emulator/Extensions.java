@@ -16,6 +16,9 @@ import de.bwaldvogel.mongo.bson.Document;
  * <li>{@code hello} (the library only knows the legacy {@code isMaster});</li>
  * <li>change events for {@code findAndModify} (the library records none), written under the
  * collection's lock so they are ordered with the collection's other writes;</li>
+ * <li>{@code findAndModify} answers with a copy of the document taken under that lock, not the
+ * stored document the next update changes in place (two concurrent {@code $inc} on the H2 store
+ * both answered the later value);</li>
  * <li>getMore on change streams waits for new events (awaitData) instead of answering at once;</li>
  * <li>{@code postBatchResumeToken} on change stream batches, so a driver has a resume token while idle.</li>
  * </ul>
@@ -174,6 +177,12 @@ final class Extensions {
                 query.put("new", Boolean.TRUE);
             }
             response = next.handle(channel, database, command, query);
+            // The library answers with the stored document itself, which the next update changes
+            // in place, possibly before this answer is written (H2 store): answer with a copy
+            // taken under the lock, or two concurrent $inc calls may both read the later value.
+            if (response.get("value") instanceof Document live) {
+                response.put("value", live.cloneDeeply());
+            }
             Object value = response.get("value");
             Document lastError = response.get("lastErrorObject") instanceof Document d ? d : null;
             if (remove) {
