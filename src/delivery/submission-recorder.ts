@@ -5,9 +5,9 @@
  * for everything answered meanwhile instead of one per claim keeps that pace up.
  */
 import type { Collection } from "mongodb";
-import { recordSubmissions, type SubmissionOutcome } from "../store/delivery-queue.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
+import { recordSubmissions, type SubmissionOutcome } from "./delivery-queue.ts";
 
 export interface RecordedCounts {
   sent: number;

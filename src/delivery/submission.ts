@@ -1,7 +1,7 @@
 /**
  * One claim of delivery work, worked through: expire what ran out of time, submit what is
  * ACCEPTED to the carrier and record the outcome, give back the rest. Every status change carries
- * its pending notification in the same single-document update (store/delivery-queue.ts).
+ * its pending notification in the same single-document update (store/status-changes.ts).
  *
  * Crash safety: the attempt is recorded on the messages before the carrier is called (by the claim's
  * own update, see delivery-claims.ts), and the outcome right after the carrier answers. A claim may
@@ -13,16 +13,16 @@
  */
 import type { Collection } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
+import type { MessageDoc } from "../store/documents.ts";
+import type { ServerClock } from "../store/server-clock.ts";
+import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
+import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
 import {
   expireMessages,
   type Release,
   releaseDeliveries,
   type SubmissionOutcome,
-} from "../store/delivery-queue.ts";
-import type { MessageDoc } from "../store/documents.ts";
-import type { ServerClock } from "../store/server-clock.ts";
-import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
-import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
+} from "./delivery-queue.ts";
 import type { SubmissionRecorder } from "./submission-recorder.ts";
 import type { Window } from "./throttle.ts";
 

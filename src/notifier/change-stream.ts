@@ -8,7 +8,7 @@
 import type { ChangeStream, ChangeStreamOptions, Document } from "mongodb";
 import type { Logger } from "../delivery/worker.ts";
 import type { Store } from "../store/database.ts";
-import { loadResumeToken, saveResumeToken } from "../store/notification-queue.ts";
+import { loadResumeToken, saveResumeToken } from "./resume-token.ts";
 
 export interface ChangeWatcherOptions {
   store: Store;

@@ -15,7 +15,7 @@
  *   back to the database for a moment.
  * - Wake-ups (change-stream.ts): a change stream on `messages`, with its resume token stored, and a
  *   periodic wake-up for retries and lanes that come due later.
- * - Recording: outcomes are buffered and written with one bulkWrite per flush while the next
+ * - Recording (outcome-recorder.ts): outcomes are buffered and written with one bulkWrite per flush while the next
  *   requests run; then the lanes of messages left with a `notifyAt` are marked due at that time. A
  *   message whose next status is already in the claimed snapshot goes on under the same claim.
  */
@@ -24,10 +24,6 @@ import { WakeSignal } from "../delivery/wake-signal.ts";
 import type { Logger } from "../delivery/worker.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
-import {
-  type NotificationOutcome,
-  recordNotificationOutcomes,
-} from "../store/notification-queue.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { NotificationClaimer, type NotifyingMessage, type WebhookAccount } from "./claiming.ts";
 import { FairDispatcher } from "./dispatch.ts";
@@ -36,6 +32,7 @@ import {
   type ResolvedNotifierOptions,
   resolveNotifierOptions,
 } from "./options.ts";
+import { OutcomeRecorder } from "./outcome-recorder.ts";
 import {
   attemptOutcome,
   hasNextPending,
@@ -62,11 +59,6 @@ export interface NotifierStats extends ChangeWatcherStats {
   lanesRepaired: number;
 }
 
-interface Pending {
-  outcome: NotificationOutcome;
-  accountId: string;
-}
-
 export class Notifier {
   private readonly store: Store;
   private readonly logger: Logger;
@@ -83,8 +75,7 @@ export class Notifier {
   /** Claimed messages here until their outcome is recorded, in all and by account. */
   private inFlight = 0;
   private readonly heldByAccount = new Map<string, number>();
-  private results: Pending[] = [];
-  private flushing: Promise<void> | undefined;
+  private readonly recorder: OutcomeRecorder;
   private readonly counters = {
     delivered: 0,
     failedAttempts: 0,
@@ -109,6 +100,15 @@ export class Notifier {
       leaseMs: o.leaseMs,
       lanesPerRound: o.lanesPerRound,
       laneParallelism: 8,
+    });
+    this.recorder = new OutcomeRecorder({
+      store: o.store,
+      claimer: this.claimer,
+      logger: o.logger,
+      recorded: (accountIds) => {
+        for (const accountId of accountIds) this.done(accountId);
+        this.wake();
+      },
     });
     this.dispatcher = new FairDispatcher<SendTask>(o, {
       run: (task) => this.send(task),
@@ -163,7 +163,7 @@ export class Notifier {
     await this.loop;
     for (const task of this.dispatcher.drain()) this.putBack(task.message, task.claim, 0);
     await this.dispatcher.idle();
-    while (this.flushing || this.results.length > 0) await this.flush();
+    await this.recorder.drain();
     await this.claimer.stop();
     await watching;
     this.sender.destroy();
@@ -289,7 +289,7 @@ export class Notifier {
         "webhook refused",
       );
     }
-    this.record(plan.record, message.accountId);
+    this.recorder.record(plan.record, message.accountId);
   }
 
   /** Sends one notification and records the outcome; a success goes on with the next status. */
@@ -314,7 +314,7 @@ export class Notifier {
         // The next status of this message is already known: send it under the same claim
         // rather than releasing the message and claiming it again (half the claims, in order).
         outcome.keepLease = true;
-        this.record(outcome, message.accountId);
+        this.recorder.record(outcome, message.accountId);
         const handled = message.notifications[index];
         if (handled) handled.state = "delivered";
         this.take(message.accountId);
@@ -336,70 +336,13 @@ export class Notifier {
         );
       }
     }
-    this.record(outcome, message.accountId);
+    this.recorder.record(outcome, message.accountId);
   }
 
   /** Records a claimed message's notification as not attempted, due again in `delayMs`. */
   private putBack(message: NotifyingMessage, claim: string, delayMs: number): void {
     this.counters.deferred++;
     const at = new Date(this.store.clock.nowMs() + delayMs);
-    this.record(putBackOutcome(message, claim, at), message.accountId);
-  }
-
-  // ---- recording --------------------------------------------------------------------------------
-
-  private record(outcome: NotificationOutcome, accountId: string): void {
-    this.results.push({ outcome, accountId });
-    if (!this.flushing) this.flushing = this.flushLoop();
-  }
-
-  private async flush(): Promise<void> {
-    if (this.flushing) await this.flushing;
-    else if (this.results.length > 0) {
-      this.flushing = this.flushLoop();
-      await this.flushing;
-    }
-  }
-
-  /**
-   * Writes buffered outcomes, one bulkWrite per round, until none is left; then stops renewing
-   * the claims that ended and marks due the lanes of the messages left with a `notifyAt`.
-   */
-  private async flushLoop(): Promise<void> {
-    try {
-      while (this.results.length > 0) {
-        const batch = this.results;
-        this.results = [];
-        const started = Date.now();
-        let dueAt: (Date | undefined)[] = [];
-        try {
-          dueAt = await recordNotificationOutcomes(
-            this.store.messages,
-            batch.map((p) => p.outcome),
-            this.store.clock.now(),
-          );
-          this.logger.debug(
-            { count: batch.length, ms: Date.now() - started },
-            "notifier: recorded",
-          );
-        } catch (error) {
-          // The claims run out and the notifications are sent again (at least once).
-          this.logger.error(
-            { err: error, count: batch.length },
-            "notifier: recording outcomes failed",
-          );
-        }
-        for (const [i, { outcome, accountId }] of batch.entries()) {
-          if (!outcome.keepLease) this.claimer.release(outcome.messageId, outcome.claim);
-          const at = dueAt[i];
-          if (at) this.claimer.mark(accountId, at);
-        }
-        await this.claimer.flushMarks();
-        for (const { accountId } of batch) this.done(accountId);
-        this.wake();
-      }
-    } finally {
-      this.flushing = undefined;
-    }
+    this.recorder.record(putBackOutcome(message, claim, at), message.accountId);
   }
 }

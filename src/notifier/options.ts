@@ -4,7 +4,7 @@
  */
 import type { Logger } from "../delivery/worker.ts";
 import type { Store } from "../store/database.ts";
-import { RESUME_TOKEN_KEY } from "../store/notification-queue.ts";
+import { RESUME_TOKEN_KEY } from "./resume-token.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "./retry-schedule.ts";
 
 export interface NotifierOptions {

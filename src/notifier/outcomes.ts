@@ -6,10 +6,10 @@
  * sends and records.
  */
 import type { StatusName, WebhookAttemptDoc } from "../store/documents.ts";
-import type { NotificationOutcome } from "../store/notification-queue.ts";
 import { checkCallbackUrl } from "./address-guard.ts";
 import type { NotifyingMessage, WebhookAccount } from "./claiming.ts";
 import type { DispatchTask } from "./dispatch.ts";
+import type { NotificationOutcome } from "./notification-records.ts";
 import { retryDelayMs } from "./retry-schedule.ts";
 import { type AttemptResult, describe, notificationUrl, receiverKey } from "./sending.ts";
 

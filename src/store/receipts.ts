@@ -1,12 +1,12 @@
 /**
  * Receipts from the carrier (design "Message lifecycle"): matched to their messages by the parts'
  * carrier ids, and applied as grouped status changes, each with its pending notification in the
- * same single-document update (see delivery-queue.ts).
+ * same single-document update (see status-changes.ts).
  */
 import type { AnyBulkWriteOperation, Collection } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
-import { changeStatus } from "./delivery-queue.ts";
 import type { MessageDoc, ReasonName } from "./documents.ts";
+import { changeStatus } from "./status-changes.ts";
 
 export interface ReceiptUpdate {
   carrierId: string;

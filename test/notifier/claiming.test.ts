@@ -10,7 +10,7 @@ import {
   type NotificationClaimerOptions,
 } from "../../src/notifier/claiming.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
-import { changeStatus } from "../../src/store/delivery-queue.ts";
+import { changeStatus } from "../../src/store/status-changes.ts";
 import { commitBatch } from "../support/batches.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";

@@ -11,8 +11,8 @@ import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
-import { changeStatus } from "../../src/store/delivery-queue.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
+import { changeStatus } from "../../src/store/status-changes.ts";
 import {
   eventually,
   insertAccount,

@@ -7,11 +7,11 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
+import { RESUME_TOKEN_KEY } from "../../src/notifier/resume-token.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
-import { changeStatus } from "../../src/store/delivery-queue.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
-import { RESUME_TOKEN_KEY } from "../../src/store/notification-queue.ts";
+import { changeStatus } from "../../src/store/status-changes.ts";
 import {
   insertAccount as insertAccountInto,
   insertMessages as insertMessagesInto,

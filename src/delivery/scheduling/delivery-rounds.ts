@@ -7,13 +7,13 @@
  */
 import { BatchCommits } from "../../store/batch-commits.ts";
 import type { Store } from "../../store/database.ts";
-import { releaseDeliveries } from "../../store/delivery-queue.ts";
 import {
   type ClaimedMessage,
   claimDueDeliveries,
   DELIVERY_QUEUE,
   placeInQueue,
 } from "../delivery-claims.ts";
+import { releaseDeliveries } from "../delivery-queue.ts";
 import { partsOf } from "../submission.ts";
 import { nextDueAt } from "./claims.ts";
 import type { FairLanes, LaneMarker, Turn } from "./lanes.ts";

@@ -1,7 +1,6 @@
 /**
- * Store side of the notifier (design "Status webhooks"): recording the results of a chunk of
- * claimed notifications in one bulkWrite, and the change stream's resume token. Claiming is the
- * notifier's (src/notifier/claiming.ts).
+ * The notification queue's writes (design "Status webhooks"): recording the results of a chunk of
+ * claimed notifications in one bulkWrite. Claiming is in claiming.ts.
  *
  * A message's notifications are sent in order: only the first pending one is ever due, and
  * `notifyAt` is its due time (absent when none is pending). A claim pushes `notifyAt` forward by
@@ -10,13 +9,12 @@
  */
 import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
-import type { Store } from "./database.ts";
 import type {
   MessageDoc,
   NotificationDoc,
   NotificationState,
   WebhookAttemptDoc,
-} from "./documents.ts";
+} from "../store/documents.ts";
 
 /** What became of the first pending notification of a claimed message. */
 export interface NotificationOutcome {
@@ -66,7 +64,7 @@ export interface NotificationOutcome {
  * since the claim, and two `updateOne`s in this order settle it, one of which applies: "the claim
  * holds and there is no notification K" records and removes `notifyAt`, then "the claim still
  * holds" (so there is a K) records and makes it due. A status change that appends K after the
- * first sees no `notifyAt` and sets it itself (see delivery-queue's statusChangeOps), so no
+ * first sees no `notifyAt` and sets it itself (see statusChangeOps in src/store/status-changes.ts), so no
  * notification is left without a due time.
  *
  * Returns, for each outcome, the `notifyAt` its update may have left the message (undefined: none,
@@ -142,27 +140,4 @@ export async function recordNotificationOutcomes(
   }
   await messages.bulkWrite(ops, { ordered: true });
   return dueAt;
-}
-
-export const RESUME_TOKEN_KEY = "notifier.resumeToken";
-
-export async function loadResumeToken(store: Store, key = RESUME_TOKEN_KEY): Promise<unknown> {
-  const doc = await store.state.findOne({ _id: key });
-  return doc?.value ?? undefined;
-}
-
-export async function saveResumeToken(
-  store: Store,
-  token: unknown,
-  key = RESUME_TOKEN_KEY,
-): Promise<void> {
-  await store.state.updateOne(
-    { _id: key },
-    { $set: { value: token, updatedAt: new Date() } },
-    { upsert: true },
-  );
-}
-
-export async function clearResumeToken(store: Store, key = RESUME_TOKEN_KEY): Promise<void> {
-  await store.state.deleteOne({ _id: key });
 }

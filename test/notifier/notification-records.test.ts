@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { claimDueNotifications, type NotifyingMessage } from "../../src/notifier/claiming.ts";
-import { BatchCommits } from "../../src/store/batch-commits.ts";
-import { changeStatus } from "../../src/store/delivery-queue.ts";
 import {
   type NotificationOutcome,
   recordNotificationOutcomes,
-} from "../../src/store/notification-queue.ts";
+} from "../../src/notifier/notification-records.ts";
+import { BatchCommits } from "../../src/store/batch-commits.ts";
+import { changeStatus } from "../../src/store/status-changes.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 

@@ -1,0 +1,74 @@
+/**
+ * Writes what became of claimed notifications, buffered: everything recorded while a write is
+ * under way goes in the next one (one bulkWrite per round). After each write the claims that
+ * ended stop being renewed and the lanes of messages left with a due notification are marked.
+ */
+import type { Logger } from "../delivery/worker.ts";
+import type { Store } from "../store/database.ts";
+import type { NotificationClaimer } from "./claiming.ts";
+import { type NotificationOutcome, recordNotificationOutcomes } from "./notification-records.ts";
+
+interface Pending {
+  outcome: NotificationOutcome;
+  accountId: string;
+}
+
+export class OutcomeRecorder {
+  private results: Pending[] = [];
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: {
+      store: Store;
+      claimer: NotificationClaimer;
+      logger: Logger;
+      /** After each write, with the account of each outcome written (once per outcome). */
+      recorded: (accountIds: string[]) => void;
+    },
+  ) {}
+
+  record(outcome: NotificationOutcome, accountId: string): void {
+    this.results.push({ outcome, accountId });
+    if (!this.flushing) this.flushing = this.flushLoop();
+  }
+
+  /** Resolves when everything recorded so far is written. */
+  async drain(): Promise<void> {
+    while (this.flushing || this.results.length > 0) {
+      this.flushing ??= this.flushLoop();
+      await this.flushing;
+    }
+  }
+
+  private async flushLoop(): Promise<void> {
+    const { store, claimer, logger } = this.deps;
+    try {
+      while (this.results.length > 0) {
+        const batch = this.results;
+        this.results = [];
+        const started = Date.now();
+        let dueAt: (Date | undefined)[] = [];
+        try {
+          dueAt = await recordNotificationOutcomes(
+            store.messages,
+            batch.map((p) => p.outcome),
+            store.clock.now(),
+          );
+          logger.debug({ count: batch.length, ms: Date.now() - started }, "notifier: recorded");
+        } catch (error) {
+          // The claims run out and the notifications are sent again (at least once).
+          logger.error({ err: error, count: batch.length }, "notifier: recording outcomes failed");
+        }
+        for (const [i, { outcome, accountId }] of batch.entries()) {
+          if (!outcome.keepLease) claimer.release(outcome.messageId, outcome.claim);
+          const at = dueAt[i];
+          if (at) claimer.mark(accountId, at);
+        }
+        await claimer.flushMarks();
+        this.deps.recorded(batch.map((p) => p.accountId));
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+}
