@@ -6,7 +6,7 @@ import { BATCH_MESSAGE_PAGES } from "../services/page-tokens.ts";
 import { MICROS } from "../store/accounts.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
-import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./schemas.ts";
+import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
 interface Credentials {

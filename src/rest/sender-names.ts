@@ -7,7 +7,7 @@ import {
   createSenderNameSchema,
   deleteSenderNameSchema,
   listSenderNamesSchema,
-} from "./schemas.ts";
+} from "./sender-name-schemas.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
 interface Credentials {

@@ -4,11 +4,8 @@
  * shapes of every endpoint, and nothing but the REST API.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createSenderNameSchema,
-  sendBatchSchema,
-  sendMessageSchema,
-} from "../../src/rest/schemas.ts";
+import { sendBatchSchema, sendMessageSchema } from "../../src/rest/message-schemas.ts";
+import { createSenderNameSchema } from "../../src/rest/sender-name-schemas.ts";
 import { type RunningService, startService } from "../support/service.ts";
 
 let service: RunningService;

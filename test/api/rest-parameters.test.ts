@@ -7,14 +7,16 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+import {
+  getBatchSchema,
+  sendBatchSchema,
+  sendMessageSchema,
+} from "../../src/rest/message-schemas.ts";
 import { restParameter } from "../../src/rest/parameter-names.ts";
 import {
   createSenderNameSchema,
   deleteSenderNameSchema,
-  getBatchSchema,
-  sendBatchSchema,
-  sendMessageSchema,
-} from "../../src/rest/schemas.ts";
+} from "../../src/rest/sender-name-schemas.ts";
 
 interface RouteSchema {
   body?: { properties?: Record<string, unknown> };
