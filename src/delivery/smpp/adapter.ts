@@ -1,7 +1,7 @@
 /**
  * The SMPP 3.4 adapter of the carrier port (design "Carrier: SMPP 3.4"): `SMS_SMPP_BINDS`
  * transceiver binds to one SMSC (bind.ts), parts encoded one `submit_sm` each (encoding.ts),
- * receipts parsed (receipts.ts) and held until stored (receipt-inbox.ts).
+ * receipts parsed (receipts.ts, incoming.ts) and held until stored (receipt-inbox.ts).
  *
  * Limits: `window` = the window of every bind; `partsPerSecond` = the TPS of every bind. The
  * worker paces its claims by them; `submit` spreads the parts over the binds (the bind with the
@@ -20,16 +20,12 @@
  * to be submitted when a bind is up again. Parts of that call the SMSC had already accepted are
  * then submitted again too: at most the call's parts, which the worker keeps within its window.
  *
- * Receipts carry the message id of parts this process submitted in the last minute as a hint:
- * the worker then waits for the recording of their submission instead of asking to retry them.
- * A `deliver_sm` that is not a receipt (mobile-originated) is acknowledged and logged.
+ * Receipts and mobile-originated messages: incoming.ts.
  */
-import type { SmppPdu } from "smpp";
 import type {
   Carrier,
   CarrierLimits,
   CarrierPart,
-  CarrierReceipt,
   CarrierStatus,
   ReceiptHandler,
   SubmitResult,
@@ -39,8 +35,8 @@ import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
 import { ESME_RMSGQFUL, ESME_RTHROTTLED, statusName } from "./command-status.ts";
 import { type Concatenation, submitSmFields } from "./encoding.ts";
 import { describeEndpoint, type SmppEndpoint } from "./endpoint.ts";
+import { IncomingPdus } from "./incoming.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
-import { isReceipt, moText, parseReceipt, receiptOutcome } from "./receipts.ts";
 
 export interface SmppCarrierOptions {
   endpoint: SmppEndpoint;
@@ -102,8 +98,6 @@ export class CarrierUnavailable extends Error {
   }
 }
 
-const HINT_TTL_MS = 60_000;
-
 export class SmppCarrier implements Carrier {
   readonly name = "smpp";
   readonly limits: CarrierLimits;
@@ -111,8 +105,7 @@ export class SmppCarrier implements Carrier {
   private readonly queue: Job[] = [];
   private readonly calls = new Set<Call>();
   private readonly inbox: ReceiptInbox;
-  /** carrier id -> message id of recent submissions, oldest first. */
-  private readonly hints = new Map<string, { messageId: number; at: number }>();
+  private readonly incoming: IncomingPdus;
   private readonly concatenation: Concatenation;
   private readonly unboundWaitMs: number;
   private readonly maxLostPerPart: number;
@@ -124,7 +117,7 @@ export class SmppCarrier implements Carrier {
   private pumpTimer: NodeJS.Timeout | undefined;
   private pumpAt = Number.POSITIVE_INFINITY;
   private rotation = 0;
-  private readonly counts = { accepted: 0, refused: 0, throttled: 0, resubmitted: 0, mo: 0 };
+  private readonly counts = { accepted: 0, refused: 0, throttled: 0, resubmitted: 0 };
 
   constructor(options: SmppCarrierOptions) {
     const binds = Math.max(1, options.binds ?? 1);
@@ -143,6 +136,7 @@ export class SmppCarrier implements Carrier {
       batchSize: 500,
       collectMs: options.receiptCollectMs ?? 50,
     });
+    this.incoming = new IncomingPdus(this.inbox, options.logger);
     const { endpoint } = options;
     this.binds = Array.from(
       { length: binds },
@@ -166,7 +160,7 @@ export class SmppCarrier implements Carrier {
           },
           {
             changed: () => this.bindsChanged(),
-            deliverSm: (pdu, respond) => this.deliverSm(pdu, respond),
+            deliverSm: (pdu, respond) => this.incoming.deliverSm(pdu, respond),
           },
           options.logger,
         ),
@@ -235,6 +229,7 @@ export class SmppCarrier implements Carrier {
       queued: this.queue.length,
       receipts: this.inbox.stats(),
       ...this.counts,
+      mo: this.incoming.mo,
       binds,
     };
   }
@@ -317,7 +312,7 @@ export class SmppCarrier implements Carrier {
         carrierId = `smpp-no-id-${part.messageId}-${part.partIndex}-${Date.now()}`;
         this.logger.warn(where, "smpp: submit_sm_resp without a message_id: no receipt can match");
       }
-      this.hint(carrierId, part.messageId);
+      this.incoming.hint(carrierId, part.messageId);
       job.settle({ ok: true, carrierId });
     } else if (answer.status === ESME_RTHROTTLED || answer.status === ESME_RMSGQFUL) {
       this.counts.throttled++;
@@ -376,52 +371,5 @@ export class SmppCarrier implements Carrier {
         );
       }
     }
-  }
-
-  private hint(carrierId: string, messageId: number): void {
-    const now = performance.now();
-    this.hints.set(carrierId, { messageId, at: now });
-    for (const [id, entry] of this.hints) {
-      if (now - entry.at < HINT_TTL_MS) break;
-      this.hints.delete(id);
-    }
-  }
-
-  private deliverSm(pdu: SmppPdu, respond: (status?: number) => boolean): void {
-    if (!isReceipt(pdu)) {
-      respond();
-      this.counts.mo++;
-      this.logger.info(
-        {
-          from: pdu.source_addr,
-          to: pdu.destination_addr,
-          dataCoding: pdu.data_coding,
-          text: moText(pdu),
-        },
-        "smpp: mobile-originated message acknowledged (not handled by this service)",
-      );
-      return;
-    }
-    const info = parseReceipt(pdu);
-    const outcome = info && receiptOutcome(info.stat, info.err);
-    if (!info || !outcome) {
-      respond();
-      this.logger.info(
-        { carrierId: info?.carrierId, stat: info?.stat },
-        info
-          ? "smpp: receipt of a state that is not final acknowledged"
-          : "smpp: receipt without an id acknowledged and dropped",
-      );
-      return;
-    }
-    const receipt: CarrierReceipt = {
-      carrierId: info.carrierId,
-      status: outcome.status,
-      at: new Date(),
-    };
-    if (outcome.status === "DELIVERY_ERROR") receipt.reason = outcome.reason;
-    const hint = this.hints.get(info.carrierId);
-    if (hint) receipt.messageId = hint.messageId;
-    this.inbox.add(receipt, () => respond());
   }
 }
