@@ -82,6 +82,7 @@ export function messageResource(
       status: STATUS_TO_PROTO[n.status],
       state: NOTIFICATION_STATE_TO_PROTO[n.state],
       url: n.url ?? "",
+      createTime: timestampFromDate(n.createdAt),
       ...(n.nextAttemptAt && { nextAttemptTime: timestampFromDate(n.nextAttemptAt) }),
       attempts: n.attempts.map((a) => ({
         attemptTime: timestampFromDate(a.at),
