@@ -34,7 +34,7 @@ export const STATUS_FROM_PROTO = Object.fromEntries(
   Object.entries(STATUS_TO_PROTO).map(([name, status]) => [status, name]),
 ) as Partial<Record<MessageStatus, StatusName>>;
 
-const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
+export const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
   Undelivered: NonDeliveryReason.UNDELIVERED,
   Unreachable: NonDeliveryReason.UNREACHABLE,
   Expired: NonDeliveryReason.EXPIRED,
