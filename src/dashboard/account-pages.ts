@@ -138,7 +138,7 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
           call,
         );
       } catch (error) {
-        const { status, errors } = serviceErrors(error);
+        const { status, errors } = serviceErrors(error, reply);
         return dashboard.render(
           reply.code(status),
           "sender-names",

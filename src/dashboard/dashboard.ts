@@ -7,6 +7,7 @@ import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config/config.ts";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
+import { forwardServiceHeaders } from "../rest/call-options.ts";
 import { HTTP_STATUS } from "../rest/error-handler.ts";
 import { restParameter } from "../rest/parameter-names.ts";
 import type { ServiceClients } from "../rest/service-clients.ts";
@@ -106,7 +107,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   };
 
   app.setErrorHandler((error: FastifyError | ConnectError, request, reply) => {
-    const { status, errors } = errorPage(error);
+    const { status, errors } = errorPage(error, reply);
     if (status >= 500) request.log.error({ err: error }, "dashboard request failed");
     return dashboard.render(reply.code(status), "error", { title: `Error ${status}`, errors });
   });
@@ -126,9 +127,16 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   messagePages(app, dashboard);
 }
 
-/** A service refusal's HTTP status and its errors in the spec's shape; anything else as is. */
-export function serviceErrors(error: unknown): { status: number; errors: FieldErrorList } {
+/**
+ * A service refusal's HTTP status and its errors in the spec's shape, its retry hints copied onto
+ * `reply` as REST does; anything but a service error is thrown again.
+ */
+export function serviceErrors(
+  error: unknown,
+  reply: FastifyReply,
+): { status: number; errors: FieldErrorList } {
   if (error instanceof ConnectError) {
+    forwardServiceHeaders(error.metadata, reply);
     const status = HTTP_STATUS[error.code] ?? 500;
     if (status >= 500 && status !== 503) {
       return { status, errors: { request: ["internal error; please retry later"] } };
@@ -144,8 +152,11 @@ export function serviceErrors(error: unknown): { status: number; errors: FieldEr
   throw error;
 }
 
-function errorPage(error: FastifyError | ConnectError): { status: number; errors: FieldErrorList } {
-  if (error instanceof ConnectError) return serviceErrors(error);
+function errorPage(
+  error: FastifyError | ConnectError,
+  reply: FastifyReply,
+): { status: number; errors: FieldErrorList } {
+  if (error instanceof ConnectError) return serviceErrors(error, reply);
   const status = error.statusCode ?? 500;
   if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
     return {

@@ -140,7 +140,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
           page.next = new URLSearchParams({ ...filters, page: found.nextPageToken }).toString();
         }
       } catch (error) {
-        const { status, errors } = serviceErrors(error);
+        const { status, errors } = serviceErrors(error, reply);
         return dashboard.render(reply.code(status), "messages", { ...page, errors }, account);
       }
       return dashboard.render(reply, "messages", page, account);

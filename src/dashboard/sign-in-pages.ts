@@ -41,7 +41,7 @@ export function signInPages(app: FastifyInstance, dashboard: Dashboard): void {
           signInCall(request, apiKey, apiSecret),
         );
       } catch (error) {
-        const { status, errors } = serviceErrors(error);
+        const { status, errors } = serviceErrors(error, reply);
         return dashboard.render(reply.code(status), "sign-in", {
           title: "Sign in",
           apiKey,
