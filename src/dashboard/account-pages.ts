@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { asUnavailable } from "../services/database-deadlines.ts";
 import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
 import { creditOf, recentStatusCounts } from "../store/account-summary.ts";
@@ -36,7 +37,9 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
       const [credit, counts] = await Promise.all([
         creditOf(store, account.apiKey, options),
         recentStatusCounts(store, account.apiKey, since, COUNT_CAP, options),
-      ]);
+      ]).catch((error: unknown) => {
+        throw asUnavailable(error);
+      });
       const count = (status: string) => counts.find((c) => c.status === status)?.count ?? 0;
       const delivered = count("DELIVERED");
       const final = delivered + count("DELIVERY_ERROR") + count("SEND_ERROR");

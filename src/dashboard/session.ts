@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { fromAddress } from "../rate-limits/client-address.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
 import { AUTHENTICATED_ACCOUNT, basicAuthorization } from "../services/authentication.ts";
+import { asUnavailable } from "../services/database-deadlines.ts";
 
 // The dashboard's session: after a sign-in the services checked, an encrypted and signed cookie
 // (@fastify/secure-session) holds the apiKey and the sign-in time, never the secret. Every page
@@ -63,7 +64,10 @@ export async function signedInAccount(
     request.session.delete();
     return undefined;
   }
-  const account = await directory.get(apiKey);
+  // A database that cannot answer is a 503 page, as on every door.
+  const account = await directory.get(apiKey).catch((error: unknown) => {
+    throw asUnavailable(error);
+  });
   if (!account) request.session.delete();
   return account ?? undefined;
 }

@@ -252,7 +252,15 @@ describe("dashboard", () => {
       `${receiver.baseUrl}/hooks`,
     );
     await screenshot(page, "settings");
-    await page.getByRole("button", { name: "Sign out" }).click();
+    // By keyboard only: Tab from the top reaches the sign-out button, Enter presses it.
+    await page.locator("body").focus();
+    let focused = "";
+    for (let i = 0; i < 15 && focused !== "Sign out"; i++) {
+      await page.keyboard.press("Tab");
+      focused = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? "");
+    }
+    expect(focused).toBe("Sign out");
+    await page.keyboard.press("Enter");
     await page.waitForURL(/\/sign-in\?signed-out$/);
     await page.goto(`${service.baseUrl}/dashboard/overview`);
     expect(page.url()).toBe(`${service.baseUrl}/dashboard/sign-in`);
