@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import type { Db } from "mongodb";
 import { startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
+import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
@@ -195,6 +196,18 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     messageRoutes(rest, clients, config.bodyLimitBytes);
     senderNameRoutes(rest, clients);
   });
+  // The account dashboard: HTML pages over the same services, in a scope of its own (its
+  // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.
+  await app.register(
+    (dashboard) =>
+      dashboardRoutes(dashboard, {
+        clients: inProcessClients(serviceRoutes),
+        directory,
+        store,
+        config,
+      }),
+    { prefix: "/dashboard" },
+  );
   registerErrorHandler(app);
   registerNotFoundHandler(app);
 

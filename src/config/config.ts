@@ -55,6 +55,14 @@ export interface Config {
   carrier: "simulator" | "smpp";
   /** With `carrier: "smpp"`. */
   smpp: SmppConfig | undefined;
+  /**
+   * The key that encrypts and signs the dashboard's session cookies (32 bytes, given as 64 hex
+   * digits). Unset: a random key per start, so sessions end with the process and are not shared
+   * between instances.
+   */
+  dashboardSessionKey: Buffer | undefined;
+  /** How long a dashboard sign-in lasts, in minutes. */
+  dashboardSessionMinutes: number;
 }
 
 export interface SmppConfig {
@@ -142,6 +150,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
+    dashboardSessionKey: readSessionKey(read.secret("SMS_DASHBOARD_SESSION_KEY"), problems),
+    dashboardSessionMinutes: read.integer("SMS_DASHBOARD_SESSION_MINUTES", 60, {
+      min: 1,
+      max: 7 * 24 * 60,
+    }),
   };
   if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
   // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
@@ -156,6 +169,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** 64 hex digits; a bad value is reported without repeating it (it is a secret). */
+function readSessionKey(value: string | undefined, problems: string[]): Buffer | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[0-9a-fA-F]{64}$/.test(value)) {
+    problems.push("SMS_DASHBOARD_SESSION_KEY: expected 64 hex digits (32 random bytes)");
+    return undefined;
+  }
+  return Buffer.from(value, "hex");
 }
 
 function readSmppConfig(read: EnvReader, problems: string[]): SmppConfig | undefined {

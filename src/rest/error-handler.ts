@@ -20,7 +20,8 @@ declare module "fastify" {
   }
 }
 
-const HTTP_STATUS: Partial<Record<Code, number>> = {
+/** The HTTP status of a service refusal; the dashboard answers with the same ones. */
+export const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.InvalidArgument]: 400,
   [Code.Unauthenticated]: 401,
   [Code.FailedPrecondition]: 402,

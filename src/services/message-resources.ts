@@ -34,7 +34,7 @@ export const STATUS_FROM_PROTO = Object.fromEntries(
   Object.entries(STATUS_TO_PROTO).map(([name, status]) => [status, name]),
 ) as Partial<Record<MessageStatus, StatusName>>;
 
-const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
+export const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
   Undelivered: NonDeliveryReason.UNDELIVERED,
   Unreachable: NonDeliveryReason.UNREACHABLE,
   Expired: NonDeliveryReason.EXPIRED,
@@ -82,6 +82,7 @@ export function messageResource(
       status: STATUS_TO_PROTO[n.status],
       state: NOTIFICATION_STATE_TO_PROTO[n.state],
       url: n.url ?? "",
+      createTime: timestampFromDate(n.createdAt),
       ...(n.nextAttemptAt && { nextAttemptTime: timestampFromDate(n.nextAttemptAt) }),
       attempts: n.attempts.map((a) => ({
         attemptTime: timestampFromDate(a.at),

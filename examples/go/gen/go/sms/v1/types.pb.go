@@ -622,8 +622,10 @@ type StatusNotification struct {
 	Attempts []*WebhookAttempt `protobuf:"bytes,4,rep,name=attempts,proto3" json:"attempts,omitempty"`
 	// When the next attempt is due; unset unless PENDING.
 	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When the message took this status (the notification was created with the change).
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusNotification) Reset() {
@@ -687,6 +689,13 @@ func (x *StatusNotification) GetAttempts() []*WebhookAttempt {
 func (x *StatusNotification) GetNextAttemptTime() *timestamppb.Timestamp {
 	if x != nil {
 		return x.NextAttemptTime
+	}
+	return nil
+}
+
+func (x *StatusNotification) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
 	}
 	return nil
 }
@@ -905,13 +914,15 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"updateTime\x12@\n" +
 	"\rnotifications\x18\x0e \x03(\v2\x1a.sms.v1.StatusNotificationR\rnotificationsB\x1a\n" +
 	"\x18_credit_remaining_microsB\v\n" +
-	"\t_batch_id\"\x82\x02\n" +
+	"\t_batch_id\"\xbf\x02\n" +
 	"\x12StatusNotification\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.sms.v1.MessageStatusR\x06status\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.sms.v1.NotificationStateR\x05state\x12\x10\n" +
 	"\x03url\x18\x03 \x01(\tR\x03url\x122\n" +
 	"\battempts\x18\x04 \x03(\v2\x16.sms.v1.WebhookAttemptR\battempts\x12F\n" +
-	"\x11next_attempt_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\"\xa7\x01\n" +
+	"\x11next_attempt_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\x12;\n" +
+	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\"\xa7\x01\n" +
 	"\x0eWebhookAttempt\x12=\n" +
 	"\fattempt_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\vattemptTime\x12\x1f\n" +
 	"\vhttp_status\x18\x02 \x01(\x05R\n" +
@@ -1008,14 +1019,15 @@ var file_sms_v1_types_proto_depIdxs = []int32{
 	3,  // 7: sms.v1.StatusNotification.state:type_name -> sms.v1.NotificationState
 	9,  // 8: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
 	11, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
-	11, // 10: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
-	4,  // 11: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
-	5,  // 12: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	11, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
+	11, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
+	4,  // 12: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
+	5,  // 13: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_types_proto_init() }

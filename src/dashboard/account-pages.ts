@@ -1,0 +1,192 @@
+import type { FastifyInstance } from "fastify";
+import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { asUnavailable } from "../services/database-deadlines.ts";
+import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
+import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
+import { creditOf, recentStatusCounts } from "../store/account-summary.ts";
+import type { Dashboard } from "./dashboard.ts";
+import { serviceErrors } from "./dashboard.ts";
+import { sessionCall } from "./session.ts";
+import { creditText, ownerTypeName, purposeName, STATUS_MEANINGS } from "./wording.ts";
+
+// The account's own pages: the overview (credit, the last 24 hours by status), its sender names
+// (request, list, delete) and its settings.
+
+/** Each status count of the overview stops here: the overview stays fast at any volume. */
+const COUNT_CAP = 1_000_000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+interface SenderNameForm {
+  name: string;
+  purpose: string;
+  ownerType: string;
+  owner: string;
+  exampleMsg: string;
+}
+
+const text = (value: unknown): string => (typeof value === "string" ? value : "");
+
+export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
+  const { clients, store, config } = dashboard.deps;
+
+  app.get(
+    "/overview",
+    dashboard.signedIn(async (_request, reply, account) => {
+      const options = { maxTimeMS: config.requestTimeoutMs };
+      const since = new Date(Date.now() - DAY_MS);
+      const [credit, counts] = await Promise.all([
+        creditOf(store, account.apiKey, options),
+        recentStatusCounts(store, account.apiKey, since, COUNT_CAP, options),
+      ]).catch((error: unknown) => {
+        throw asUnavailable(error);
+      });
+      const count = (status: string) => counts.find((c) => c.status === status)?.count ?? 0;
+      const delivered = count("DELIVERED");
+      const final = delivered + count("DELIVERY_ERROR") + count("SEND_ERROR");
+      const largest = Math.max(1, ...counts.map((c) => c.count));
+      return dashboard.render(
+        reply,
+        "overview",
+        {
+          title: "Overview",
+          nav: "overview",
+          credit: creditText(credit ?? 0),
+          total: counts.reduce((sum, c) => sum + c.count, 0),
+          bars: counts.map((c) => ({
+            ...c,
+            meaning: STATUS_MEANINGS[c.status],
+            // Bar length in percent of the chart's width, at least a sliver for a non-zero count.
+            width: c.count === 0 ? 0 : Math.max(1, Math.round((c.count / largest) * 100)),
+          })),
+          deliveryRate: final === 0 ? undefined : ((delivered / final) * 100).toFixed(1),
+          final,
+        },
+        account,
+      );
+    }),
+  );
+
+  const listSenderNames = async (call: ReturnType<typeof sessionCall>) => {
+    const names: SenderName[] = [];
+    let pageToken = "";
+    do {
+      const page = await clients.senderNames.listSenderNames(
+        { pageSize: SENDER_NAME_PAGES.max, pageToken },
+        call,
+      );
+      names.push(...page.senderNames);
+      pageToken = page.nextPageToken;
+    } while (pageToken !== "");
+    return names.map((n) => ({
+      name: n.name,
+      pending: n.pending,
+      reliable: n.reliable,
+      isDefault: n.isDefault,
+      purpose: purposeName(n.purpose),
+      ownerType: ownerTypeName(n.ownerType),
+      owner: n.owner,
+    }));
+  };
+
+  const senderNamesPage = {
+    title: "Sender names",
+    nav: "sender-names",
+    purposes: Object.keys(PURPOSES),
+    ownerTypes: Object.keys(OWNER_TYPES),
+  };
+
+  app.get<{ Querystring: { requested?: string; deleted?: string } }>(
+    "/sender-names",
+    dashboard.signedIn(async (request, reply, account) => {
+      const query = request.query as { requested?: string; deleted?: string };
+      return dashboard.render(
+        reply,
+        "sender-names",
+        {
+          ...senderNamesPage,
+          names: await listSenderNames(sessionCall(request, account)),
+          form: { name: "", purpose: "", ownerType: "", owner: "", exampleMsg: "" },
+          errors: {},
+          requested: text(query.requested),
+          deleted: text(query.deleted),
+        },
+        account,
+      );
+    }),
+  );
+
+  app.post(
+    "/sender-names",
+    { preValidation: app.csrfProtection },
+    dashboard.signedIn(async (request, reply, account) => {
+      const body = (request.body ?? {}) as Record<string, unknown>;
+      const form: SenderNameForm = {
+        name: text(body.name),
+        purpose: text(body.purpose),
+        ownerType: text(body.ownerType),
+        owner: text(body.owner),
+        exampleMsg: text(body.exampleMsg),
+      };
+      const call = sessionCall(request, account);
+      try {
+        // An unknown purpose or owner type goes as UNSPECIFIED: the service refuses it, in its words.
+        await clients.senderNames.createSenderName(
+          {
+            name: form.name,
+            purpose: PURPOSES[form.purpose as keyof typeof PURPOSES] ?? 0,
+            ownerType: OWNER_TYPES[form.ownerType as keyof typeof OWNER_TYPES] ?? 0,
+            owner: form.owner,
+            exampleMsg: form.exampleMsg,
+          },
+          call,
+        );
+      } catch (error) {
+        const { status, errors } = serviceErrors(error, reply);
+        return dashboard.render(
+          reply.code(status),
+          "sender-names",
+          {
+            ...senderNamesPage,
+            names: await listSenderNames(call),
+            form,
+            errors,
+            requested: "",
+            deleted: "",
+          },
+          account,
+        );
+      }
+      return reply.redirect(
+        `/dashboard/sender-names?requested=${encodeURIComponent(form.name)}`,
+        303,
+      );
+    }),
+  );
+
+  app.post<{ Params: { name: string } }>(
+    "/sender-names/:name/delete",
+    { preValidation: app.csrfProtection },
+    dashboard.signedIn(async (request, reply, account) => {
+      const { name } = request.params as { name: string };
+      await clients.senderNames.deleteSenderName({ name }, sessionCall(request, account));
+      return reply.redirect(`/dashboard/sender-names?deleted=${encodeURIComponent(name)}`, 303);
+    }),
+  );
+
+  app.get(
+    "/settings",
+    dashboard.signedIn(async (_request, reply, account) =>
+      dashboard.render(
+        reply,
+        "settings",
+        {
+          title: "Settings",
+          nav: "settings",
+          statusUrl: account.statusUrl ?? "",
+          defaultSender: account.defaultSender ?? "",
+        },
+        account,
+      ),
+    ),
+  );
+}

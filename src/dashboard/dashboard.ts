@@ -1,0 +1,169 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { ConnectError } from "@connectrpc/connect";
+import csrfProtection from "@fastify/csrf-protection";
+import view from "@fastify/view";
+import { Eta } from "eta";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Config } from "../config/config.ts";
+import { registerBodyParsers } from "../rest/body-parsers.ts";
+import { forwardServiceHeaders } from "../rest/call-options.ts";
+import { HTTP_STATUS } from "../rest/error-handler.ts";
+import { restParameter } from "../rest/parameter-names.ts";
+import type { ServiceClients } from "../rest/service-clients.ts";
+import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
+import { fieldErrorsOf } from "../services/errors.ts";
+import type { Store } from "../store/database.ts";
+import { accountPages } from "./account-pages.ts";
+import { messagePages } from "./message-pages.ts";
+import { registerSession, signedInAccount } from "./session.ts";
+import { signInPages } from "./sign-in-pages.ts";
+
+// The account dashboard (design "Account dashboard"): server-rendered pages under /dashboard on
+// PORT, reading and writing only through the services (the same in-process clients as REST), with
+// the signed-in account handed to them by the session (session.ts). Eta escapes every `<%= %>`;
+// no page runs a script, so the Content-Security-Policy allows none.
+
+export interface DashboardDeps {
+  clients: ServiceClients;
+  directory: AccountDirectory;
+  store: Store;
+  config: Pick<
+    Config,
+    "dashboardSessionKey" | "dashboardSessionMinutes" | "production" | "requestTimeoutMs"
+  >;
+}
+
+/** Errors in the spec's shape, `{field: [messages]}`, shown above a form. */
+export type FieldErrorList = Record<string, string[]>;
+
+/** A page handler for a signed-in account. */
+export type AccountHandler = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  account: AccountView,
+) => Promise<unknown>;
+
+export interface Dashboard {
+  deps: DashboardDeps;
+  /** Renders `page` inside the layout, with a fresh CSRF token for its forms. */
+  render(
+    reply: FastifyReply,
+    page: string,
+    data: Record<string, unknown>,
+    account?: AccountView,
+  ): FastifyReply;
+  /** Runs `handler` for the signed-in account, or sends the browser to the sign-in page. */
+  signedIn(handler: AccountHandler): (request: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+const VIEWS = fileURLToPath(new URL("./views/", import.meta.url));
+const STYLESHEET = readFileSync(new URL("./views/dashboard.css", import.meta.url), "utf8");
+
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+  // Pages show an account's traffic: no shared or back-button cache keeps them.
+  "cache-control": "no-store",
+};
+
+/** Registered with `{ prefix: "/dashboard" }` in a scope of its own. */
+export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  registerBodyParsers(app);
+  await registerSession(app, {
+    key: deps.config.dashboardSessionKey,
+    production: deps.config.production,
+    minutes: deps.config.dashboardSessionMinutes,
+  });
+  await app.register(csrfProtection, { sessionPlugin: "@fastify/secure-session" });
+  await app.register(view, {
+    engine: { eta: new Eta({ views: VIEWS, autoEscape: true, cache: deps.config.production }) },
+    templates: VIEWS,
+  });
+  app.addHook("onRequest", async (_request, reply) => {
+    reply.headers(SECURITY_HEADERS);
+  });
+
+  const dashboard: Dashboard = {
+    deps,
+    render(reply, page, data, account) {
+      return reply
+        .type("text/html; charset=utf-8")
+        .view(page, { ...data, account, csrfToken: reply.generateCsrf() });
+    },
+    signedIn(handler) {
+      return async (request, reply) => {
+        const account = await signedInAccount(
+          request,
+          deps.directory,
+          deps.config.dashboardSessionMinutes,
+        );
+        if (!account) return reply.redirect("/dashboard/sign-in", 303);
+        return handler(request, reply, account);
+      };
+    },
+  };
+
+  app.setErrorHandler((error: FastifyError | ConnectError, request, reply) => {
+    const { status, errors } = errorPage(error, reply);
+    if (status >= 500) request.log.error({ err: error }, "dashboard request failed");
+    return dashboard.render(reply.code(status), "error", { title: `Error ${status}`, errors });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    dashboard.render(reply.code(404), "error", {
+      title: "Not found",
+      errors: { request: [`no such page: ${request.url.split("?")[0]}`] },
+    }),
+  );
+
+  app.get("/assets/dashboard.css", async (_request, reply) =>
+    reply.type("text/css; charset=utf-8").header("cache-control", "max-age=300").send(STYLESHEET),
+  );
+  app.get("/", async (_request, reply) => reply.redirect("/dashboard/overview", 303));
+  signInPages(app, dashboard);
+  accountPages(app, dashboard);
+  messagePages(app, dashboard);
+}
+
+/**
+ * A service refusal's HTTP status and its errors in the spec's shape, its retry hints copied onto
+ * `reply` as REST does; anything but a service error is thrown again.
+ */
+export function serviceErrors(
+  error: unknown,
+  reply: FastifyReply,
+): { status: number; errors: FieldErrorList } {
+  if (error instanceof ConnectError) {
+    forwardServiceHeaders(error.metadata, reply);
+    const status = HTTP_STATUS[error.code] ?? 500;
+    if (status >= 500 && status !== 503) {
+      return { status, errors: { request: ["internal error; please retry later"] } };
+    }
+    const errors: FieldErrorList = {};
+    for (const { field, message } of fieldErrorsOf(error)) {
+      const name = restParameter(field);
+      errors[name] = [...(errors[name] ?? []), message];
+    }
+    if (Object.keys(errors).length === 0) errors.request = [error.rawMessage];
+    return { status, errors };
+  }
+  throw error;
+}
+
+function errorPage(
+  error: FastifyError | ConnectError,
+  reply: FastifyReply,
+): { status: number; errors: FieldErrorList } {
+  if (error instanceof ConnectError) return serviceErrors(error, reply);
+  const status = error.statusCode ?? 500;
+  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
+    return {
+      status: 403,
+      errors: { request: ["the form was not sent from this dashboard, or it is stale: reload it"] },
+    };
+  }
+  if (status >= 400 && status < 500) return { status, errors: { request: [error.message] } };
+  return { status: 500, errors: { request: ["internal error; please retry later"] } };
+}

@@ -1,0 +1,258 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance } from "fastify";
+import type { Batch, ListMessagesRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
+import type { Message } from "../../gen/sms/v1/types_pb.ts";
+import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
+import { STATUS_TO_PROTO } from "../services/message-resources.ts";
+import { STATUS_NAMES } from "../store/account-summary.ts";
+import type { StatusName } from "../store/documents.ts";
+import type { Dashboard, FieldErrorList } from "./dashboard.ts";
+import { serviceErrors } from "./dashboard.ts";
+import { sessionCall } from "./session.ts";
+import { notificationState, reasonOf, STATUS_MEANINGS, statusName, timeText } from "./wording.ts";
+
+// Messages and batches, read with the lists of MessagingService (keyset pages on the listing
+// indexes): searching, one message with its history and webhook attempts, batches with progress.
+
+type ListMessagesInit = MessageInitShape<typeof ListMessagesRequestSchema>;
+
+const MESSAGES_PER_PAGE = 25;
+const BATCHES_PER_PAGE = 10;
+const BATCH_MESSAGES_PER_PAGE = 50;
+
+interface MessageSearch {
+  to: string;
+  status: string;
+  batch: string;
+  from: string;
+  until: string;
+  page: string;
+}
+
+const text = (value: unknown): string => (typeof value === "string" ? value.trim() : "");
+const ID = /^[1-9][0-9]{0,15}$/;
+// What an <input type="datetime-local"> sends, read as UTC.
+const LOCAL_TIME = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?$/;
+
+/** The search form's fields as a ListMessages request, or the spec-shaped errors of the bad ones. */
+export function searchRequest(
+  search: MessageSearch,
+): { request: ListMessagesInit } | { errors: FieldErrorList } {
+  const errors: FieldErrorList = {};
+  const request: ListMessagesInit = {
+    pageSize: MESSAGES_PER_PAGE,
+    pageToken: search.page,
+  };
+  if (search.to !== "") {
+    if (isValidPhoneNumber(search.to)) request.to = search.to;
+    else errors.to = [PHONE_NUMBER_ERROR];
+  }
+  if (search.status !== "") {
+    if ((STATUS_NAMES as readonly string[]).includes(search.status)) {
+      request.status = STATUS_TO_PROTO[search.status as StatusName];
+    } else errors.status = [`status must be one of ${STATUS_NAMES.join(", ")}`];
+  }
+  if (search.batch !== "") {
+    if (ID.test(search.batch)) request.batchId = BigInt(search.batch);
+    else errors.batch = ["batch must be a batch id: a positive integer"];
+  }
+  for (const field of ["from", "until"] as const) {
+    if (search[field] === "") continue;
+    const match = LOCAL_TIME.exec(search[field]);
+    const time = match ? new Date(`${match[1]}T${match[2]}${match[3] ?? ":00"}Z`) : undefined;
+    if (!time || Number.isNaN(time.getTime())) {
+      errors[field] = [`${field} must be a date and time, YYYY-MM-DDTHH:MM (UTC)`];
+    } else if (field === "from") request.startTime = timestampFromDate(time);
+    else request.endTime = timestampFromDate(time);
+  }
+  return Object.keys(errors).length > 0 ? { errors } : { request };
+}
+
+function messageRow(message: Message) {
+  return {
+    id: message.id.toString(),
+    to: message.to,
+    from: message.sender,
+    status: statusName(message.status),
+    reason: reasonOf(message.nonDeliveryReason)?.name ?? "",
+    batchId: message.batchId?.toString() ?? "",
+    created: timeText(message.createTime),
+    text: message.text,
+  };
+}
+
+function batchRow(batch: Batch) {
+  const progress = batch.progress;
+  return {
+    id: batch.id.toString(),
+    name: batch.name,
+    created: timeText(batch.createTime),
+    totalCount: batch.totalCount,
+    acceptedCount: batch.acceptedCount,
+    rejectedCount: batch.rejectedCount,
+    sentCount: progress?.sentCount ?? 0,
+    deliveredCount: progress?.deliveredCount ?? 0,
+    undeliveredCount: progress?.undeliveredCount ?? 0,
+    isActive: progress?.isActive ?? false,
+    done: (progress?.deliveredCount ?? 0) + (progress?.undeliveredCount ?? 0),
+  };
+}
+
+export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
+  const { messaging } = dashboard.deps.clients;
+
+  app.get(
+    "/messages",
+    dashboard.signedIn(async (request, reply, account) => {
+      const query = request.query as Record<string, unknown>;
+      const search: MessageSearch = {
+        to: text(query.to),
+        status: text(query.status),
+        batch: text(query.batch),
+        from: text(query.from),
+        until: text(query.until),
+        page: text(query.page),
+      };
+      const page = {
+        title: "Messages",
+        nav: "messages",
+        search,
+        statuses: STATUS_NAMES,
+        messages: [] as ReturnType<typeof messageRow>[],
+        next: "",
+        errors: {} as FieldErrorList,
+      };
+      const built = searchRequest(search);
+      if ("errors" in built) {
+        return dashboard.render(
+          reply.code(400),
+          "messages",
+          { ...page, errors: built.errors },
+          account,
+        );
+      }
+      try {
+        const found = await messaging.listMessages(built.request, sessionCall(request, account));
+        page.messages = found.messages.map(messageRow);
+        if (found.nextPageToken !== "") {
+          const { page: _, ...filters } = search;
+          page.next = new URLSearchParams({ ...filters, page: found.nextPageToken }).toString();
+        }
+      } catch (error) {
+        const { status, errors } = serviceErrors(error, reply);
+        return dashboard.render(reply.code(status), "messages", { ...page, errors }, account);
+      }
+      return dashboard.render(reply, "messages", page, account);
+    }),
+  );
+
+  app.get(
+    "/messages/:id",
+    dashboard.signedIn(async (request, reply, account) => {
+      const { id } = request.params as { id: string };
+      if (!ID.test(id)) {
+        return dashboard.render(
+          reply.code(400),
+          "error",
+          { title: "Error 400", errors: { id: ["id must be a message id: a positive integer"] } },
+          account,
+        );
+      }
+      const { message } = await messaging.getMessage(
+        { id: BigInt(id) },
+        sessionCall(request, account),
+      );
+      if (!message) throw new Error("the service returned no message");
+      const status = statusName(message.status);
+      return dashboard.render(
+        reply,
+        "message",
+        {
+          title: `Message ${id}`,
+          nav: "messages",
+          message: messageRow(message),
+          statusMeaning: STATUS_MEANINGS[status as StatusName] ?? "",
+          reason: reasonOf(message.nonDeliveryReason),
+          ttlSeconds: message.ttlSeconds,
+          statusCallback: message.statusCallback,
+          updated: timeText(message.updateTime),
+          parts: message.segments.map((s) => ({ id: s.id.toString(), text: s.text })),
+          history: message.notifications.map((n) => ({
+            status: statusName(n.status),
+            at: timeText(n.createTime),
+            state: notificationState(n.state),
+            url: n.url,
+            nextAttempt: timeText(n.nextAttemptTime),
+            attempts: n.attempts.map((a) => ({
+              at: timeText(a.attemptTime),
+              httpStatus: a.httpStatus === 0 ? "no answer" : String(a.httpStatus),
+              error: a.error,
+              durationMs: a.durationMs,
+            })),
+          })),
+        },
+        account,
+      );
+    }),
+  );
+
+  app.get(
+    "/batches",
+    dashboard.signedIn(async (request, reply, account) => {
+      const call = sessionCall(request, account);
+      const pageToken = text((request.query as Record<string, unknown>).page);
+      const found = await messaging.listBatches({ pageSize: BATCHES_PER_PAGE, pageToken }, call);
+      // The list has no progress; each batch's comes from GetBatch, counted from its messages.
+      const batches = await Promise.all(
+        found.batches.map(async (b) => (await messaging.getBatch({ id: b.id }, call)).batch ?? b),
+      );
+      return dashboard.render(
+        reply,
+        "batches",
+        {
+          title: "Batches",
+          nav: "batches",
+          batches: batches.map(batchRow),
+          next: found.nextPageToken,
+        },
+        account,
+      );
+    }),
+  );
+
+  app.get(
+    "/batches/:id",
+    dashboard.signedIn(async (request, reply, account) => {
+      const { id } = request.params as { id: string };
+      if (!ID.test(id)) {
+        return dashboard.render(
+          reply.code(400),
+          "error",
+          { title: "Error 400", errors: { id: ["id must be a batch id: a positive integer"] } },
+          account,
+        );
+      }
+      const call = sessionCall(request, account);
+      const pageToken = text((request.query as Record<string, unknown>).page);
+      const { batch } = await messaging.getBatch({ id: BigInt(id) }, call);
+      if (!batch) throw new Error("the service returned no batch");
+      const found = await messaging.listBatchMessages(
+        { batchId: BigInt(id), pageSize: BATCH_MESSAGES_PER_PAGE, pageToken },
+        call,
+      );
+      return dashboard.render(
+        reply,
+        "batch",
+        {
+          title: `Batch ${id}`,
+          nav: "batches",
+          batch: batchRow(batch),
+          messages: found.messages.map(messageRow),
+          next: found.nextPageToken,
+        },
+        account,
+      );
+    }),
+  );
+}

@@ -1,0 +1,86 @@
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import {
+  MessageStatus,
+  NonDeliveryReason,
+  NotificationState,
+  SenderNameOwnerType,
+  SenderNamePurpose,
+} from "../../gen/sms/v1/types_pb.ts";
+import type { ReasonName, StatusName } from "../store/documents.ts";
+
+// How the dashboard words what the services answer: statuses and non-delivery reasons in the
+// spec's words (its tables "Message status values" and "Reasons for non-delivery"), times in UTC,
+// money in account currency.
+
+export const STATUS_MEANINGS: Record<StatusName, string> = {
+  ACCEPTED: "The message is valid and will be sent",
+  SENT: "The message has been sent; waiting for the delivery receipt",
+  DELIVERED: "The message has been delivered",
+  SEND_ERROR: "An error occurred while sending",
+  DELIVERY_ERROR: "The message was sent but cannot reach the receiver",
+};
+
+export const REASON_MEANINGS: Record<ReasonName, string> = {
+  Undelivered: "General error with no further information",
+  Unreachable: "Handset out of range, off, dead battery or otherwise not contactable",
+  Expired: "The message could not be routed through the network within the time limit",
+  "SIM card full": "The handset's SIM card is full",
+  Unroutable:
+    "No route to the network found (usually the controlling network of the number cannot be determined)",
+};
+
+const STATUS_NAMES: Partial<Record<MessageStatus, StatusName>> = {
+  [MessageStatus.ACCEPTED]: "ACCEPTED",
+  [MessageStatus.SENT]: "SENT",
+  [MessageStatus.DELIVERED]: "DELIVERED",
+  [MessageStatus.SEND_ERROR]: "SEND_ERROR",
+  [MessageStatus.DELIVERY_ERROR]: "DELIVERY_ERROR",
+};
+
+const REASON_NAMES: Partial<Record<NonDeliveryReason, ReasonName>> = {
+  [NonDeliveryReason.UNDELIVERED]: "Undelivered",
+  [NonDeliveryReason.UNREACHABLE]: "Unreachable",
+  [NonDeliveryReason.EXPIRED]: "Expired",
+  [NonDeliveryReason.SIM_CARD_FULL]: "SIM card full",
+  [NonDeliveryReason.UNROUTABLE]: "Unroutable",
+};
+
+const NOTIFICATION_STATES: Record<NotificationState, string> = {
+  [NotificationState.UNSPECIFIED]: "",
+  [NotificationState.PENDING]: "pending",
+  [NotificationState.DELIVERED]: "delivered",
+  [NotificationState.GAVE_UP]: "gave up",
+  [NotificationState.SKIPPED]: "skipped (no status URL)",
+};
+
+export const statusName = (status: MessageStatus): string => STATUS_NAMES[status] ?? "";
+
+export function reasonOf(reason: NonDeliveryReason): { name: string; meaning: string } | undefined {
+  const name = REASON_NAMES[reason];
+  return name ? { name, meaning: REASON_MEANINGS[name] } : undefined;
+}
+
+export const notificationState = (state: NotificationState): string =>
+  NOTIFICATION_STATES[state] ?? "";
+
+export const purposeName = (purpose: SenderNamePurpose): string => SenderNamePurpose[purpose] ?? "";
+
+export const ownerTypeName = (ownerType: SenderNameOwnerType): string =>
+  SenderNameOwnerType[ownerType] ?? "";
+
+/** `2026-11-23 19:30:01 UTC`; empty for no time. */
+export function timeText(time: Timestamp | Date | undefined): string {
+  if (!time) return "";
+  const date = time instanceof Date ? time : timestampDate(time);
+  return `${date.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+}
+
+/** Micro-units as the account currency, without trailing zeros: 999.5, 1000. */
+export function creditText(micros: number | bigint): string {
+  const value = BigInt(micros);
+  const sign = value < 0n ? "-" : "";
+  const abs = value < 0n ? -value : value;
+  const fraction = (abs % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
+  return `${sign}${abs / 1_000_000n}${fraction ? `.${fraction}` : ""}`;
+}

@@ -1,0 +1,154 @@
+import { randomBytes } from "node:crypto";
+import secureSession from "@fastify/secure-session";
+import Fastify from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { COOKIE_NAME } from "../../src/dashboard/session.ts";
+import { type RunningService, startService } from "../support/service.ts";
+
+// The dashboard's session and refusals over plain HTTP on real sockets: what a browser test shows
+// less directly (the failed-authentication limit, the session's lifetime, the cookie's flags in
+// production, the 4xx of bad input, the security headers).
+
+const SESSION_KEY = randomBytes(32);
+
+let service: RunningService;
+let account: { apiKey: string; apiSecret: string };
+
+beforeAll(async () => {
+  service = await startService({
+    SMS_AUTH_FAILURES_PER_MIN: "2",
+    SMS_DASHBOARD_SESSION_KEY: SESSION_KEY.toString("hex"),
+    SMS_DASHBOARD_SESSION_MINUTES: "30",
+  });
+  account = await service.createAccount();
+}, 60_000);
+
+afterAll(async () => {
+  await service?.close();
+});
+
+/** A browser's visit to the sign-in form: its cookie and the form's CSRF token. */
+async function signInForm(baseUrl: string): Promise<{ cookie: string; token: string }> {
+  const response = await fetch(`${baseUrl}/dashboard/sign-in`);
+  const html = await response.text();
+  const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+  const cookie = (response.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  expect(token).not.toBe("");
+  expect(cookie).toMatch(new RegExp(`^${COOKIE_NAME}=`));
+  return { cookie, token };
+}
+
+function postForm(url: string, cookie: string, fields: Record<string, string>) {
+  return fetch(url, {
+    method: "POST",
+    redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+    body: new URLSearchParams(fields).toString(),
+  });
+}
+
+/** A session cookie as the dashboard would write it, signed in at `signedInAt`. */
+async function forgedSession(signedInAt: number): Promise<string> {
+  const app = Fastify();
+  await app.register(secureSession, { key: SESSION_KEY, cookieName: COOKIE_NAME });
+  await app.ready();
+  const session = app.createSecureSession({ apiKey: account.apiKey, signedInAt });
+  // Encoded as a cookie value, as the plugin's Set-Cookie does (the value holds a `;`).
+  const cookie = `${COOKIE_NAME}=${encodeURIComponent(app.encodeSecureSession(session))}`;
+  await app.close();
+  return cookie;
+}
+
+describe("dashboard session", () => {
+  it("ends a session its lifetime after the sign-in", async () => {
+    const fresh = await fetch(`${service.baseUrl}/dashboard/overview`, {
+      redirect: "manual",
+      headers: { cookie: await forgedSession(Date.now()) },
+    });
+    expect(fresh.status).toBe(200);
+    const stale = await fetch(`${service.baseUrl}/dashboard/overview`, {
+      redirect: "manual",
+      headers: { cookie: await forgedSession(Date.now() - 31 * 60_000) },
+    });
+    expect(stale.status).toBe(303);
+    expect(stale.headers.get("location")).toBe("/dashboard/sign-in");
+  });
+
+  it("answers bad input and unknown things with 4xx pages", async () => {
+    const cookie = await forgedSession(Date.now());
+    const get = (path: string) =>
+      fetch(`${service.baseUrl}/dashboard${path}`, { redirect: "manual", headers: { cookie } });
+    const cases: [string, number, string][] = [
+      ["/messages?batch=abc", 400, "batch must be a batch id"],
+      ["/messages?to=12", 400, "to must be a phone number"],
+      ["/messages?status=LOST", 400, "status must be one of"],
+      ["/messages?from=yesterday", 400, "from must be a date and time"],
+      ["/messages?page=not-a-token", 400, "page"],
+      ["/messages/abc", 400, "id must be a message id"],
+      ["/messages/999999", 404, "no message with id 999999"],
+      ["/batches/999999", 404, "999999"],
+      ["/nowhere", 404, "no such page"],
+    ];
+    for (const [path, status, words] of cases) {
+      const response = await get(path);
+      expect({ path, status: response.status }).toEqual({ path, status });
+      expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+      await expect(response.text()).resolves.toContain(words);
+    }
+    // Deleting a name the account does not have: the service's 404.
+    const page = await get("/sender-names");
+    const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? "";
+    const setCookie = page.headers.get("set-cookie")?.split(";")[0] ?? cookie;
+    const deleted = await postForm(
+      `${service.baseUrl}/dashboard/sender-names/Nobody/delete`,
+      setCookie,
+      { _csrf: token },
+    );
+    expect(deleted.status).toBe(404);
+  });
+
+  it("sends headers that keep pages private and scripts out", async () => {
+    const response = await fetch(`${service.baseUrl}/dashboard/sign-in`);
+    expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(response.headers.get("cache-control")).toBe("no-store");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+  });
+
+  // Last: it uses up this address's failed-authentication allowance.
+  it("counts wrong credentials toward the failed-authentication limit", async () => {
+    const { cookie, token } = await signInForm(service.baseUrl);
+    const attempt = (apiSecret: string) =>
+      postForm(`${service.baseUrl}/dashboard/sign-in`, cookie, {
+        _csrf: token,
+        apiKey: account.apiKey,
+        apiSecret,
+      });
+    expect((await attempt("wrong-1")).status).toBe(401);
+    expect((await attempt("wrong-2")).status).toBe(401);
+    // Over the allowance (2 a minute): refused, the right secret too, with a retry hint.
+    const limited = await attempt(account.apiSecret);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
+    await expect(limited.text()).resolves.toContain("too many failed authentications");
+    // The REST door shares the limit: the address is refused there too.
+    const rest = await fetch(
+      `${service.baseUrl}/sender_names?apiKey=${account.apiKey}&apiSecret=${account.apiSecret}`,
+    );
+    expect(rest.status).toBe(429);
+  });
+});
+
+describe("dashboard session in production", () => {
+  it("marks the session cookie Secure", async () => {
+    const production = await startService({ NODE_ENV: "production" });
+    try {
+      const response = await fetch(`${production.baseUrl}/dashboard/sign-in`);
+      const setCookie = response.headers.get("set-cookie") ?? "";
+      expect(setCookie).toMatch(/; Secure/i);
+      expect(setCookie).toMatch(/; HttpOnly/i);
+      expect(setCookie).toMatch(/; SameSite=Strict/i);
+    } finally {
+      await production.close();
+    }
+  });
+});
