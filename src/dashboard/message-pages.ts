@@ -1,9 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import type { Batch, ListMessagesRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
 import type { Message } from "../../gen/sms/v1/types_pb.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
+import { batchCounters } from "../rest/messages.ts";
+import type { AccountView } from "../services/account-directory.ts";
 import { STATUS_TO_PROTO } from "../services/message-resources.ts";
 import { STATUS_NAMES } from "../store/account-summary.ts";
 import type { StatusName } from "../store/documents.ts";
@@ -82,20 +84,30 @@ function messageRow(message: Message) {
   };
 }
 
+/** 400 for a path id that cannot be one. */
+function badId(
+  dashboard: Dashboard,
+  reply: FastifyReply,
+  account: AccountView,
+  kind: "message" | "batch",
+) {
+  return dashboard.render(
+    reply.code(400),
+    "error",
+    { title: "Error 400", errors: { id: [`id must be a ${kind} id: a positive integer`] } },
+    account,
+  );
+}
+
 function batchRow(batch: Batch) {
-  const progress = batch.progress;
+  const counters = batchCounters(batch);
   return {
     id: batch.id.toString(),
     name: batch.name,
     created: timeText(batch.createTime),
-    totalCount: batch.totalCount,
-    acceptedCount: batch.acceptedCount,
-    rejectedCount: batch.rejectedCount,
-    sentCount: progress?.sentCount ?? 0,
-    deliveredCount: progress?.deliveredCount ?? 0,
-    undeliveredCount: progress?.undeliveredCount ?? 0,
-    isActive: progress?.isActive ?? false,
-    done: (progress?.deliveredCount ?? 0) + (progress?.undeliveredCount ?? 0),
+    ...counters,
+    isActive: batch.progress?.isActive ?? false,
+    done: counters.deliveredCount + counters.undeliveredCount,
   };
 }
 
@@ -151,14 +163,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
     "/messages/:id",
     dashboard.signedIn(async (request, reply, account) => {
       const { id } = request.params as { id: string };
-      if (!ID.test(id)) {
-        return dashboard.render(
-          reply.code(400),
-          "error",
-          { title: "Error 400", errors: { id: ["id must be a message id: a positive integer"] } },
-          account,
-        );
-      }
+      if (!ID.test(id)) return badId(dashboard, reply, account, "message");
       const { message } = await messaging.getMessage(
         { id: BigInt(id) },
         sessionCall(request, account),
@@ -225,14 +230,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
     "/batches/:id",
     dashboard.signedIn(async (request, reply, account) => {
       const { id } = request.params as { id: string };
-      if (!ID.test(id)) {
-        return dashboard.render(
-          reply.code(400),
-          "error",
-          { title: "Error 400", errors: { id: ["id must be a batch id: a positive integer"] } },
-          account,
-        );
-      }
+      if (!ID.test(id)) return badId(dashboard, reply, account, "batch");
       const call = sessionCall(request, account);
       const pageToken = text((request.query as Record<string, unknown>).page);
       const { batch } = await messaging.getBatch({ id: BigInt(id) }, call);

@@ -90,24 +90,31 @@ function renderBatch({ batch, errors }: SendBatchResponse) {
   };
 }
 
-function renderBatchInfo(batch: Batch, messages: Message[]) {
+/** A batch's counters as the spec names them (REST and the dashboard show the same). */
+export function batchCounters(batch: Batch) {
   const progress = batch.progress;
   return {
-    id: Number(batch.id),
-    name: batch.name,
     totalCount: batch.totalCount,
     acceptedCount: batch.acceptedCount,
     rejectedCount: batch.rejectedCount,
     sentCount: progress?.sentCount ?? 0,
     deliveredCount: progress?.deliveredCount ?? 0,
     undeliveredCount: progress?.undeliveredCount ?? 0,
+  };
+}
+
+function renderBatchInfo(batch: Batch, messages: Message[]) {
+  return {
+    id: Number(batch.id),
+    name: batch.name,
+    ...batchCounters(batch),
     messages: messages.map((m) => ({
       id: Number(m.id),
       from: m.sender,
       to: m.to,
       status: STATUS_NAME[m.status],
     })),
-    isActive: progress?.isActive ?? false,
+    isActive: batch.progress?.isActive ?? false,
   };
 }
 
