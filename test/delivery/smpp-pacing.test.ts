@@ -141,7 +141,10 @@ describe("the worker in front of the adapter", () => {
     for (const peak of peakUnanswered(log).values()) expect(peak).toBeLessThanOrEqual(5);
     const times = submitTimes(log);
     for (const bindTimes of times.values()) {
-      expect(worstExcess(bindTimes, tps, 3)).toBeLessThanOrEqual(1);
+      // As above: a quarter second of the rate for sends a stalled process or socket delivers
+      // together (1.06 seen in CI on a loaded machine with a tolerance of 1); without the
+      // throttle a bind's 100 parts come at once.
+      expect(worstExcess(bindTimes, tps, 3)).toBeLessThanOrEqual(tps / 4);
     }
     const all = [...times.values()].flat().sort((a, b) => a - b);
     const rate = (all.length - 1) / ((all.at(-1)! - all[0]!) / 1000);

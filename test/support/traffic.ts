@@ -18,6 +18,8 @@ const TEXTS = ["One part, kept whole", `Two parts: ${"x".repeat(200)}`];
 
 export class Traffic {
   readonly outcomes: Outcome[] = [];
+  /** Requests sent and not answered yet. */
+  inFlight = 0;
   private stopped = false;
   private readonly clients: Promise<void>[] = [];
   private sequence = 0;
@@ -78,6 +80,7 @@ export class Traffic {
 
   private async loop(kind: Outcome["kind"], path: string, body: () => object): Promise<void> {
     while (!this.stopped) {
+      this.inFlight++;
       try {
         const response = await fetch(`${this.baseUrl}${path}`, {
           method: "POST",
@@ -89,6 +92,8 @@ export class Traffic {
         // Broken connection: the request may or may not have been stored and charged.
         this.outcomes.push({ kind, status: "no answer" });
         return;
+      } finally {
+        this.inFlight--;
       }
     }
   }
