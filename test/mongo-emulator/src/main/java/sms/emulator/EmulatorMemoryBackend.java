@@ -1,16 +1,9 @@
 package sms.emulator;
 
 import java.lang.reflect.Field;
-import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.Comparator;
-import java.util.IdentityHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
-import java.util.function.Function;
-import java.util.regex.Pattern;
+import java.util.function.BiConsumer;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
@@ -21,8 +14,6 @@ import de.bwaldvogel.mongo.backend.EmptyIndex;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.QueryResult;
-import de.bwaldvogel.mongo.backend.Utils;
-import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
@@ -41,7 +32,9 @@ import de.bwaldvogel.mongo.oplog.Oplog;
  * first field of one, or {@code $in} on a single-field unique index such as {@code _id} (also next to
  * range operators), takes its candidates from the most selective of those and checks each with the
  * library's matcher as before. A secondary index's candidates come in position order, a scan's, so
- * results (and which documents a limit keeps) are the same as without the index.</li>
+ * results (and which documents a limit keeps) are the same as without the index. A sorted, limited
+ * query with a range on its sort field walks that field's index in order ({@link IndexedQueries},
+ * shared with {@link EmulatorH2Backend}).</li>
  * <li>Snapshot reads: the library hands out the stored document objects and updates them in place,
  * so a reply being encoded on one thread while another thread updates the document could fail
  * (ConcurrentModificationException) or show a half-applied update. Here query results are copies
@@ -75,14 +68,16 @@ class EmulatorMemoryBackend extends MemoryBackend {
             protected Index<Integer> openOrCreateSecondaryIndex(String collectionName, String indexName,
                                                                 List<IndexKey> keys, boolean sparse) {
                 return keys.get(0).getKey().contains(".") ? new EmptyIndex<>(indexName, keys)
-                    : new SecondaryIndex(indexName, keys);
+                    : new SecondaryIndex<>(indexName, keys);
             }
         };
     }
 
-    private static final class EmulatorCollection extends MemoryCollection implements PublishedDocuments {
+    private static final class EmulatorCollection extends MemoryCollection
+        implements PublishedDocuments, IndexedQueries.Storage<Integer> {
 
         private final List<Document> documents;
+        private final IndexedQueries<Integer> indexed = new IndexedQueries<>(this, Comparator.naturalOrder());
 
         @SuppressWarnings("unchecked")
         EmulatorCollection(MemoryDatabase database, String collectionName, CollectionOptions options,
@@ -96,93 +91,48 @@ class EmulatorMemoryBackend extends MemoryBackend {
         }
 
         @Override
-        protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int numberToReturn,
-                                             int batchSize, Document fieldSelector) {
-            for (Index<Integer> index : getIndexes()) {
-                Document pinned = pinnedKeys(index.getKeys(), query);
-                if (pinned != null && index.canHandle(pinned)) {
-                    return matchDocuments(query, index.getPositions(pinned), orderBy, numberToSkip, numberToReturn,
-                        batchSize, fieldSelector);
+        public Document documentAt(Integer position) {
+            return documents.get(position.intValue());
+        }
+
+        @Override
+        public boolean matches(Document document, Document query) {
+            return documentMatchesQuery(document, query);
+        }
+
+        @Override
+        public void forEachDocument(BiConsumer<Integer, Document> action) {
+            for (int position = 0; position < documents.size(); position++) {
+                Document document = documents.get(position);
+                if (document != null) {
+                    action.accept(position, document);
                 }
             }
-            Plan plan = isNaturalDescending(orderBy) ? null : plan(query);
+        }
+
+        @Override
+        public String idField() {
+            return getIdField();
+        }
+
+        @Override
+        protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip, int numberToReturn,
+                                             int batchSize, Document fieldSelector) {
+            Iterable<Integer> pinned = indexed.pinnedPositions(query);
+            if (pinned != null) {
+                return matchDocuments(query, pinned, orderBy, numberToSkip, numberToReturn, batchSize, fieldSelector);
+            }
+            List<Document> ordered = indexed.orderedScan(query, orderBy, numberToSkip, numberToReturn);
+            if (ordered != null) {
+                return matchDocumentsFromStream(query, ordered.stream(), 0, numberToReturn, batchSize, null,
+                    fieldSelector); // already in order
+            }
+            IndexedQueries.Plan<Integer> plan = isNaturalDescending(orderBy) ? null : indexed.plan(query);
             if (plan != null) {
                 return matchDocuments(plan.query(), plan.positions(), orderBy, numberToSkip, numberToReturn, batchSize,
                     fieldSelector);
             }
             return super.queryDocuments(query, orderBy, numberToSkip, numberToReturn, batchSize, fieldSelector);
-        }
-
-        /** Candidate positions and the query to check them with. */
-        private record Plan(Iterable<Integer> positions, Document query) {
-        }
-
-        /**
-         * Candidates from the index that offers the fewest for a condition on a top-level field, or
-         * null (scan). Key and {@code $in} lookups are counted first, as that is cheap; ranges are then
-         * counted only up to the best count so far. A secondary index gives positions in scan order;
-         * a unique index gives them in key order, as the library's own {@code $in} lookup (which this
-         * replaces for a query of just that condition) and mongod do.
-         */
-        private Plan plan(Document query) {
-            Index<Integer> best = null;
-            SecondaryIndex.Bounds bestBounds = null;
-            int bestCount = Integer.MAX_VALUE;
-            for (boolean ranges : new boolean[] {false, true}) {
-                for (Index<Integer> index : getIndexes()) {
-                    String field = index.getKeys().get(0).getKey();
-                    SecondaryIndex.Bounds bounds = SecondaryIndex.bounds(query.get(field));
-                    if (bounds == null || (bounds.keys() == null) != ranges) {
-                        continue;
-                    }
-                    int count;
-                    if (index instanceof SecondaryIndex secondary) {
-                        secondary.build(documents);
-                        count = secondary.count(bounds, bestCount);
-                    } else if (index.isUnique() && index.getKeys().size() == 1 && !field.contains(".")
-                               && bounds.keys() != null) {
-                        count = bounds.keys().size(); // at most one document per key
-                    } else {
-                        continue;
-                    }
-                    if (count < bestCount) {
-                        best = index;
-                        bestBounds = bounds;
-                        bestCount = count;
-                    }
-                }
-            }
-            if (best instanceof SecondaryIndex secondary) {
-                BitSet positions = new BitSet();
-                secondary.collect(bestBounds, positions);
-                return new Plan(() -> positions.stream().boxed().iterator(), query);
-            }
-            if (best == null) {
-                return null;
-            }
-            // One lookup per key (the library's $in lookup drops keys its number comparison deems equal).
-            String field = best.getKeys().get(0).getKey();
-            List<Object> keys = new ArrayList<>(bestBounds.keys());
-            keys.sort(SecondaryIndex.ORDER);
-            Set<Integer> positions = new LinkedHashSet<>();
-            for (Object key : keys) {
-                best.getPositions(new Document(field, key)).forEach(positions::add);
-            }
-            // Exactly the documents whose _id (never an array) equals a listed one, as the matcher
-            // compares: spare it comparing each candidate with the whole list.
-            return new Plan(positions, bestBounds.in() && field.equals(getIdField()) ? withoutIn(query, field) : query);
-        }
-
-        private static Document withoutIn(Document query, String field) {
-            Document operators = ((Document) query.get(field)).clone();
-            operators.remove("$in");
-            Document rest = query.clone();
-            if (operators.isEmpty()) {
-                rest.remove(field);
-            } else {
-                rest.put(field, operators);
-            }
-            return rest;
         }
 
         /**
@@ -216,18 +166,14 @@ class EmulatorMemoryBackend extends MemoryBackend {
         @Override
         protected Integer addDocumentInternal(Document document) {
             Integer position = super.addDocumentInternal(document);
-            secondaryIndexes().forEach(index -> index.put(position, document));
+            indexed.put(position, document);
             return position;
         }
 
         @Override
         protected void removeDocument(Integer position) {
-            secondaryIndexes().forEach(index -> index.remove(position));
+            indexed.remove(position);
             super.removeDocument(position);
-        }
-
-        private Stream<SecondaryIndex> secondaryIndexes() {
-            return getIndexes().stream().filter(SecondaryIndex.class::isInstance).map(SecondaryIndex.class::cast);
         }
 
         /** Set while an update runs (under the collection's lock): see matchDocumentsFromStream. */
@@ -270,34 +216,14 @@ class EmulatorMemoryBackend extends MemoryBackend {
                 fieldSelector); // already sorted
         }
 
-        /**
-         * Sorts like the library's DocumentComparator, but looks each document's sort values up once
-         * instead of at every comparison (its path lookups dominated sorting thousands of results).
-         */
+        /** Sorts with {@link IndexedQueries#sortComparator} where it applies. */
         @Override
         protected QueryResult matchDocumentsFromStream(Stream<Document> documentStream, Document query,
                                                        Document orderBy, int numberToSkip, int limit, int batchSize,
                                                        Document fieldSelector) {
-            Comparator<Document> comparator = deriveComparator(orderBy);
-            if (comparator != null && orderBy.values().stream().allMatch(Number.class::isInstance)) {
-                List<String> keys = List.copyOf(orderBy.keySet());
-                List<Comparator<Object>> order = orderBy.values().stream()
-                    .map(direction -> ((Number) direction).intValue() > 0 ? ValueComparator.asc() : ValueComparator.desc())
-                    .collect(Collectors.toList());
-                Map<Document, Object[]> values = new IdentityHashMap<>();
-                Function<Document, Object[]> sortValues = document -> values.computeIfAbsent(document,
-                    d -> keys.stream().map(key -> Utils.getSubdocumentValueCollectionAware(d, key)).toArray());
-                comparator = (document1, document2) -> {
-                    Object[] values1 = sortValues.apply(document1);
-                    Object[] values2 = sortValues.apply(document2);
-                    for (int i = 0; i < values1.length; i++) {
-                        int cmp = order.get(i).compare(values1[i], values2[i]);
-                        if (cmp != 0) {
-                            return cmp;
-                        }
-                    }
-                    return 0;
-                };
+            Comparator<Document> comparator = IndexedQueries.sortComparator(orderBy);
+            if (comparator == null) {
+                comparator = deriveComparator(orderBy);
             }
             return matchDocumentsFromStream(query, documentStream, numberToSkip, limit, batchSize, comparator,
                 fieldSelector);
@@ -307,23 +233,7 @@ class EmulatorMemoryBackend extends MemoryBackend {
         @Override
         protected void handleUpdate(Integer position, Document oldDocument, Document newDocument) {
             documents.set(position.intValue(), newDocument);
-            secondaryIndexes().forEach(index -> index.put(position, newDocument));
-        }
-
-        /** The index's fields with their values, when the query has more fields and pins each key to a plain value. */
-        private static Document pinnedKeys(List<IndexKey> keys, Document query) {
-            if (keys.isEmpty() || query.size() <= keys.size()) {
-                return null;
-            }
-            Document pinned = new Document();
-            for (IndexKey key : keys) {
-                Object value = query.get(key.getKey());
-                if (value == null || value instanceof Document || value instanceof List<?> || value instanceof Pattern) {
-                    return null;
-                }
-                pinned.put(key.getKey(), value);
-            }
-            return pinned;
+            indexed.put(position, newDocument);
         }
     }
 }

@@ -24,7 +24,6 @@ import io.netty.channel.Channel;
 import de.bwaldvogel.mongo.MongoBackend;
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
-import de.bwaldvogel.mongo.backend.h2.H2Backend;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.oplog.Oplog;
 
@@ -46,8 +45,10 @@ import de.bwaldvogel.mongo.oplog.Oplog;
  *
  * Changes to the library: its oplog is replaced by {@link ChangeStreamOplog}; {@link Extensions}
  * adds hello, change events for findAndModify, awaitData getMores and postBatchResumeToken;
- * {@link EmulatorMemoryBackend} (in-memory only) uses unique indexes for queries with more fields,
- * builds and uses non-unique ones ({@link SecondaryIndex}) and hands out snapshots instead of live documents; {@link TtlMonitor} expires TTL indexes. Commands run on netty event-loop threads, and a change stream's getMore
+ * {@link EmulatorMemoryBackend} (in memory) and {@link EmulatorH2Backend} (with --data-dir) use
+ * unique indexes for queries with more fields, build and use non-unique ones ({@link SecondaryIndex},
+ * {@link IndexedQueries}; on H2 kept in memory and rebuilt from the store when it is opened) and hand
+ * out snapshots instead of live documents; {@link TtlMonitor} expires TTL indexes. Commands run on netty event-loop threads, and a change stream's getMore
  * now waits there for new events, so the server gets many worker threads: netty hands connections
  * to them round-robin, and each connection then has a thread of its own, like mongod.
  */
@@ -88,8 +89,8 @@ public final class Launcher {
         }
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
         // A failed command is answered to the client with its error; the server's own stack trace for
-        // it (duplicate keys, unsupported operators...) is noise. So is the warning that non-unique
-        // indexes are accepted but not built (H2 backend: queries scan instead; the memory backend builds them).
+        // it (duplicate keys, unsupported operators...) is noise. So is the library's warning that
+        // non-unique indexes are not built (both backends here build them: SecondaryIndex).
         // Clients that go away without saying goodbye (reset connections) are noise too.
         for (String logger : List.of("de.bwaldvogel.mongo.wire.MongoWireProtocolHandler",
             "de.bwaldvogel.mongo.wire.MongoDatabaseHandler", "de.bwaldvogel.mongo.backend.AbstractMongoDatabase",
@@ -109,7 +110,7 @@ public final class Launcher {
         String backendName;
         if (options.dataDir != null) {
             Files.createDirectories(options.dataDir);
-            backend = new H2Backend(options.dataDir.resolve("mongo-emulator.mv").toString()) {
+            backend = new EmulatorH2Backend(options.dataDir.resolve("mongo-emulator.mv").toString()) {
                 {
                     databaseNames.set(this::listDatabaseNames);
                 }

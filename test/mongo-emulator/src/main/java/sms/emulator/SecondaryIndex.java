@@ -2,11 +2,11 @@ package sms.emulator;
 
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.BitSet;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
@@ -22,9 +22,12 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
 
 /**
- * A non-unique index for the in-memory backend, which the library accepts but never builds. It maps
- * the values of the index's first field (each element of an array: multikey) to the positions of the
- * documents holding them, sorted like the library's {@link ValueComparator} (see {@link #ORDER}).
+ * A non-unique index, which the library accepts but never builds (memory and H2 backends alike). It
+ * maps the values of the index's first field (each element of an array: multikey) to the positions
+ * of the documents holding them (list indexes in memory, {@code _id} keys in H2), sorted like the
+ * library's {@link ValueComparator} (see {@link #ORDER}). It lives in memory only: on the H2 backend
+ * it is rebuilt from the stored documents when the store is opened, and the store stays the source
+ * of truth.
  *
  * <p>It only selects candidates: the collection still checks each one with the library's matcher, so
  * the index must return a superset of the matches and nothing more. Hence it keeps only plain values
@@ -36,11 +39,12 @@ import de.bwaldvogel.mongo.bson.ObjectId;
  * integers beyond int range compare by truncated long value), so no sorted map can follow it.
  *
  * <p>To the library it stays an {@link EmptyIndex} (no positions, handles no query, "sparse" so that
- * removing a document needs no position from it); {@link EmulatorMemoryBackend}'s collection keeps
- * it up to date from its storage hooks, which know the positions. Not thread-safe: used only under
- * the collection's lock. It is built on first use, because createIndexes does not take that lock.
+ * removing a document needs no position from it); the emulator's collections keep it up to date
+ * from their storage hooks, which know the positions (see {@link IndexedQueries}). Not thread-safe:
+ * used only under the collection's lock. It is built on first use, because createIndexes does not
+ * take that lock.
  */
-final class SecondaryIndex extends EmptyIndex<Integer> {
+final class SecondaryIndex<P> extends EmptyIndex<P> {
 
     /**
      * What a query condition on the field asks for: {@code keys} (equality, or {@code $in} if
@@ -60,35 +64,36 @@ final class SecondaryIndex extends EmptyIndex<Integer> {
         : ValueComparator.asc().compare(a, b);
 
     private final String field;
-    private final NavigableMap<Object, Set<Integer>> positionsByKey = new TreeMap<>(ORDER);
-    private final Map<Integer, List<Object>> keysByPosition = new HashMap<>();
+    private final NavigableMap<Object, Set<P>> positionsByKey = new TreeMap<>(ORDER);
+    private final Map<P, List<Object>> keysByPosition = new HashMap<>();
     private boolean built;
+    /** Some document held an array in the field (it may still): its order is not the field's. */
+    private boolean multikey;
 
     SecondaryIndex(String name, List<IndexKey> keys) {
         super(name, keys);
         this.field = keys.get(0).getKey();
     }
 
-    /** Indexes the collection's documents (null where removed), once. */
-    void build(List<Document> documents) {
-        if (built) {
-            return;
-        }
+    boolean isBuilt() {
+        return built;
+    }
+
+    /** From now on {@link #put} indexes: the collection then puts every document it holds. */
+    void startBuilding() {
         built = true;
-        for (int position = 0; position < documents.size(); position++) {
-            Document document = documents.get(position);
-            if (document != null) {
-                put(position, document);
-            }
-        }
     }
 
     /** The document at position was added or replaced. */
-    void put(int position, Document document) {
+    void put(P position, Document document) {
         if (!built) {
             return;
         }
-        List<Object> keys = keysOf(document.get(field));
+        Object value = document.get(field);
+        if (value instanceof Collection<?>) {
+            multikey = true;
+        }
+        List<Object> keys = keysOf(value);
         List<Object> old = keys.isEmpty() ? keysByPosition.remove(position) : keysByPosition.put(position, keys);
         if (Objects.equals(old, keys)) {
             return;
@@ -100,18 +105,18 @@ final class SecondaryIndex extends EmptyIndex<Integer> {
     }
 
     /** The document at position was removed. */
-    void remove(int position) {
+    void remove(P position) {
         if (built) {
             unlink(position, keysByPosition.remove(position));
         }
     }
 
-    private void unlink(int position, List<Object> keys) {
+    private void unlink(P position, List<Object> keys) {
         if (keys == null) {
             return;
         }
         for (Object key : keys) {
-            Set<Integer> positions = positionsByKey.get(key);
+            Set<P> positions = positionsByKey.get(key);
             if (positions != null && positions.remove(position) && positions.isEmpty()) {
                 positionsByKey.remove(key);
             }
@@ -121,7 +126,7 @@ final class SecondaryIndex extends EmptyIndex<Integer> {
     /** How many positions {@link #collect} would add (counting a multikey document once per key), or more than limit. */
     int count(Bounds bounds, int limit) {
         int count = 0;
-        for (Set<Integer> positions : (Iterable<Set<Integer>>) sets(bounds)::iterator) {
+        for (Set<P> positions : (Iterable<Set<P>>) sets(bounds)::iterator) {
             count += positions.size();
             if (count > limit) {
                 break;
@@ -130,11 +135,42 @@ final class SecondaryIndex extends EmptyIndex<Integer> {
         return count;
     }
 
-    void collect(Bounds bounds, BitSet into) {
-        sets(bounds).forEach(positions -> positions.forEach(into::set));
+    boolean isMultikey() {
+        return multikey;
     }
 
-    private Stream<Set<Integer>> sets(Bounds bounds) {
+    /**
+     * The position sets of a range's keys, in key order (descending if not ascending): the range's
+     * keys are all of the bound's type (see {@link #sets}), so this is the order a sort on the field
+     * puts the matching documents in.
+     */
+    Iterator<Set<P>> inOrder(Bounds bounds, boolean ascending) {
+        Object lower = bounds.lower();
+        Object upper = bounds.upper();
+        Object bound = lower != null ? lower : upper;
+        NavigableMap<Object, Set<P>> range = lower != null && upper != null
+            ? positionsByKey.subMap(lower, true, upper, true)
+            : lower != null ? positionsByKey.tailMap(lower, true) : positionsByKey.headMap(upper, true);
+        if (!ascending) {
+            range = range.descendingMap();
+        }
+        return range.entrySet().stream()
+            .dropWhile(entry -> entry.getKey().getClass() != bound.getClass())
+            .takeWhile(entry -> entry.getKey().getClass() == bound.getClass())
+            .map(Map.Entry::getValue)
+            .iterator();
+    }
+
+    /** The positions of the documents the bounds select, each once, in the given (scan) order. */
+    List<P> collect(Bounds bounds, Comparator<? super P> order) {
+        Set<P> union = new HashSet<>();
+        sets(bounds).forEach(union::addAll);
+        List<P> positions = new ArrayList<>(union);
+        positions.sort(order);
+        return positions;
+    }
+
+    private Stream<Set<P>> sets(Bounds bounds) {
         if (bounds.keys() != null) {
             return bounds.keys().stream().map(positionsByKey::get).filter(Objects::nonNull);
         }
@@ -145,7 +181,7 @@ final class SecondaryIndex extends EmptyIndex<Integer> {
         }
         // One-sided: the library's ranges only match values of the bound's type, which are adjacent in the map.
         Object bound = lower != null ? lower : upper;
-        NavigableMap<Object, Set<Integer>> side = lower != null
+        NavigableMap<Object, Set<P>> side = lower != null
             ? positionsByKey.tailMap(lower, true)
             : positionsByKey.headMap(upper, true).descendingMap();
         return side.entrySet().stream()
