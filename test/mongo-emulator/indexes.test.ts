@@ -375,4 +375,26 @@ describe("emulator indexes: same results as without them, memory and H2 backends
     );
     await expectSameEverywhere("after the H2 restart", false);
   }, 60_000);
+
+  // The H2 backend used to answer findAndModify with the stored document itself, encoded after the
+  // collection's lock was released: a concurrent $inc of the same counter could change it first,
+  // and two callers got the same id (a batch id handed out twice: its messages counted twice in
+  // test/faults/database-restart.test.ts). Answers are copies taken under the lock now.
+  it("hands out every counter value once under concurrent $inc (reserveIds)", async () => {
+    for (const server of servers) {
+      const counters = server.db.collection<{ _id: string; seq: number }>("counters");
+      const values = await Promise.all(
+        Array.from({ length: 400 }, () =>
+          counters.findOneAndUpdate(
+            { _id: "batch" },
+            { $inc: { seq: 1 } },
+            { upsert: true, returnDocument: "after" },
+          ),
+        ),
+      );
+      const seqs = values.map((v) => v?.seq);
+      expect(new Set(seqs).size, server.name).toBe(400);
+      expect(Math.max(...(seqs as number[])), server.name).toBe(400);
+    }
+  });
 });
