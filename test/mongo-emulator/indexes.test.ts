@@ -64,6 +64,8 @@ function documents(): Document[] {
     else if (n < 0.6) doc.n = Long.fromNumber(Math.floor(r() * 20));
     else if (n < 0.7) doc.n = String(Math.floor(r() * 20));
     else if (n < 0.75) doc.n = { x: 1 };
+    // A field the index covers wholly (a date or absent): $exists + sort walks it in order.
+    if (r() < 0.5) doc.at = new Date(BASE + Math.floor(r() * 40) * 1000);
     const tags = r();
     if (tags < 0.5)
       doc.tags = Array.from({ length: Math.floor(r() * 3) }, () => pick(r, ["x", "y", "z"]));
@@ -87,6 +89,7 @@ async function setUp(db: Db) {
     { key: { n: 1 } },
     { key: { tags: 1 } },
     { key: { "lease.until": 1 } },
+    { key: { at: 1 } },
     { key: { code: 1 }, unique: true },
   ]);
   await db.collection("plain").createIndex({ code: 1 }, { unique: true });
@@ -147,6 +150,11 @@ const QUERIES: Query[] = [
   { filter: { $or: [{ status: "SENT" }, { dueAt: { $lte: at(2) } }] } },
   { filter: { status: "DELIVERED" }, sort: { accountId: 1, _id: -1 }, limit: 40, skip: 10 },
   { filter: {}, sort: { dueAt: 1 }, limit: 60 },
+  { filter: { at: { $exists: true } }, sort: { at: 1 }, limit: 30 },
+  { filter: { at: { $exists: 1 } }, sort: { at: -1 }, limit: 30, skip: 4 },
+  { filter: { accountId: "b", at: { $exists: true } }, sort: { at: 1 }, limit: 1 },
+  { filter: { accountId: "c", at: { $exists: true } }, sort: { at: -1 }, limit: 12 },
+  { filter: { at: { $exists: false } }, sort: { at: 1 }, limit: 12 },
 ];
 
 /** The documents a query returns, in order (as JSON, so numbers of different BSON types compare). */
@@ -280,6 +288,10 @@ describe("emulator indexes: same results as without them, memory and H2 backends
         .updateMany({ status: "FAILED" }, { $unset: { dueAt: "" }, $set: { tags: ["q", "x"] } }),
     );
     await everywhere((db, c) => col(db, c).updateMany({ n: { $lt: 3 } }, { $inc: { n: 100 } }));
+    // A null where the index has no key: $exists + sort must not walk the index any more.
+    await everywhere((db, c) =>
+      col(db, c).updateMany({ _id: { $in: [7, 8, 9] } }, { $set: { at: null } }),
+    );
     // A claim as the service makes it: earliest due first, then by id.
     const claims = await everywhere(async (db, c) => {
       const due = await db
@@ -345,6 +357,7 @@ describe("emulator indexes: same results as without them, memory and H2 backends
           .find({ status: { $in: "SENT" } })
           .toArray(),
       ),
+      await errorCode(col(db, c).createIndex({ status: 1 }, { unique: true, name: "dup" })),
     ]);
     // mongod answers the last one with 2 (BadValue); the library fails it without a code (a
     // ClassCastException: docs/decisions.md), with or without indexes, on either backend.
@@ -352,8 +365,9 @@ describe("emulator indexes: same results as without them, memory and H2 backends
     for (const c of emulator)
       expect(c.result, `${c.server}/${c.collection}`).toEqual(emulator[0]?.result);
     expect((emulator[0]?.result as unknown[]).slice(0, 4)).toEqual([11000, 11000, 11000, 2]);
+    expect((emulator[0]?.result as unknown[])[5]).toBe(11000);
     for (const c of codes.filter((c) => c.server === "mongod"))
-      expect(c.result).toEqual([11000, 11000, 11000, 2, 2]);
+      expect(c.result).toEqual([11000, 11000, 11000, 2, 2, 11000]);
     // Nothing of the refused writes was stored.
     await expectSameEverywhere("after refused writes", false);
   });
@@ -373,6 +387,8 @@ describe("emulator indexes: same results as without them, memory and H2 backends
         .collection(c)
         .updateMany({ accountId: "c", dueAt: { $lte: at(20) } }, { $set: { dueAt: at(1) } }),
     );
+    // The nulls gone again: the index covers every "at" and $exists + sort walks it again.
+    await everywhere((db, c) => col(db, c).updateMany({ at: null }, { $unset: { at: "" } }));
     await expectSameEverywhere("after the H2 restart", false);
   }, 60_000);
 

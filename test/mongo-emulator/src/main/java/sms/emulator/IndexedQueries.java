@@ -33,9 +33,10 @@ import de.bwaldvogel.mongo.bson.Document;
  * <li>an equality, {@code $in} or range condition on the first field of a secondary index, or
  * {@code $in} on a single-field unique index such as {@code _id}, takes its candidates from the
  * index offering the fewest;</li>
- * <li>a query sorted on one field, with a limit and a range on that field, walks that field's
- * secondary index in sort order and stops at the limit, as mongod does with an index that provides
- * the sort (ties in position order, as the library's stable sort keeps them).</li>
+ * <li>a query sorted on one field, with a limit and a range on that field (or {@code $exists: true},
+ * when the index holds every document that has the field), walks that field's secondary index in
+ * sort order and stops at the limit, as mongod does with an index that provides the sort (ties in
+ * position order, as the library's stable sort keeps them).</li>
  * </ul>
  * All of it runs under the collection's lock.
  *
@@ -133,18 +134,20 @@ final class IndexedQueries<P> {
             return null;
         }
         SecondaryIndex.Bounds bounds = SecondaryIndex.bounds(query.get(field));
-        if (bounds == null || bounds.keys() != null) {
+        boolean exists = bounds == null && existsTrue(query.get(field));
+        if (!exists && (bounds == null || bounds.keys() != null)) {
             return null;
         }
         for (Index<P> index : storage.getIndexes()) {
             if (index instanceof SecondaryIndex<P> secondary && secondary.getKeys().get(0).getKey().equals(field)) {
                 buildIndexes();
-                if (secondary.isMultikey()) {
+                if (secondary.isMultikey() || (exists && !secondary.coversExisting())) {
                     return null;
                 }
                 List<Document> matched = new ArrayList<>();
                 int toSkip = numberToSkip;
-                Iterator<Set<P>> sets = secondary.inOrder(bounds, direction.intValue() > 0);
+                boolean ascending = direction.intValue() > 0;
+                Iterator<Set<P>> sets = exists ? secondary.all(ascending) : secondary.inOrder(bounds, ascending);
                 while (sets.hasNext() && matched.size() < numberToReturn) {
                     Set<P> tied = sets.next();
                     Iterable<P> positions = tied.size() == 1 ? tied : sorted(tied);
@@ -164,6 +167,15 @@ final class IndexedQueries<P> {
             }
         }
         return null;
+    }
+
+    /** {@code {$exists: true}} (or a truthy value) and nothing else. */
+    private static boolean existsTrue(Object condition) {
+        if (!(condition instanceof Document operators) || operators.size() != 1) {
+            return false;
+        }
+        Object value = operators.get("$exists");
+        return value instanceof Boolean b ? b : value instanceof Number n && n.doubleValue() != 0;
     }
 
     private Set<P> sorted(Set<P> positions) {

@@ -69,10 +69,22 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
     private boolean built;
     /** Some document held an array in the field (it may still): its order is not the field's. */
     private boolean multikey;
+    /** Documents that have the field but no key for it (null, a sub-document, another type...). */
+    private final Set<P> unkeyed = new HashSet<>();
 
     SecondaryIndex(String name, List<IndexKey> keys) {
         super(name, keys);
         this.field = keys.get(0).getKey();
+    }
+
+    /**
+     * Never empty to the library: it then adds the index without its build loop, which would read
+     * every document twice to do nothing here (and, opening an H2 store, once per index). The
+     * collection builds it ({@link IndexedQueries#buildIndexes}).
+     */
+    @Override
+    public boolean isEmpty() {
+        return false;
     }
 
     boolean isBuilt() {
@@ -94,6 +106,11 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
             multikey = true;
         }
         List<Object> keys = keysOf(value);
+        if (keys.isEmpty() && document.containsKey(field)) {
+            unkeyed.add(position);
+        } else {
+            unkeyed.remove(position);
+        }
         List<Object> old = keys.isEmpty() ? keysByPosition.remove(position) : keysByPosition.put(position, keys);
         if (Objects.equals(old, keys)) {
             return;
@@ -107,6 +124,7 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
     /** The document at position was removed. */
     void remove(P position) {
         if (built) {
+            unkeyed.remove(position);
             unlink(position, keysByPosition.remove(position));
         }
     }
@@ -137,6 +155,22 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
 
     boolean isMultikey() {
         return multikey;
+    }
+
+    /**
+     * Whether walking every key in order ({@link #all}) yields exactly the documents that have the
+     * field ({@code $exists: true}) in the order a sort on it puts them: no document has the field
+     * without a key, none held an array, and no key is a number (whose order here may differ from
+     * the library's, see {@link #ORDER}; numbers come first, so the first key tells).
+     */
+    boolean coversExisting() {
+        return !multikey && unkeyed.isEmpty()
+            && (positionsByKey.isEmpty() || !(positionsByKey.firstKey() instanceof Number));
+    }
+
+    /** The position sets of every key, in key order (descending if not ascending). */
+    Iterator<Set<P>> all(boolean ascending) {
+        return (ascending ? positionsByKey : positionsByKey.descendingMap()).values().iterator();
     }
 
     /**
