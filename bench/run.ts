@@ -19,6 +19,7 @@ import {
   postBatch,
 } from "./common.ts";
 import { deliveryFigures } from "./delivery-figures.ts";
+import { embeddedFigure } from "./embedded-figure.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -28,7 +29,7 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
-// smpp-figure.ts.
+// smpp-figure.ts; 12 in embedded-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -337,6 +338,8 @@ await webhookFigures(ctx);
 await throughputFigure(ctx);
 // ---- 11: SMPP throughput through the test SMSC (issue 10).
 await smppFigure(ctx);
+// ---- 12: npm start's default database (the emulator's H2 store) beside the in-memory one (issue 14).
+await embeddedFigure(ctx);
 
 await client.close();
 await database.stop();
