@@ -32,6 +32,8 @@ const emulatorJar = join(emulatorDir, "target", "mongo-emulator.jar");
 const PROBE_TIMEOUT_MS = 3_000;
 const DOWNLOAD_TIMEOUT_MS = Number(process.env.EMBEDDED_MONGO_DOWNLOAD_TIMEOUT_MS ?? 300_000);
 const EMULATOR_READY_TIMEOUT_MS = 60_000;
+/** A kept H2 store rebuilds its indexes when opened: about 25 s per 200000 messages measured. */
+const STORE_OPEN_TIMEOUT_MS = 15 * 60_000;
 
 export async function startDatabase(opts: StartDatabaseOptions = {}): Promise<StartedDatabase> {
   const log = opts.logger ?? ((msg: string) => console.error(msg));
@@ -175,7 +177,7 @@ export async function startEmulator(
     cwd: emulatorDir,
     args,
     ready: /^MONGO_EMULATOR_READY port=(\d+)/,
-    readyTimeoutMs: EMULATOR_READY_TIMEOUT_MS,
+    readyTimeoutMs: dataDir ? STORE_OPEN_TIMEOUT_MS : EMULATOR_READY_TIMEOUT_MS,
     log,
   });
   const port = Number(tool.ready[1]);
