@@ -13,9 +13,11 @@ import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
+import { healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
+import { trackRequests } from "./request-context.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import { clientErrorHandler } from "./rest/client-errors.ts";
 import {
@@ -32,7 +34,7 @@ import { rpcHandlerOptions } from "./rpc/handler-options.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
-import { durable, ensureIndexes, isReachable, openStore, type Store } from "./store/database.ts";
+import { durable, ensureIndexes, openStore, type Store } from "./store/database.ts";
 import { MessageWriter } from "./store/message-writer.ts";
 import { IdAllocator } from "./store/sequences.ts";
 
@@ -73,7 +75,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   });
 
   // First of the onRequest hooks: nothing else runs for a request refused while closing.
-  refuseWhileClosing(app);
+  const draining = refuseWhileClosing(app);
+  // Then the request's context, which puts its reqId on every log line written while serving it.
+  trackRequests(app);
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
@@ -212,16 +216,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   registerNotFoundHandler(app);
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-  app.get("/health", { schema: { hide: true } }, async (_request, reply) => {
-    const mongodb = (await isReachable(db)) ? "reachable" : "unreachable";
-    // The carrier's state is shown, not judged: work waits in the database while it is unbound.
-    const carrier = background.carrier();
-    return reply.code(mongodb === "reachable" ? 200 : 503).send({
-      status: mongodb === "reachable" ? "ok" : "degraded",
-      mongodb,
-      ...(carrier && { carrier }),
-    });
-  });
+  healthRoutes(app, { db, carrier: () => background.carrier(), draining });
 
   return { app, grpc, store };
 }

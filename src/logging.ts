@@ -1,5 +1,6 @@
 import type { FastifyRequest, FastifyServerOptions } from "fastify";
 import { stdSerializers } from "pino";
+import { requestFields } from "./request-context.ts";
 
 // What a log line may hold: never a credential (design, "Operations"). GET and DELETE carry
 // apiKey and apiSecret in the query, RPC callers an Authorization header, the operator a bearer
@@ -89,6 +90,9 @@ export function redactingLogger(options: LoggerOption, level: string): LoggerOpt
     level,
     ...given,
     redact: { paths: REDACT_PATHS, censor: REDACTED },
+    // reqId (and traceId) on every line written while serving a request (request-context.ts).
+    mixin: (_fields: object, _level: number, logger: { bindings(): Record<string, unknown> }) =>
+      requestFields(logger),
     serializers: { ...given.serializers, req: requestSerializer, err: errorSerializer },
   };
 }

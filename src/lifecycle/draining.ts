@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { HEALTH_PATH } from "./health.ts";
 
 // While the service closes (SIGTERM, `app.close()`), requests already running finish and new
 // ones get 503 at once, with Retry-After, so a client or load balancer retries elsewhere. Fastify's
@@ -12,8 +13,12 @@ export const CLOSING_MESSAGE = "the service is shutting down; retry in a few sec
 /** Connect and gRPC-Web paths on the REST port: /package.Service/Method. */
 const RPC_PATH = /^\/[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
 
-/** Registers the hooks; call before any other onRequest hook. */
-export function refuseWhileClosing(app: FastifyInstance): void {
+/**
+ * Registers the hooks; call before any other onRequest hook. Returns whether the service is
+ * closing, which `/health/ready` reports: the health paths answer for themselves while closing
+ * (liveness 200, readiness 503 naming "draining"), so an orchestrator can tell the two apart.
+ */
+export function refuseWhileClosing(app: FastifyInstance): () => boolean {
   let closing = false;
   let reaper: NodeJS.Timeout | undefined;
   app.addHook("preClose", async () => {
@@ -31,7 +36,7 @@ export function refuseWhileClosing(app: FastifyInstance): void {
     if (closing) reply.header("connection", "close");
   });
   app.addHook("onRequest", async (request, reply) => {
-    if (!closing) return;
+    if (!closing || HEALTH_PATH.test(request.url)) return;
     reply
       .code(503)
       .header("retry-after", String(CLOSING_RETRY_AFTER_S))
@@ -40,6 +45,7 @@ export function refuseWhileClosing(app: FastifyInstance): void {
       .serializer(JSON.stringify);
     return reply.send(closingBody(request));
   });
+  return () => closing;
 }
 
 function closingBody(request: FastifyRequest): unknown {

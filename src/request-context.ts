@@ -1,0 +1,42 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
+
+// Every log line of a request carries its reqId (design, "Operations"). Fastify's request.log
+// does; but a request also logs through the app's logger, from code that has no request at hand
+// (a lane marker's failure, an idempotent answer that could not be recorded). The request's
+// identity rides the async context instead, and the logger's mixin (logging.ts) adds it to every
+// line written within it.
+
+export interface RequestContext {
+  reqId: string;
+  /** The request's own logger, whose lines already carry reqId. */
+  log: FastifyBaseLogger;
+  /** The W3C trace id, when tracing is on. */
+  traceId?: string;
+}
+
+const storage = new AsyncLocalStorage<RequestContext>();
+
+/** The request being served by the current async context, if any. */
+export function currentRequest(): RequestContext | undefined {
+  return storage.getStore();
+}
+
+/** Runs each request's hooks and handler within its context. Register before other hooks. */
+export function trackRequests(app: FastifyInstance): void {
+  app.addHook("onRequest", (request, _reply, done) => {
+    storage.run({ reqId: String(request.id), log: request.log }, done);
+  });
+}
+
+/** The fields a log line written within a request lacks: reqId (and traceId), unless its logger has them. */
+export function requestFields(logger: { bindings(): Record<string, unknown> }): object {
+  const context = storage.getStore();
+  if (!context) return {};
+  const fields: Record<string, string> = {};
+  // The request's logger and its children carry reqId already; a repeated key would be noise.
+  if ((logger as unknown) !== context.log && logger.bindings().reqId === undefined)
+    fields.reqId = context.reqId;
+  if (context.traceId !== undefined) fields.traceId = context.traceId;
+  return fields;
+}
