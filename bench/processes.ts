@@ -36,6 +36,8 @@ export async function startProcess(
       ...process.env,
       PORT: String(port),
       GRPC_PORT: String(await freePort()),
+      // Off unless a figure asks (figure 13 compares both): the figures before it had none.
+      METRICS_PORT: "0",
       HOST: "127.0.0.1",
       ...env,
     },

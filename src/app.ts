@@ -15,6 +15,7 @@ import { KeyStore } from "./idempotency/key-store.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
+import { createMetrics, type Metrics } from "./metrics/metrics.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
@@ -50,6 +51,8 @@ export interface Service {
   /** HTTP/2 cleartext: gRPC and Connect. Not listening yet; closed with `app`. */
   grpc: http2.Http2Server;
   store: Store;
+  /** The metrics, when METRICS_PORT is not 0; main.ts serves them on that port. */
+  metrics: Metrics | undefined;
 }
 
 /** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
@@ -62,6 +65,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   await idempotencyKeys.ensureIndexes();
   await store.clock.start();
   const instanceId = randomUUID();
+  const metrics = config.metricsPort !== 0 ? createMetrics(store, db) : undefined;
 
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),
@@ -78,6 +82,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const draining = refuseWhileClosing(app);
   // Then the request's context, which puts its reqId on every log line written while serving it.
   trackRequests(app);
+  metrics?.requests.observe(app);
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
@@ -87,7 +92,13 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const lanes = new LaneMarker(store.lanes, (err) =>
     app.log.warn({ err }, "marking lanes failed; the overdue sweep will"),
   );
-  const background = await startBackgroundWork({ config, store, instanceId, logger: app.log });
+  const background = await startBackgroundWork({
+    config,
+    store,
+    instanceId,
+    logger: app.log,
+    metrics,
+  });
   const limits = new RateLimits({
     requestsPerSecond: config.rateLimitRps,
     authFailuresPerMinute: config.authFailuresPerMin,
@@ -118,6 +129,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     ),
     sharedSender: config.sharedSender,
     limits,
+    ...(metrics && { intake: metrics.intake }),
   });
 
   // Charges a crash left pending are settled: confirmed or refunded. Checked every 30 s, or
@@ -137,6 +149,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       routes: serviceRoutes,
       batchReadMaxBytes: config.bodyLimitBytes,
       authenticate: callerCheck({ directory, adminToken: config.adminToken, limits }),
+      interceptors: metrics ? [metrics.requests.interceptor] : [],
     });
   const grpc = http2.createServer(
     connectNodeAdapter({
@@ -168,6 +181,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     await background.stop();
     store.clock.stop();
     await confirmations.flush();
+    metrics?.stop();
   });
 
   await app.register(swagger, {
@@ -218,5 +232,5 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   healthRoutes(app, { db, carrier: () => background.carrier(), draining });
 
-  return { app, grpc, store };
+  return { app, grpc, store, metrics };
 }

@@ -4,6 +4,7 @@ import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
 import { SmppCarrier } from "./delivery/smpp/adapter.ts";
 import { DeliveryWorker } from "./delivery/worker.ts";
+import type { Metrics } from "./metrics/metrics.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import type { Store } from "./store/database.ts";
 
@@ -21,6 +22,7 @@ export async function startBackgroundWork(deps: {
   store: Store;
   instanceId: string;
   logger: FastifyBaseLogger;
+  metrics?: Metrics | undefined;
 }): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
   if (!config.runWorkers)
@@ -51,6 +53,8 @@ export async function startBackgroundWork(deps: {
       logger,
     });
   }
+  // Counted and timed as the worker hands parts over (metrics/carrier.ts).
+  if (deps.metrics) carrier = deps.metrics.carrier(carrier);
   const worker = new DeliveryWorker({ store, carrier, logger, instanceId });
   const notifier = new Notifier({
     store,
@@ -62,6 +66,7 @@ export async function startBackgroundWork(deps: {
     receiverConcurrency: config.webhookReceiverConcurrency,
     accountConcurrency: config.webhookAccountConcurrency,
     allowPrivate: config.webhookAllowPrivate,
+    ...(deps.metrics && { metrics: deps.metrics }),
   });
   await worker.start();
   await notifier.start();

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { build } from "./app.ts";
 import { ConfigError, loadConfig } from "./config/config.ts";
 import { Shutdown } from "./lifecycle/shutdown.ts";
+import { serveMetrics } from "./metrics/server.ts";
 import { connect } from "./store/database.ts";
 import { startDatabase } from "./store/embedded-mongo.ts";
 
@@ -25,10 +26,16 @@ shutdown.listen();
 
 const database = await startDatabase({ dataDir: ".data", logger: (msg) => console.error(msg) });
 shutdown.add("database", () => database.stop());
-const client = await connect(database.uri);
+const client = await connect(database.uri, { monitorCommands: config.metricsPort !== 0 });
 shutdown.add("database client", () => client.close());
-const { app, grpc } = await build({ config, db: client.db(config.mongodbDatabase) });
+const { app, grpc, metrics } = await build({ config, db: client.db(config.mongodbDatabase) });
 shutdown.useLogger(app.log);
+if (metrics) {
+  // Added before the service, so closed after it: scrapes still see the instance draining.
+  const server = await serveMetrics(metrics.registry, config.metricsPort, config.host);
+  shutdown.add("metrics", () => server.close());
+  app.log.info({ url: `${server.url}/metrics` }, "Prometheus metrics listening");
+}
 // Stops accepting on both ports, lets in-flight requests finish, then stops background work.
 shutdown.add("service", () => app.close());
 if (!config.mongodbUri) {

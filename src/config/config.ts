@@ -6,6 +6,8 @@ import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
 export interface Config {
   port: number;
   grpcPort: number;
+  /** Prometheus `/metrics`, on a port of its own (never PORT or GRPC_PORT); 0: no metrics. */
+  metricsPort: number;
   host: string;
   /** Unset: the embedded database chain (mongodb-memory-server, else the emulator). */
   mongodbUri: string | undefined;
@@ -104,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const config: Config = {
     port: read.integer("PORT", 8080, { min: 0, max: 65535 }),
     grpcPort: read.integer("GRPC_PORT", 8081, { min: 0, max: 65535 }),
+    metricsPort: read.integer("METRICS_PORT", 9464, { min: 0, max: 65535 }),
     host: read.string("HOST", "0.0.0.0") ?? "",
     mongodbUri: env.MONGODB_URI || undefined,
     mongodbDatabase: read.string("MONGODB_DATABASE", "sms") ?? "",
@@ -166,6 +169,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(
       `SMS_SETTLE_AFTER_MS: must be at least twice SMS_REQUEST_TIMEOUT_MS and SMS_BATCH_STORE_TIMEOUT_MS (${2 * longest})`,
     );
+  }
+  // Metrics are for the operator's scraper, never for the public (design, "Operations").
+  if (config.metricsPort !== 0 && [config.port, config.grpcPort].includes(config.metricsPort)) {
+    problems.push("METRICS_PORT: must differ from PORT and GRPC_PORT (0 turns metrics off)");
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

@@ -21,6 +21,8 @@ export interface ChangeWatcherOptions {
   retryMs: number;
   /** Called for every change (and after a failure, in case one was missed). */
   onChange: () => void;
+  /** Called for every event, with the time of its write when the event tells it (metrics). */
+  onEvent?: (writtenAt: Date | undefined) => void;
 }
 
 export interface ChangeWatcherStats {
@@ -100,10 +102,18 @@ export class ChangeWatcher {
       let stream: ChangeStream<Document> | undefined;
       try {
         stream = store.messages.watch<Document>(
-          // Only a wake-up signal: the event's resume token is all that is needed.
+          // Only a wake-up signal: the event's resume token is all that is needed, and the time
+          // of its write for the stream's delay (wallTime on MongoDB 6+, else the document's).
           [
             { $match: { operationType: { $in: ["insert", "update", "replace"] } } },
-            { $project: { _id: 1 } },
+            {
+              $project: {
+                _id: 1,
+                wallTime: 1,
+                "fullDocument.updatedAt": 1,
+                "updateDescription.updatedFields.updatedAt": 1,
+              },
+            },
           ],
           options,
         );
@@ -117,6 +127,7 @@ export class ChangeWatcher {
             failures = 0;
             this.counters.streamEvents++;
             this.resumeToken = event._id;
+            this.options.onEvent?.(writtenAt(event));
             onChange();
             // Drain what the last getMore brought; pause before asking the server again.
             if (bufferedEvents(stream) !== 0) continue;
@@ -177,4 +188,14 @@ export class ChangeWatcher {
 function bufferedEvents(stream: ChangeStream<Document>): number | undefined {
   const cursor = (stream as unknown as { cursor?: { bufferedCount?: () => number } }).cursor;
   return typeof cursor?.bufferedCount === "function" ? cursor.bufferedCount() : undefined;
+}
+
+/** When the change's write happened, as far as the event tells. */
+function writtenAt(event: Document): Date | undefined {
+  const candidates = [
+    event.wallTime,
+    event.fullDocument?.updatedAt,
+    event.updateDescription?.updatedFields?.updatedAt,
+  ];
+  return candidates.find((value): value is Date => value instanceof Date);
 }

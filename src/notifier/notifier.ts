@@ -123,6 +123,7 @@ export class Notifier {
         idleMs: o.streamIdleMs,
         retryMs: Math.min(1000, o.sweepIntervalMs),
         onChange: () => this.wake(),
+        onEvent: (writtenAt) => o.metrics.changeStream.event(writtenAt, o.store.clock.nowMs()),
       });
     }
   }
@@ -307,6 +308,10 @@ export class Notifier {
       at,
       this.options.retrySchedule,
       this.store.clock.now(),
+    );
+    this.options.metrics.webhooks.attempt(
+      outcome.state === "delivered" || outcome.state === "gave_up" ? outcome.state : "retry",
+      result.durationMs,
     );
     if (outcome.state === "delivered") {
       this.counters.delivered++;

@@ -3,12 +3,27 @@
  * that set some of them in the service).
  */
 import type { Logger } from "../delivery/worker.ts";
+import type { ChangeStreamMetrics } from "../metrics/change-stream.ts";
+import type { WebhookMetrics } from "../metrics/webhooks.ts";
 import type { Store } from "../store/database.ts";
 import { RESUME_TOKEN_KEY } from "./resume-token.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "./retry-schedule.ts";
 
+/** What the notifier reports to the metrics (metrics/webhooks.ts, metrics/change-stream.ts). */
+export interface NotifierMetrics {
+  webhooks: WebhookMetrics;
+  changeStream: ChangeStreamMetrics;
+}
+
+const NO_METRICS: NotifierMetrics = {
+  webhooks: { attempt: () => undefined },
+  changeStream: { event: () => undefined },
+};
+
 export interface NotifierOptions {
   store: Store;
+  /** Default: none kept. */
+  metrics?: NotifierMetrics;
   logger: Logger;
   /** Distinguishes this instance's claims from other instances'. */
   instanceId: string;
@@ -71,6 +86,7 @@ export function resolveNotifierOptions(options: NotifierOptions): ResolvedNotifi
   const sweepIntervalMs = options.sweepIntervalMs ?? 1_000;
   return {
     ...options,
+    metrics: options.metrics ?? NO_METRICS,
     retrySchedule: options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE_MS,
     timeoutMs,
     concurrency,

@@ -13,6 +13,7 @@ import {
   validateTtl,
 } from "../domain/limits.ts";
 import { batchCounters } from "../domain/message-status.ts";
+import type { IntakeMetrics } from "../metrics/intake.ts";
 import { MICROS } from "../store/accounts.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
@@ -60,6 +61,8 @@ export interface MessagingDeps {
    * lanes, due at the earliest `deliveryAt`) and wakes the delivery worker.
    */
   onAccepted?: (accountId: string, deliveryAt: Date, acceptedAt: Date) => Promise<void> | void;
+  /** Counts what is accepted, refused and charged (metrics/intake.ts); none when absent. */
+  intake?: IntakeMetrics;
 }
 
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
@@ -76,7 +79,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     result: DebitResult,
     deliveryAt: Date,
     acceptedAt: Date,
+    counts: { messages: number; parts: number },
   ): Promise<bigint> {
+    if (result !== "busy" && result !== "insufficient") {
+      deps.intake?.accepted(counts.messages, counts.parts, charge.amountMicros);
+    } else
+      deps.intake?.rejected(result === "busy" ? "busy" : "credit", counts.messages, counts.parts);
     if (result === "busy") {
       throw unavailable(
         "too many requests of this account are still being stored; retry in a few seconds",
@@ -120,6 +128,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         : undefined;
       if (callbackError) errors.status_callback = callbackError;
       if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok) {
+        deps.intake?.rejected("invalid", 1, "message" in checked ? checked.message.partCount : 0);
         throw invalidArgument(errors);
       }
       const message = checked.message;
@@ -154,6 +163,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         ),
         doc.deliveryAt ?? now,
         now,
+        { messages: 1, parts: message.partCount },
       );
       // The whole resource as stored, and the balance this charge left.
       const resource = messageResource(doc);
@@ -178,7 +188,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         ? checkCallbackUrl("statusCallback", req.statusCallback)
         : undefined;
       if (callbackError) requestErrors.status_callback = callbackError;
-      if (Object.keys(requestErrors).length > 0) throw invalidArgument(requestErrors);
+      if (Object.keys(requestErrors).length > 0) {
+        deps.intake?.rejected("invalid", req.messages.length, 0);
+        throw invalidArgument(requestErrors);
+      }
 
       const accepted: CheckedMessage[] = [];
       const rejected: BatchMessageError[] = [];
@@ -199,6 +212,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         partTotal += checked.message.partCount;
       });
 
+      if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
       const now = store.clock.now();
       const [batchId, firstId] = await Promise.all([
         reserveIds(store.counters, "batch", 1),
@@ -262,7 +276,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         let firstDue = now;
         for (const doc of docs)
           if (doc.deliveryAt && doc.deliveryAt < firstDue) firstDue = doc.deliveryAt;
-        creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue, now);
+        creditRemaining = await confirmCharge(account.apiKey, charge, result, firstDue, now, {
+          messages: accepted.length,
+          parts: partTotal,
+        });
       }
       return {
         batch: batchResource(batchDoc),

@@ -54,6 +54,8 @@ export async function startServiceProcess(
       MONGODB_DATABASE: dbName,
       PORT: "0",
       GRPC_PORT: "0",
+      // No metrics listener: its default port would be shared by every process of the run.
+      METRICS_PORT: "0",
       HOST: "127.0.0.1",
       SMS_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",

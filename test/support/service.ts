@@ -6,6 +6,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { build, type Service } from "../../src/app.ts";
 import { type Config, loadConfig } from "../../src/config/config.ts";
+import { type MetricsServer, serveMetrics } from "../../src/metrics/server.ts";
 import { type TestDatabase, testDatabase } from "./database.ts";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -16,6 +17,8 @@ export interface RunningService extends Service {
   baseUrl: string;
   /** http://127.0.0.1:<port> of the HTTP/2 cleartext listener (gRPC, Connect). */
   grpcUrl: string;
+  /** http://127.0.0.1:<port>/metrics, with `options.metrics`. */
+  metricsUrl: string | undefined;
   admin: ReturnType<typeof createClient<typeof AdminService>>;
   /** Creates an account through AdminService and returns its credentials. */
   createAccount(init?: { credit?: number; statusUrl?: string }): Promise<{
@@ -29,18 +32,21 @@ export interface RunningService extends Service {
 /**
  * The whole service on its own test database, listening on loopback ports chosen by the system.
  * `env` overrides configuration variables as the environment would; `logStream` receives the log
- * lines (at LOG_LEVEL, silent unless `env` sets it).
+ * lines (at LOG_LEVEL, silent unless `env` sets it). `metrics`: the service keeps its metrics and
+ * serves them on a port of its own (as main.ts does on METRICS_PORT); none otherwise.
  */
 export async function startService(
   env: Record<string, string> = {},
   shared?: TestDatabase,
-  options: { logStream?: Writable } = {},
+  options: { logStream?: Writable; metrics?: boolean } = {},
 ): Promise<RunningService> {
   const database = shared ?? (await testDatabase());
   const config = loadConfig({
     SMS_ADMIN_TOKEN: ADMIN_TOKEN,
     LOG_LEVEL: "silent",
     SMS_RUN_WORKERS: "false",
+    // A port number only switches metrics on here: they are served on a free port below.
+    METRICS_PORT: options.metrics ? "9464" : "0",
     ...env,
   });
   const service = await build({
@@ -54,6 +60,8 @@ export async function startService(
   const port = (service.app.server.address() as AddressInfo).port;
   const grpcPort = (service.grpc.address() as AddressInfo).port;
   const baseUrl = `http://127.0.0.1:${port}`;
+  let metricsServer: MetricsServer | undefined;
+  if (service.metrics) metricsServer = await serveMetrics(service.metrics.registry, 0, "127.0.0.1");
   const admin = createClient(
     AdminService,
     createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [] }),
@@ -64,6 +72,7 @@ export async function startService(
     config,
     baseUrl,
     grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    metricsUrl: metricsServer && `${metricsServer.url}/metrics`,
     admin,
     async createAccount(init = {}) {
       const created = await admin.createAccount(
@@ -82,6 +91,7 @@ export async function startService(
     },
     async close() {
       await service.app.close();
+      await metricsServer?.close();
       // A database handed in outlives this service: a restart test builds another on it.
       if (!shared) await database.close();
     },

@@ -1,0 +1,44 @@
+import type { Db } from "mongodb";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import type { Carrier } from "../delivery/carrier.ts";
+import type { Store } from "../store/database.ts";
+import { measuredCarrier } from "./carrier.ts";
+import { type ChangeStreamMetrics, changeStreamMetrics } from "./change-stream.ts";
+import { databaseMetrics } from "./database.ts";
+import { type IntakeMetrics, intakeMetrics } from "./intake.ts";
+import { queueMetrics } from "./queues.ts";
+import { type RequestMetrics, requestMetrics } from "./requests.ts";
+import { type WebhookMetrics, webhookMetrics } from "./webhooks.ts";
+
+// The service's metrics (design, "Operations"): one registry per built service, so two services
+// in one process (tests) never mix their counts. Names: `sms_` prefix, base units, counters
+// ending in `_total`; no label holds a phone number, an id, a text, a URL, a credential or an
+// account. The runtime's own (event-loop delay, heap, GC) come from prom-client's defaults,
+// under their usual names.
+
+export interface Metrics {
+  registry: Registry;
+  requests: RequestMetrics;
+  intake: IntakeMetrics;
+  webhooks: WebhookMetrics;
+  changeStream: ChangeStreamMetrics;
+  /** The carrier wrapped so its submissions are counted and timed. */
+  carrier(carrier: Carrier): Carrier;
+  stop(): void;
+}
+
+export function createMetrics(store: Store, db: Db): Metrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const database = databaseMetrics(registry, db);
+  queueMetrics(registry, store);
+  return {
+    registry,
+    requests: requestMetrics(registry),
+    intake: intakeMetrics(registry),
+    webhooks: webhookMetrics(registry),
+    changeStream: changeStreamMetrics(registry),
+    carrier: (carrier) => measuredCarrier(carrier, registry),
+    stop: () => database.stop(),
+  };
+}

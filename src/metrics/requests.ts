@@ -1,0 +1,59 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { Histogram, type Registry } from "prom-client";
+
+// Requests: every answer of PORT by route and status, and every Connect/gRPC call (both ports)
+// by procedure and code. Labels hold route templates and procedure names, never a path with an
+// id in it: `/sms-batch/:id`, not `/sms-batch/42`.
+
+/** Seconds; from a cache hit to a 10000-message batch. */
+const LATENCY_BUCKETS = [
+  0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
+
+export function requestMetrics(registry: Registry) {
+  const http = new Histogram({
+    name: "sms_http_request_duration_seconds",
+    help: "Answers on PORT (REST, Connect, gRPC-Web, dashboard, health) by route template, method and status code",
+    labelNames: ["route", "method", "status_code"],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const rpc = new Histogram({
+    name: "sms_rpc_duration_seconds",
+    help: "Connect and gRPC calls on either port by procedure and Connect code",
+    labelNames: ["procedure", "code"],
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+
+  return {
+    /** Times every answer of `app` (register on the root instance). */
+    observe(app: FastifyInstance): void {
+      app.addHook("onResponse", async (request, reply) => {
+        // No route: a 404, or a request refused before routing (parse errors, closing).
+        const route = request.routeOptions.url ?? "unmatched";
+        http.observe(
+          { route, method: request.method, status_code: String(reply.statusCode) },
+          reply.elapsedTime / 1000,
+        );
+      });
+    },
+    /** A Connect interceptor timing each call; the procedure is its service and method name. */
+    interceptor: ((next) => async (request) => {
+      const end = rpc.startTimer({
+        procedure: `${request.service.typeName}/${request.method.name}`,
+      });
+      try {
+        const response = await next(request);
+        end({ code: "ok" });
+        return response;
+      } catch (error) {
+        end({ code: Code[ConnectError.from(error).code] ?? "unknown" });
+        throw error;
+      }
+    }) satisfies Interceptor as Interceptor,
+  };
+}
+
+export type RequestMetrics = ReturnType<typeof requestMetrics>;
