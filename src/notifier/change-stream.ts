@@ -21,7 +21,7 @@ export interface ChangeWatcherOptions {
   retryMs: number;
   /** Called for every change (and after a failure, in case one was missed). */
   onChange: () => void;
-  /** Called for every event, with the time of its write when the event tells it (metrics). */
+  /** Called for every event, with the time of its write when the event tells it (metrics only). */
   onEvent?: (writtenAt: Date | undefined) => void;
 }
 
@@ -103,17 +103,10 @@ export class ChangeWatcher {
       try {
         stream = store.messages.watch<Document>(
           // Only a wake-up signal: the event's resume token is all that is needed, and the time
-          // of its write for the stream's delay (wallTime on MongoDB 6+, else the document's).
+          // of its write (wallTime, MongoDB 6+; the test emulator sets it too) for the metrics.
           [
             { $match: { operationType: { $in: ["insert", "update", "replace"] } } },
-            {
-              $project: {
-                _id: 1,
-                wallTime: 1,
-                "fullDocument.updatedAt": 1,
-                "updateDescription.updatedFields.updatedAt": 1,
-              },
-            },
+            { $project: { _id: 1, wallTime: 1 } },
           ],
           options,
         );
@@ -190,12 +183,7 @@ function bufferedEvents(stream: ChangeStream<Document>): number | undefined {
   return typeof cursor?.bufferedCount === "function" ? cursor.bufferedCount() : undefined;
 }
 
-/** When the change's write happened, as far as the event tells. */
+/** When the change's write happened: its wallTime, where the server sets one (MongoDB 6+). */
 function writtenAt(event: Document): Date | undefined {
-  const candidates = [
-    event.wallTime,
-    event.fullDocument?.updatedAt,
-    event.updateDescription?.updatedFields?.updatedAt,
-  ];
-  return candidates.find((value): value is Date => value instanceof Date);
+  return event.wallTime instanceof Date ? event.wallTime : undefined;
 }
