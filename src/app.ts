@@ -38,6 +38,8 @@ import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts"
 import { durable, ensureIndexes, openStore, type Store } from "./store/database.ts";
 import { MessageWriter } from "./store/message-writer.ts";
 import { IdAllocator } from "./store/sequences.ts";
+import { TracedLogController, traceCalls, traceRequests } from "./tracing/request-spans.ts";
+import { tracingActive } from "./tracing/tracing.ts";
 
 export interface BuildOptions {
   config: Config;
@@ -76,12 +78,15 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     frameworkErrors,
     // Requests Node's HTTP parser refuses get the spec's error shape too.
     clientErrorHandler,
+    // With tracing, tracing/request-spans.ts writes "incoming request", with the trace id.
+    ...(tracingActive() && { logController: new TracedLogController() }),
   });
 
   // First of the onRequest hooks: nothing else runs for a request refused while closing.
   const draining = refuseWhileClosing(app);
   // Then the request's context, which puts its reqId on every log line written while serving it.
   trackRequests(app);
+  if (tracingActive()) traceRequests(app);
   metrics?.requests.observe(app);
 
   const directory = new AccountDirectory(store.accounts, store.senderNames);
@@ -149,7 +154,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       routes: serviceRoutes,
       batchReadMaxBytes: config.bodyLimitBytes,
       authenticate: callerCheck({ directory, adminToken: config.adminToken, limits }),
-      interceptors: metrics ? [metrics.requests.interceptor] : [],
+      interceptors: [
+        ...(tracingActive() ? [traceCalls] : []),
+        ...(metrics ? [metrics.requests.interceptor] : []),
+      ],
     });
   const grpc = http2.createServer(
     connectNodeAdapter({

@@ -6,6 +6,7 @@ import { Shutdown } from "./lifecycle/shutdown.ts";
 import { serveMetrics } from "./metrics/server.ts";
 import { connect } from "./store/database.ts";
 import { startDatabase } from "./store/embedded-mongo.ts";
+import { startTracing } from "./tracing/tracing.ts";
 
 // Wires configuration to build() and listens. Everything else lives in build().
 
@@ -23,6 +24,16 @@ try {
 // Listening for signals from the start: one during start-up closes what has started so far.
 const shutdown = new Shutdown(config.shutdownGraceMs);
 shutdown.listen();
+
+// Before anything else, so every span has a provider; flushed last (closed after the rest).
+let stopTracing: ReturnType<typeof startTracing>;
+try {
+  stopTracing = startTracing(process.env);
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(1);
+}
+if (stopTracing) shutdown.add("tracing", stopTracing);
 
 const database = await startDatabase({ dataDir: ".data", logger: (msg) => console.error(msg) });
 shutdown.add("database", () => database.stop());

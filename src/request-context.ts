@@ -32,11 +32,12 @@ export function trackRequests(app: FastifyInstance): void {
 /** The fields a log line written within a request lacks: reqId (and traceId), unless its logger has them. */
 export function requestFields(logger: { bindings(): Record<string, unknown> }): object {
   const context = storage.getStore();
-  if (!context) return {};
+  // The request's logger and its children carry them already; a repeated key would be noise.
+  if (!context || (logger as unknown) === context.log) return {};
+  const bound = logger.bindings();
   const fields: Record<string, string> = {};
-  // The request's logger and its children carry reqId already; a repeated key would be noise.
-  if ((logger as unknown) !== context.log && logger.bindings().reqId === undefined)
-    fields.reqId = context.reqId;
-  if (context.traceId !== undefined) fields.traceId = context.traceId;
+  if (bound.reqId === undefined) fields.reqId = context.reqId;
+  if (context.traceId !== undefined && bound.traceId === undefined)
+    fields.traceId = context.traceId;
   return fields;
 }

@@ -36,6 +36,7 @@ export type ClaimedMessage = Pick<
   | "deliveryClass"
   | "carrierIds"
   | "submitAttempts"
+  | "traceContext"
 >;
 
 /** A claimed message's own place in its account's queue, where it goes back when given back unsent. */
@@ -72,4 +73,5 @@ const CLAIMED_FIELDS = {
   deliveryClass: 1,
   carrierIds: 1,
   submitAttempts: 1,
+  traceContext: 1,
 } as const;

@@ -15,6 +15,7 @@ import type { Collection } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
+import { submissionSpans } from "../tracing/work-spans.ts";
 import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
 import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
 import {
@@ -161,6 +162,8 @@ async function submitGroup(
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<void> {
   const parts = messages.flatMap(carrierParts);
+  // Spans in each message's own trace (none when tracing is off).
+  const spans = submissionSpans(deps.carrier.name, messages);
   let results: SubmitResult[];
   try {
     results = await deps.carrier.submit(parts);
@@ -171,6 +174,7 @@ async function submitGroup(
     // Not failed: the messages keep their place in their account's queue and wait for the carrier.
     logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
     outcome.carrierDown = true;
+    spans?.failed(error);
     for (const message of messages) giveBack(message, true);
     return;
   }
@@ -182,6 +186,7 @@ async function submitGroup(
     else entry.error ??= result?.error ?? "no result";
     perMessage.set(part.messageId, entry);
   });
+  spans?.answered((id) => perMessage.get(id)?.error);
   const outcomes: SubmissionOutcome[] = messages.map((message) => {
     const entry = perMessage.get(message._id) ?? { carrierIds: [], error: "no result" };
     const submission: SubmissionOutcome = {

@@ -32,7 +32,13 @@ import type { AccountDoc, MessageDoc } from "../store/documents.ts";
 
 export type NotifyingMessage = Pick<
   MessageDoc,
-  "_id" | "accountId" | "batchId" | "statusCallback" | "notifications" | "deliveryClass"
+  | "_id"
+  | "accountId"
+  | "batchId"
+  | "statusCallback"
+  | "notifications"
+  | "deliveryClass"
+  | "traceContext"
 >;
 
 export type WebhookAccount = Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">;
@@ -59,7 +65,15 @@ export function claimDueNotifications(
   return claimDue<NotifyingMessage>(
     messages,
     NOTIFY_QUEUE,
-    { _id: 1, accountId: 1, batchId: 1, statusCallback: 1, notifications: 1, deliveryClass: 1 },
+    {
+      _id: 1,
+      accountId: 1,
+      batchId: 1,
+      statusCallback: 1,
+      notifications: 1,
+      deliveryClass: 1,
+      traceContext: 1,
+    },
     options,
   );
 }

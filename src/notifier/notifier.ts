@@ -24,6 +24,8 @@ import { WakeSignal } from "../delivery/wake-signal.ts";
 import type { Logger } from "../delivery/worker.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
+import { headersFor } from "../tracing/tracing.ts";
+import { endWebhookSpan, webhookSpan } from "../tracing/work-spans.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { NotificationClaimer, type NotifyingMessage, type WebhookAccount } from "./claiming.ts";
 import { FairDispatcher } from "./dispatch.ts";
@@ -297,11 +299,15 @@ export class Notifier {
   private async send(task: SendTask): Promise<void> {
     const { message, index } = task;
     const at = this.store.clock.now();
+    // A span in the message's trace, whose traceparent the request carries (tracing on only).
+    const span = webhookSpan(message, task.status);
     const result = await this.sender.attempt(
       task.url,
       `msg_${message._id}_${index}`,
       task.account?.webhookSecret,
+      span && headersFor(span),
     );
+    if (span) endWebhookSpan(span, result);
     const outcome = attemptOutcome(
       task,
       result,

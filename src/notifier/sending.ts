@@ -71,11 +71,17 @@ export class WebhookSender {
   }
 
   /** One signed GET (unsigned when the account has no usable secret). */
-  attempt(url: URL, webhookId: string, secret: string | undefined): Promise<AttemptResult> {
+  /** `extraHeaders`: the trace's `traceparent` (and `tracestate`) when tracing is on. */
+  attempt(
+    url: URL,
+    webhookId: string,
+    secret: string | undefined,
+    extraHeaders?: Record<string, string>,
+  ): Promise<AttemptResult> {
     const { timeoutMs, userAgent, logger } = this.options;
     const started = Date.now();
     const pathAndQuery = `${url.pathname}${url.search}`;
-    const headers: Record<string, string> = { "user-agent": userAgent };
+    const headers: Record<string, string> = { ...extraHeaders, "user-agent": userAgent };
     if (secret) {
       try {
         Object.assign(headers, webhookHeaders(secret, webhookId, pathAndQuery));

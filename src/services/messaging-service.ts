@@ -22,6 +22,7 @@ import type { MessageDoc, PendingCharge, SegmentDoc } from "../store/documents.t
 import type { MessageWriter } from "../store/message-writer.ts";
 import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
+import { currentTraceCarrier } from "../tracing/tracing.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
@@ -135,6 +136,8 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const id = await deps.messageIds.take(1 + (message.parts?.length ?? 0));
       const segments = segmentDocs(message.parts, id + 1);
       const now = store.clock.now();
+      // The request's trace, which the message's delivery and webhooks join (tracing on only).
+      const traceContext = currentTraceCarrier();
       const doc = acceptedMessage(
         {
           id,
@@ -147,6 +150,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           deliveryClass: deliveryClass(message.from, account.otpSenders, false),
           ...(segments && { segments }),
           ...(req.statusCallback && { statusCallback: req.statusCallback }),
+          ...(traceContext && { traceContext }),
         },
         now,
       );
@@ -233,6 +237,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         await store.batches.insertOne(batchDoc, deadline.options());
       } else {
         let nextId = firstId;
+        const traceContext = currentTraceCarrier();
         const docs: MessageDoc[] = accepted.map((message) => {
           const id = nextId;
           const segments = segmentDocs(message.parts, id + 1);
@@ -250,6 +255,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
               deliveryClass: deliveryClass(message.from, account.otpSenders, true),
               ...(segments && { segments }),
               ...(req.statusCallback && { statusCallback: req.statusCallback }),
+              ...(traceContext && { traceContext }),
             },
             now,
           );

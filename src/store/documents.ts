@@ -109,6 +109,11 @@ export interface MessageDoc {
   deliveredParts?: string[];
   /** The carrier's refusal, recorded with SEND_ERROR. */
   sendError?: string;
+  /**
+   * The W3C trace context of the request that accepted the message, when tracing is on: its
+   * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts).
+   */
+  traceContext?: { traceparent: string; tracestate?: string };
 }
 
 export interface Lease {

@@ -14,6 +14,8 @@ export interface NewMessage {
   statusCallback?: string;
   /** Its place in the account's delivery queue (src/domain/delivery-priority.ts); by default batch or single. */
   deliveryClass?: DeliveryClass;
+  /** The accepting request's trace context, when tracing is on. */
+  traceContext?: MessageDoc["traceContext"];
 }
 
 /**
@@ -44,5 +46,6 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
   if (message.batchId !== undefined) doc.batchId = message.batchId;
   if (message.segments) doc.segments = message.segments;
   if (message.statusCallback !== undefined) doc.statusCallback = message.statusCallback;
+  if (message.traceContext) doc.traceContext = message.traceContext;
   return doc;
 }

@@ -1,0 +1,97 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type TextMapGetter,
+  trace,
+} from "@opentelemetry/api";
+import { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
+import { currentRequest } from "../request-context.ts";
+import { tracer } from "./tracing.ts";
+
+// A span per request, continuing the caller's trace when it sends `traceparent` (REST, Connect
+// and gRPC-Web on PORT; Connect and gRPC on GRPC_PORT through the interceptor). Everything the
+// request does runs in its span's context, so a message it accepts keeps that trace.
+
+const spans = new WeakMap<FastifyRequest, Span>();
+
+/** Register after request-context.ts's hook: the span's trace id joins the request's log lines. */
+export function traceRequests(app: FastifyInstance): void {
+  app.addHook("onRequest", (request, reply, done) => {
+    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+    const route = request.routeOptions.url ?? "unmatched";
+    const span = tracer().startSpan(
+      `${request.method} ${route}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { "http.request.method": request.method, "http.route": route },
+      },
+      parent,
+    );
+    spans.set(request, span);
+    // Every line of the request carries its trace id: the request's and the reply's loggers get
+    // it here. Fastify writes "incoming request" before any hook runs, so with tracing that line
+    // is written here instead (TracedLogController).
+    const traceId = span.spanContext().traceId;
+    request.log = request.log.child({ traceId });
+    reply.log = request.log;
+    const served = currentRequest();
+    if (served) {
+      served.traceId = traceId;
+      served.log = request.log;
+    }
+    request.log.info({ req: request }, "incoming request");
+    context.with(trace.setSpan(parent, span), done);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    const span = spans.get(request);
+    if (!span) return;
+    span.setAttribute("http.response.status_code", reply.statusCode);
+    if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  });
+}
+
+/** Fastify's request logging, but for "incoming request", which traceRequests writes. */
+export class TracedLogController extends LogController {
+  override incomingRequest(): void {}
+}
+
+const headerGetter: TextMapGetter<Headers> = {
+  get: (headers, key) => headers.get(key) ?? undefined,
+  keys: (headers) => [...headers.keys()],
+};
+
+/**
+ * A span per Connect or gRPC call: a child of the request's span on PORT, the server span of the
+ * call (continuing its `traceparent`) on GRPC_PORT, where no Fastify hook runs.
+ */
+export const traceCalls: Interceptor = (next) => async (request) => {
+  const outer = trace.getSpan(context.active());
+  const parent = outer
+    ? context.active()
+    : propagation.extract(ROOT_CONTEXT, request.header, headerGetter);
+  const procedure = `${request.service.typeName}/${request.method.name}`;
+  return tracer().startActiveSpan(
+    procedure,
+    { kind: outer ? SpanKind.INTERNAL : SpanKind.SERVER, attributes: { "rpc.method": procedure } },
+    parent,
+    async (span) => {
+      try {
+        return await next(request);
+      } catch (error) {
+        span.setStatus({
+          code: SpanStatusCode.ERROR,
+          message: Code[ConnectError.from(error).code],
+        });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
+};

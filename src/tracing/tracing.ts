@@ -1,0 +1,86 @@
+import { context, propagation, ROOT_CONTEXT, type Span, trace } from "@opentelemetry/api";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
+
+// Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
+// and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
+// in documents, so the service pays nothing for it.
+
+let active = false;
+
+/** Whether the OTEL_* variables ask for traces (an OTLP endpoint, or an exporter other than none). */
+export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
+  if (env.OTEL_SDK_DISABLED === "true") return false;
+  const exporter = env.OTEL_TRACES_EXPORTER;
+  if (exporter === "none") return false;
+  return Boolean(
+    exporter || env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  );
+}
+
+/**
+ * Starts the process's tracer provider when the environment asks for it: W3C trace context,
+ * spans batched to OTLP over HTTP (the exporter reads its endpoint, headers and timeout from the
+ * OTEL_EXPORTER_OTLP_* variables, the batching from OTEL_BSP_*). Returns its shutdown, which
+ * flushes the spans not yet sent; undefined when tracing stays off.
+ */
+export function startTracing(
+  env: NodeJS.ProcessEnv = process.env,
+): (() => Promise<void>) | undefined {
+  if (!tracingRequested(env)) return undefined;
+  const exporter = env.OTEL_TRACES_EXPORTER ?? "otlp";
+  if (exporter !== "otlp") {
+    throw new Error(
+      `OTEL_TRACES_EXPORTER: only "otlp" (or "none") is supported, not "${exporter}"`,
+    );
+  }
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || "sms-service" }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  // Also installs the W3C trace-context propagator and the async-local-storage context manager.
+  provider.register();
+  active = true;
+  return async () => {
+    active = false;
+    await provider.shutdown();
+  };
+}
+
+/** True once startTracing started a provider: the service then adds its spans and hooks. */
+export function tracingActive(): boolean {
+  return active;
+}
+
+export const tracer = () => trace.getTracer("sms-service");
+
+/** What a message keeps of the trace that accepted it (W3C headers, as stored in its document). */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/** The active trace context as headers; undefined when there is none (or tracing is off). */
+export function currentTraceCarrier(): TraceCarrier | undefined {
+  if (!active) return undefined;
+  const headers: Record<string, string> = {};
+  propagation.inject(context.active(), headers);
+  if (!headers.traceparent) return undefined;
+  return {
+    traceparent: headers.traceparent,
+    ...(headers.tracestate && { tracestate: headers.tracestate }),
+  };
+}
+
+/** The context a stored trace carrier continues; the root context without one. */
+export function contextOf(carrier: TraceCarrier | undefined) {
+  return carrier ? propagation.extract(ROOT_CONTEXT, carrier) : ROOT_CONTEXT;
+}
+
+/** The `traceparent` (and `tracestate`) continuing `span`, for an outgoing request. */
+export function headersFor(span: Span): Record<string, string> {
+  const headers: Record<string, string> = {};
+  propagation.inject(trace.setSpan(context.active(), span), headers);
+  return headers;
+}
