@@ -20,6 +20,7 @@ import {
 } from "./common.ts";
 import { deliveryFigures } from "./delivery-figures.ts";
 import { embeddedFigure } from "./embedded-figure.ts";
+import { observabilityFigure } from "./observability-figure.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -29,7 +30,7 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
-// smpp-figure.ts; 12 in embedded-figure.ts.
+// smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -340,6 +341,8 @@ await throughputFigure(ctx);
 await smppFigure(ctx);
 // ---- 12: npm start's default database (the emulator's H2 store) beside the in-memory one (issue 14).
 await embeddedFigure(ctx);
+// ---- 13: figure 1 with metrics and tracing on against off (issue 16).
+await observabilityFigure(ctx);
 
 await client.close();
 await database.stop();

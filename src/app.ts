@@ -67,7 +67,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   await idempotencyKeys.ensureIndexes();
   await store.clock.start();
   const instanceId = randomUUID();
-  const metrics = config.metricsPort !== 0 ? createMetrics(store, db) : undefined;
+  const metrics =
+    config.metricsPort !== 0 ? createMetrics(store, db, { queues: config.runWorkers }) : undefined;
 
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),

@@ -27,11 +27,15 @@ export interface Metrics {
   stop(): void;
 }
 
-export function createMetrics(store: Store, db: Db): Metrics {
+/**
+ * `queues`: whether this instance reports the shared queues' depth (the instances that run the
+ * workers do; an API-only instance would only repeat their values, at the database's expense).
+ */
+export function createMetrics(store: Store, db: Db, options: { queues: boolean }): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const database = databaseMetrics(registry, db);
-  queueMetrics(registry, store);
+  if (options.queues) queueMetrics(registry, store);
   return {
     registry,
     requests: requestMetrics(registry),
