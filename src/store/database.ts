@@ -9,6 +9,7 @@ import type {
   StateDoc,
 } from "./documents.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
+import { SEQUENCES } from "./sequences.ts";
 import { ServerClock } from "./server-clock.ts";
 
 /** The collections of the service, typed. */
@@ -76,8 +77,15 @@ export function durable(db: Db): Db {
   });
 }
 
-/** Creates every index the service queries by. createIndex is a no-op when it exists already. */
+/**
+ * Seeds the id sequences, then creates every index the service queries by; both are no-ops when
+ * done already. The sequences first, one at a time: two first reservations racing to create the
+ * counters collection are safe on mongod, but the emulator could then hand out one id twice.
+ */
 export async function ensureIndexes(store: Store): Promise<void> {
+  for (const name of SEQUENCES) {
+    await store.counters.updateOne({ _id: name }, { $setOnInsert: { seq: 0 } }, { upsert: true });
+  }
   await Promise.all([
     store.messages.createIndex({ batchId: 1, _id: 1 }, { name: "batch_messages" }),
     store.messages.createIndex({ notifyAt: 1 }, { name: "notify_due", sparse: true }),

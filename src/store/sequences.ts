@@ -1,7 +1,8 @@
 import type { Collection } from "mongodb";
 import type { CounterDoc } from "./documents.ts";
 
-export type SequenceName = "message" | "batch";
+export const SEQUENCES = ["message", "batch"] as const;
+export type SequenceName = (typeof SEQUENCES)[number];
 
 /**
  * Reserves `count` consecutive ids of a sequence in one atomic update and returns the first.
