@@ -90,24 +90,30 @@ describe("kill -9 of the service under traffic", () => {
     const db = database.client.db(`${database.name}_stream`);
     service = await startServiceProcess("source", db.databaseName, ENV);
     const account = await service.createAccount(CREDIT);
-    const traffic = new Traffic(service.baseUrl, account).singles(8);
-
-    await eventually(async () => traffic.answered("sms").length >= 300, 90_000);
-    // While most clients wait for an answer: a loaded machine can otherwise find all eight
-    // between an answer and their next send, and the kill would test nothing.
-    await eventually(async () => traffic.inFlight >= 6, 30_000);
-    await killAndStop(service, traffic);
-    expect(traffic.unanswered("sms").length, "sends in flight at the kill").toBeGreaterThan(0);
+    // A loaded machine can find all eight clients between an answer and their next send, or
+    // with their answers written but not yet read, and the kill would test nothing: then the
+    // service is started again and killed again (at most three times), the books kept across.
+    const outcomes: Outcome[] = [];
+    const inFlightAtKills = () => outcomes.filter((o) => o.status === "no answer").length;
+    for (let kill = 0; kill < 3 && inFlightAtKills() === 0; kill++) {
+      if (kill > 0) service = await startServiceProcess("source", db.databaseName, ENV);
+      const traffic = new Traffic(service.baseUrl, account).singles(8);
+      await eventually(async () => traffic.answered("sms").length >= 300, 90_000);
+      await eventually(async () => traffic.inFlight >= 6, 30_000);
+      await killAndStop(service, traffic);
+      outcomes.push(...traffic.outcomes);
+    }
+    expect(inFlightAtKills(), "sends in flight at a kill").toBeGreaterThan(0);
 
     service = await startServiceProcess("source", db.databaseName, ENV);
     await settled(db, account.apiKey);
-    const books = await reconcile(db, account.apiKey, CREDIT, traffic.outcomes);
+    const books = await reconcile(db, account.apiKey, CREDIT, outcomes);
     // Sends in flight may have been stored (then charged) or not (then refunded): never more.
-    const answered = traffic.answered("sms").length;
+    const answered = outcomes.filter((o) => o.kind === "sms" && o.status === 200).length;
     expect(books.storedMessages).toBeGreaterThanOrEqual(answered);
-    expect(books.storedMessages).toBeLessThanOrEqual(answered + traffic.unanswered("sms").length);
+    expect(books.storedMessages).toBeLessThanOrEqual(answered + inFlightAtKills());
     await sendsAfterRestart(service, account, db, books.chargedParts);
-  }, 150_000);
+  }, 240_000);
 });
 
 async function killAndStop(victim: ServiceProcess, traffic: Traffic): Promise<void> {
