@@ -81,10 +81,15 @@ async function storeHistory(ctx: BenchContext, count: number) {
     }
     await store.messages.insertMany(docs, { ordered: false });
   }
-  await store.counters.insertMany([
-    { _id: "message", seq: count },
-    { _id: "batch", seq: Math.ceil(count / BATCH) },
-  ]);
+  // The service seeded the counters at its start: move them past the stored history.
+  await store.counters.bulkWrite(
+    [
+      { _id: "message", seq: count },
+      { _id: "batch", seq: Math.ceil(count / BATCH) },
+    ].map(({ _id, seq }) => ({
+      updateOne: { filter: { _id }, update: { $max: { seq } }, upsert: true },
+    })),
+  );
 }
 
 export async function embeddedFigure(ctx: BenchContext) {
