@@ -7,7 +7,13 @@
  * body, so the request's path and query (as in the request line, e.g. `/hook?id=7&status=SENT`) take
  * the place of the body. The key is the base64-decoded part of the account's `whsec_...` secret.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  createHmac,
+  createSecretKey,
+  type KeyObject,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
 
 const SECRET_PREFIX = "whsec_";
 
@@ -24,6 +30,24 @@ export function generateWebhookSecret(): string {
   return SECRET_PREFIX + randomBytes(24).toString("base64");
 }
 
+/**
+ * The HMAC key of `secret`, made once: Node prepares a Buffer key anew for every HMAC (about
+ * 20 µs, two thirds of a webhook's signing in the figure 10 profile), a KeyObject only once.
+ */
+function hmacKey(secret: string): KeyObject {
+  let key = hmacKeys.get(secret);
+  if (!key) {
+    if (hmacKeys.size >= MAX_CACHED_KEYS) hmacKeys.clear();
+    key = createSecretKey(webhookSecretKey(secret));
+    hmacKeys.set(secret, key);
+  }
+  return key;
+}
+
+const hmacKeys = new Map<string, KeyObject>();
+/** Accounts whose keys are kept; past it the cache starts over. */
+const MAX_CACHED_KEYS = 10_000;
+
 /** `v1,<base64 signature>` over `${id}.${timestamp}.${pathAndQuery}`. */
 export function signWebhook(
   secret: string,
@@ -31,7 +55,7 @@ export function signWebhook(
   timestamp: number,
   pathAndQuery: string,
 ): string {
-  const mac = createHmac("sha256", webhookSecretKey(secret))
+  const mac = createHmac("sha256", hmacKey(secret))
     .update(`${id}.${timestamp}.${pathAndQuery}`)
     .digest("base64");
   return `v1,${mac}`;

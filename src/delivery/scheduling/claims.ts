@@ -29,9 +29,11 @@ export interface WorkQueue {
 }
 
 /**
- * Claims up to `limit` due messages: find due ids (earliest due first), one updateMany that
- * re-checks due-ness per document and pushes the due time to the lease's end (so two instances
- * never claim the same message), then read the chunk by id and keep what this claim got.
+ * Claims up to `limit` due messages: read the due candidates (earliest due first), then one
+ * updateMany that re-checks due-ness per document and pushes the due time to the lease's end (so
+ * two instances never claim the same message). When the update took every candidate, the read is
+ * what was claimed (the fields a claim reads change only with the due time the update re-checked);
+ * when another claim took some meanwhile, the candidates are read again and only this claim's kept.
  */
 export async function claimDue<T extends { _id: number; batchId?: number }>(
   messages: Collection<MessageDoc>,
@@ -41,34 +43,45 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
 ): Promise<T[]> {
   const { now, limit, leaseMs, token } = options;
   if (limit <= 0) return [];
-  const due = await messages
-    .find({ ...options.filter, [queue.due]: { $lte: now } }, { projection: { _id: 1 } })
+  const fields = { ...projection, batchId: 1 };
+  const candidates = await messages
+    .find({ ...options.filter, [queue.due]: { $lte: now } }, { projection: fields })
     .sort({ [queue.due]: 1 })
     .limit(limit)
     .toArray();
-  if (due.length === 0) return [];
-  const ids = due.map((d) => d._id);
+  if (candidates.length === 0) return [];
+  const ids = candidates.map((d) => d._id);
   const until = new Date(now.getTime() + leaseMs);
-  await messages.updateMany(
+  const { modifiedCount } = await messages.updateMany(
     { _id: idsIn(ids), [queue.due]: { $lte: now }, ...queue.claimable?.(now) },
     {
       $set: { [queue.due]: until, [queue.lease]: { owner: token, until } },
       ...(queue.counter && { $inc: { [queue.counter]: 1 } }),
     },
   );
-  const docs = await messages
-    .find({ _id: { $in: ids } }, { projection: { ...projection, batchId: 1, [queue.lease]: 1 } })
-    .toArray();
-  // In due order (the read returns storage order): the carrier gets them in their queue's order.
-  const order = new Map(ids.map((id, i) => [id, i]));
-  const claimed = docs
-    .filter((doc) => doc[queue.lease]?.owner === token)
-    .sort((a, b) => (order.get(a._id) ?? 0) - (order.get(b._id) ?? 0));
+  let claimed: MessageDoc[];
+  if (modifiedCount === candidates.length) {
+    // What the update wrote, applied to the read: the documents as a read now would return them.
+    claimed = candidates.map((doc) => {
+      const own = { ...doc } as MessageDoc;
+      if (queue.due in projection) own[queue.due] = until;
+      if (queue.counter && queue.counter in projection)
+        own[queue.counter] = (doc[queue.counter] ?? 0) + 1;
+      return own;
+    });
+  } else {
+    const docs = await messages
+      .find({ _id: { $in: ids } }, { projection: { ...fields, [queue.lease]: 1 } })
+      .toArray();
+    // In due order (the read returns storage order): the carrier gets them in their queue's order.
+    const order = new Map(ids.map((id, i) => [id, i]));
+    claimed = docs
+      .filter((doc) => doc[queue.lease]?.owner === token)
+      .sort((a, b) => (order.get(a._id) ?? 0) - (order.get(b._id) ?? 0))
+      .map(({ [queue.lease]: _lease, ...rest }) => rest as MessageDoc);
+  }
   const ready = await withoutUncommitted(messages, claimed, options.commits, queue, now);
-  return ready.map((doc) => {
-    const { [queue.lease]: _lease, ...rest } = doc;
-    return rest as unknown as T;
-  });
+  return ready as unknown as T[];
 }
 
 /** When the account's earliest queued work is due (leased work included: at its lease's end). */
