@@ -32,11 +32,14 @@ export function trackRequests(app: FastifyInstance): void {
 /** The fields a log line written within a request lacks: reqId (and traceId), unless its logger has them. */
 export function requestFields(logger: { bindings(): Record<string, unknown> }): object {
   const context = storage.getStore();
-  // The request's logger and its children carry them already; a repeated key would be noise.
-  if (!context || (logger as unknown) === context.log) return {};
+  if (!context) return {};
+  // The request's logger carries reqId already (and its children anything bound); a repeated key
+  // would be noise.
+  const own = (logger as unknown) === context.log;
+  if (own && context.traceId === undefined) return {};
   const bound = logger.bindings();
   const fields: Record<string, string> = {};
-  if (bound.reqId === undefined) fields.reqId = context.reqId;
+  if (!own && bound.reqId === undefined) fields.reqId = context.reqId;
   if (context.traceId !== undefined && bound.traceId === undefined)
     fields.traceId = context.traceId;
   return fields;

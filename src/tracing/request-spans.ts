@@ -21,7 +21,7 @@ const spans = new WeakMap<FastifyRequest, Span>();
 
 /** Register after request-context.ts's hook: the span's trace id joins the request's log lines. */
 export function traceRequests(app: FastifyInstance): void {
-  app.addHook("onRequest", (request, reply, done) => {
+  app.addHook("onRequest", (request, _reply, done) => {
     const parent = propagation.extract(ROOT_CONTEXT, request.headers);
     const route = request.routeOptions.url ?? "unmatched";
     const span = tracer().startSpan(
@@ -33,17 +33,12 @@ export function traceRequests(app: FastifyInstance): void {
       parent,
     );
     spans.set(request, span);
-    // Every line of the request carries its trace id: the request's and the reply's loggers get
-    // it here. Fastify writes "incoming request" before any hook runs, so with tracing that line
-    // is written here instead (TracedLogController).
-    const traceId = span.spanContext().traceId;
-    request.log = request.log.child({ traceId });
-    reply.log = request.log;
+    // Every line of the request carries its trace id: the logger's mixin adds it from the
+    // request's context (request-context.ts), cheaper than a child logger per request. Fastify
+    // writes "incoming request" before any hook runs, so with tracing that line is written here
+    // instead (TracedLogController).
     const served = currentRequest();
-    if (served) {
-      served.traceId = traceId;
-      served.log = request.log;
-    }
+    if (served) served.traceId = span.spanContext().traceId;
     request.log.info({ req: request }, "incoming request");
     context.with(trace.setSpan(parent, span), done);
   });
