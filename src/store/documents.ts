@@ -1,4 +1,4 @@
-import type { ObjectId } from "mongodb";
+import type { Binary, ObjectId } from "mongodb";
 
 // Shapes of the documents in MongoDB. Ids are integers from the sequences; status and reason names
 // are the spec's strings so the database reads like the API.
@@ -110,10 +110,11 @@ export interface MessageDoc {
   /** The carrier's refusal, recorded with SEND_ERROR. */
   sendError?: string;
   /**
-   * The W3C trace context of the request that accepted the message, when tracing is on: its
-   * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts).
+   * The trace context of the request that accepted the message, when tracing is on: its
+   * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts). 25 bytes
+   * (flags, trace id, span id), or W3C headers when the trace has a `tracestate`.
    */
-  traceContext?: { traceparent: string; tracestate?: string };
+  traceContext?: Binary | { traceparent: string; tracestate?: string };
 }
 
 export interface Lease {

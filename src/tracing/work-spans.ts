@@ -1,6 +1,6 @@
 import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import type { AttemptResult } from "../notifier/sending.ts";
-import { contextOf, type TraceCarrier, tracer, tracingActive } from "./tracing.ts";
+import { contextOf, type StoredTrace, tracer, tracingActive } from "./tracing.ts";
 
 // Spans of a message's later work, in the trace of the request that accepted it: each carrier
 // submission and each webhook attempt. The message keeps that trace's context in its document
@@ -8,7 +8,7 @@ import { contextOf, type TraceCarrier, tracer, tracingActive } from "./tracing.t
 
 interface Traced {
   _id: number;
-  traceContext?: TraceCarrier;
+  traceContext?: StoredTrace;
 }
 
 export interface SubmissionSpans {
