@@ -3,7 +3,7 @@
  * delivery and webhooks continue that trace; headers when the trace has a tracestate; and the
  * headers that documents written before still hold.
  */
-import { context, createTraceState, ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api";
+import { context, createTraceState, ROOT_CONTEXT, TraceFlags, trace } from "@opentelemetry/api";
 import { Binary, BSON } from "mongodb";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
