@@ -10,6 +10,16 @@ import {
   idempotencyHeaders,
 } from "./common-schemas.ts";
 
+/** What both batch answers start with: the batch and how its messages were taken. */
+const BATCH_IDENTITY = ["id", "name", "totalCount", "acceptedCount", "rejectedCount"] as const;
+const batchIdentity = {
+  id: { type: "integer" },
+  name: { type: "string" },
+  totalCount: { type: "integer" },
+  acceptedCount: { type: "integer" },
+  rejectedCount: { type: "integer" },
+} as const;
+
 const phoneNumber = {
   type: "string",
   description: "[+][country code][number]: an optional +, then 8 to 15 digits, the first not 0",
@@ -141,13 +151,9 @@ export const sendBatchSchema = {
     200: {
       description: "The stored batch; invalid messages are listed in errors by 0-based index",
       type: "object",
-      required: ["id", "name", "totalCount", "acceptedCount", "rejectedCount"],
+      required: [...BATCH_IDENTITY],
       properties: {
-        id: { type: "integer" },
-        name: { type: "string" },
-        totalCount: { type: "integer" },
-        acceptedCount: { type: "integer" },
-        rejectedCount: { type: "integer" },
+        ...batchIdentity,
         errors: {
           type: "array",
           items: {
@@ -178,11 +184,7 @@ export const getBatchSchema = {
       description: "Counters and the accepted messages of the batch",
       type: "object",
       required: [
-        "id",
-        "name",
-        "totalCount",
-        "acceptedCount",
-        "rejectedCount",
+        ...BATCH_IDENTITY,
         "sentCount",
         "deliveredCount",
         "undeliveredCount",
@@ -190,11 +192,7 @@ export const getBatchSchema = {
         "isActive",
       ],
       properties: {
-        id: { type: "integer" },
-        name: { type: "string" },
-        totalCount: { type: "integer" },
-        acceptedCount: { type: "integer" },
-        rejectedCount: { type: "integer" },
+        ...batchIdentity,
         sentCount: { type: "integer" },
         deliveredCount: { type: "integer" },
         undeliveredCount: { type: "integer" },
