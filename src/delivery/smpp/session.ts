@@ -122,9 +122,14 @@ export class SmppConnection {
 
   private corked = false;
 
-  /** Connected and not being closed: requests can be written. */
+  /**
+   * Connected, not being closed, and the socket still writable: requests can be written. A socket
+   * the peer ended stops being writable before its close event runs; without that check a part
+   * refused as unsent was offered to the same bind again at once, in a loop of promise callbacks
+   * that never let the close event (or any timer) run.
+   */
   get isOpen(): boolean {
-    return !this.closed && !this.closing;
+    return !this.closed && !this.closing && this.session.socket.writable;
   }
 
   /** Sends a request; settles with its response (any command_status), a timeout or the connection's loss. */
