@@ -30,13 +30,14 @@ export function requestMetrics(registry: Registry) {
   return {
     /** Times every answer of `app` (register on the root instance). */
     observe(app: FastifyInstance): void {
-      app.addHook("onResponse", async (request, reply) => {
+      app.addHook("onResponse", (request, reply, done) => {
         // No route: a 404, or a request refused before routing (parse errors, closing).
         const route = request.routeOptions.url ?? "unmatched";
         http.observe(
           { route, method: request.method, status_code: String(reply.statusCode) },
           reply.elapsedTime / 1000,
         );
+        done();
       });
     },
     /** A Connect interceptor timing each call; the procedure is its service and method name. */

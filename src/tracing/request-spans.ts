@@ -42,12 +42,14 @@ export function traceRequests(app: FastifyInstance): void {
     request.log.info({ req: request }, "incoming request");
     context.with(trace.setSpan(parent, span), done);
   });
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const span = spans.get(request);
-    if (!span) return;
-    span.setAttribute("http.response.status_code", reply.statusCode);
-    if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
+    if (span) {
+      span.setAttribute("http.response.status_code", reply.statusCode);
+      if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    }
+    done();
   });
 }
 

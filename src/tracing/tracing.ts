@@ -4,6 +4,7 @@ import {
   propagation,
   ROOT_CONTEXT,
   type Span,
+  type Tracer,
   trace,
 } from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -16,6 +17,7 @@ import { Binary } from "mongodb";
 // in documents, so the service pays nothing for it.
 
 let active = false;
+let serviceTracer: Tracer | undefined;
 
 /** Whether the OTEL_* variables ask for traces (an OTLP endpoint, or an exporter other than none). */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
@@ -49,9 +51,12 @@ export function startTracing(
   });
   // Also installs the W3C trace-context propagator and the async-local-storage context manager.
   provider.register();
+  // Asked for once: the provider's getTracer builds a key string and looks it up on every call.
+  serviceTracer = provider.getTracer("sms-service");
   active = true;
   return async () => {
     active = false;
+    serviceTracer = undefined;
     await provider.shutdown();
   };
 }
@@ -61,7 +66,8 @@ export function tracingActive(): boolean {
   return active;
 }
 
-export const tracer = () => trace.getTracer("sms-service");
+/** The service's tracer: the started provider's, else the global one (a no-op when none is set). */
+export const tracer = (): Tracer => serviceTracer ?? trace.getTracer("sms-service");
 
 /** A trace context as W3C headers (`traceparent`, and `tracestate` when the trace has one). */
 export interface TraceCarrier {
