@@ -8,8 +8,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.PriorityQueue;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.regex.Pattern;
@@ -150,15 +150,17 @@ final class IndexedQueries<P> {
                 Iterator<Set<P>> sets = exists ? secondary.all(ascending) : secondary.inOrder(bounds, ascending);
                 while (sets.hasNext() && matched.size() < numberToReturn) {
                     Set<P> tied = sets.next();
-                    Iterable<P> positions = tied.size() == 1 ? tied : sorted(tied);
-                    for (P position : positions) {
-                        Document document = storage.documentAt(position);
+                    Iterator<P> positions = tied.size() == 1 ? tied.iterator() : inPositionOrder(tied);
+                    // Stops at the limit inside a tie too: a batch's messages share one due time, and
+                    // a claim of a few of them must not match (nor order) all the others.
+                    while (positions.hasNext() && matched.size() < numberToReturn) {
+                        Document document = storage.documentAt(positions.next());
                         if (document == null || !storage.matches(document, query)) {
                             continue;
                         }
                         if (toSkip > 0) {
                             toSkip--;
-                        } else if (matched.size() < numberToReturn) {
+                        } else {
                             matched.add(document);
                         }
                     }
@@ -178,10 +180,21 @@ final class IndexedQueries<P> {
         return value instanceof Boolean b ? b : value instanceof Number n && n.doubleValue() != 0;
     }
 
-    private Set<P> sorted(Set<P> positions) {
-        Set<P> sorted = new TreeSet<>(positionOrder);
-        sorted.addAll(positions);
-        return sorted;
+    /** Tied positions in position order, drawn one at a time: a heap, not a sort of all of them. */
+    private Iterator<P> inPositionOrder(Set<P> positions) {
+        PriorityQueue<P> queue = new PriorityQueue<>(positions.size(), positionOrder);
+        queue.addAll(positions);
+        return new Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return !queue.isEmpty();
+            }
+
+            @Override
+            public P next() {
+                return queue.remove();
+            }
+        };
     }
 
     /**
