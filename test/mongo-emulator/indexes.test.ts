@@ -340,6 +340,44 @@ describe("emulator indexes: same results as without them, memory and H2 backends
     await expectSameEverywhere("after writes", false);
   });
 
+  it("claims a few messages of a batch's tie at a time, in id order, each claim after the last", async () => {
+    // A batch's messages share one due time: one tie in the due index. Every fourth is another
+    // account's, which the claims must pass over.
+    await everywhere((db, c) =>
+      col(db, c).insertMany(
+        Array.from({ length: 400 }, (_, i) => ({
+          _id: 5000 + i,
+          accountId: i % 4 === 3 ? "tie-other" : "tie",
+          status: "ACCEPTED",
+          code: `tie${i}`,
+          dueAt: at(3),
+          n: i,
+        })),
+      ),
+    );
+    const claim = (skip: number) =>
+      everywhere(async (db, c) => {
+        const due = await col(db, c)
+          .find({ accountId: "tie", dueAt: { $lte: at(3) } }, { projection: { _id: 1 } })
+          .sort({ dueAt: 1 })
+          .skip(skip)
+          .limit(5)
+          .toArray();
+        await col(db, c).updateMany(
+          { _id: { $in: due.map((d) => d._id) } },
+          { $set: { dueAt: at(60) } },
+        );
+        return due.map((d) => d._id);
+      });
+    const expectClaimed = (claims: { server: string; result: unknown }[], ids: number[]) => {
+      for (const claim of claims) if (claim.server !== "mongod") expect(claim.result).toEqual(ids);
+    };
+    expectClaimed(await claim(0), [5000, 5001, 5002, 5004, 5005]);
+    expectClaimed(await claim(0), [5006, 5008, 5009, 5010, 5012]);
+    // A skip counts matching documents only, inside the tie too.
+    expectClaimed(await claim(2), [5016, 5017, 5018, 5020, 5021]);
+  });
+
   it("gives the same error codes, unique indexes included", async () => {
     const codes = await everywhere(async (db, c) => [
       await errorCode(col(db, c).insertOne({ _id: 1000, code: "other" })),
