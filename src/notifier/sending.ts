@@ -8,6 +8,7 @@ import http from "node:http";
 import https from "node:https";
 import type { Logger } from "../delivery/worker.ts";
 import { AddressBlockedError, guardedLookup } from "./address-guard.ts";
+import { cachePerKey } from "./per-key-cache.ts";
 import { webhookHeaders } from "./signature.ts";
 
 export interface AttemptResult {
@@ -28,6 +29,19 @@ export interface WebhookSenderOptions {
   userAgent: string;
 }
 
+/**
+ * The callback without its fragment, ending in `?` or in its own query and `&`: parsed once per
+ * callback (at most 10000 kept), not once per notification (a quarter of a webhook's own cost
+ * when it was).
+ */
+const callbackBase = cachePerKey(10_000, (callback) => {
+  const url = new URL(callback);
+  const query = url.search.length > 1 ? `${url.search.slice(1)}&` : "";
+  url.search = "";
+  url.hash = "";
+  return `${url.href}?${query}`;
+});
+
 /** `<callback>?…&id=<id>&status=<STATUS>[&batch_id=<id>]`, keeping the callback's own query. */
 export function notificationUrl(
   callback: string,
@@ -38,27 +52,6 @@ export function notificationUrl(
   const batch = batchId === undefined ? "" : `&batch_id=${batchId}`;
   return new URL(`${callbackBase(callback)}id=${messageId}&status=${status}${batch}`);
 }
-
-/**
- * The callback without its fragment, ending in `?` or in its own query and `&`: parsed once per
- * callback, not once per notification (a quarter of a webhook's own cost when it was).
- */
-function callbackBase(callback: string): string {
-  let base = callbackBases.get(callback);
-  if (base === undefined) {
-    const url = new URL(callback);
-    const query = url.search.length > 1 ? `${url.search.slice(1)}&` : "";
-    url.search = "";
-    url.hash = "";
-    base = `${url.href}?${query}`;
-    if (callbackBases.size >= MAX_CACHED_CALLBACKS) callbackBases.clear();
-    callbackBases.set(callback, base);
-  }
-  return base;
-}
-
-const callbackBases = new Map<string, string>();
-const MAX_CACHED_CALLBACKS = 10_000;
 
 /**
  * The receiver a webhook goes to, for its concurrency bound: scheme, host, port and path (the
