@@ -111,11 +111,16 @@ export interface MessageDoc {
   sendError?: string;
   /**
    * The trace context of the request that accepted the message, when tracing is on: its
-   * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts). 25 bytes
-   * (flags, trace id, span id), or W3C headers when the trace has a `tracestate`.
+   * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts).
    */
-  traceContext?: Binary | { traceparent: string; tracestate?: string };
+  traceContext?: StoredTrace;
 }
+
+/**
+ * What a message keeps of the trace that accepted it (src/tracing/tracing.ts): 25 bytes (trace
+ * flags, trace id, span id), or the W3C headers when the trace carries a `tracestate`.
+ */
+export type StoredTrace = Binary | { traceparent: string; tracestate?: string };
 
 export interface Lease {
   owner: string;

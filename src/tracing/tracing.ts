@@ -11,6 +11,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { Binary } from "mongodb";
+import type { StoredTrace } from "../store/documents.ts";
 
 // Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
 // and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
@@ -69,19 +70,12 @@ export function tracingActive(): boolean {
 /** The service's tracer: the started provider's, else the global one (a no-op when none is set). */
 export const tracer = (): Tracer => serviceTracer ?? trace.getTracer("sms-service");
 
-/** A trace context as W3C headers (`traceparent`, and `tracestate` when the trace has one). */
-export interface TraceCarrier {
-  traceparent: string;
-  tracestate?: string;
-}
+export type { StoredTrace };
 
 /**
- * What a message keeps of the trace that accepted it: 25 bytes (trace flags, trace id, span id),
- * or the W3C headers when the trace carries a `tracestate`. The bytes are a third of the headers'
- * size in every message document, which the database reads and writes at each status change.
+ * The stored trace's bytes: a third of the headers' size in every message document, which the
+ * database reads and writes at each status change.
  */
-export type StoredTrace = Binary | TraceCarrier;
-
 const TRACE_BYTES = 25;
 
 /** The active trace context as the message stores it; undefined when there is none (or tracing is off). */
