@@ -6,24 +6,13 @@
 // each on a fresh process and database; medians are compared. Beside it, the service's own CPU
 // time per request in each mode, which the sharing of two cores does not blur.
 
-import { readFileSync } from "node:fs";
 import autocannon from "autocannon";
 import { type BenchContext, createAccount } from "./common.ts";
-import { freePort, median, startProcess } from "./processes.ts";
+import { cpuSeconds, freePort, median, startProcess } from "./processes.ts";
 
 const CONNECTIONS = 32;
 // For finding what costs: BENCH_FIGURE13_ON=metrics (or tracing) turns only that one on.
 const ON = new Set((process.env.BENCH_FIGURE13_ON || "metrics,tracing").split(","));
-
-/** Linux's USER_HZ, the unit of /proc/PID/stat's times (`getconf CLK_TCK`). */
-const CLOCK_TICKS = 100;
-
-/** CPU seconds (user and system) a process has used so far, from /proc. */
-function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command's ")".
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
 
 export async function observabilityFigure(ctx: BenchContext) {
   if (!ctx.runs("13")) return;

@@ -86,6 +86,16 @@ export function residentBytes(pid: number): number {
   return match ? Number(match[1]) * 1024 : 0;
 }
 
+/** Linux's USER_HZ, the unit of /proc/PID/stat's times (`getconf CLK_TCK`). */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user and system) a process has used so far, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command's ")".
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
