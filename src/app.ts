@@ -59,16 +59,20 @@ export interface Service {
 
 /** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
 export async function build({ config, db, logger }: BuildOptions): Promise<Service> {
-  // Majority-journaled writes and primary reads, whatever the connection string says.
-  const store = openStore(durable(db));
+  const metrics = config.metricsPort !== 0 ? createMetrics(db) : undefined;
+  // Majority-journaled writes and primary reads, whatever the connection string says; timed
+  // operations when metrics are on.
+  const durableDb = durable(db);
+  const store = openStore(metrics ? metrics.database.timed(durableDb) : durableDb);
   await ensureIndexes(store);
   // A claim still running after the settler's cutoff is a crashed run's (no request outlives it).
   const idempotencyKeys = KeyStore.open(store.db, () => store.clock.now(), config.settleAfterMs);
   await idempotencyKeys.ensureIndexes();
   await store.clock.start();
   const instanceId = randomUUID();
-  const metrics =
-    config.metricsPort !== 0 ? createMetrics(store, db, { queues: config.runWorkers }) : undefined;
+  // The queues' depth where workers run; an API-only instance would only repeat their values, at
+  // the database's expense.
+  if (metrics && config.runWorkers) metrics.reportQueues(store);
 
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),
@@ -190,7 +194,6 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     await background.stop();
     store.clock.stop();
     await confirmations.flush();
-    metrics?.stop();
   });
 
   await app.register(swagger, {

@@ -37,7 +37,7 @@ if (stopTracing) shutdown.add("tracing", stopTracing);
 
 const database = await startDatabase({ dataDir: ".data", logger: (msg) => console.error(msg) });
 shutdown.add("database", () => database.stop());
-const client = await connect(database.uri, { monitorCommands: config.metricsPort !== 0 });
+const client = await connect(database.uri);
 shutdown.add("database client", () => client.close());
 const { app, grpc, metrics } = await build({ config, db: client.db(config.mongodbDatabase) });
 shutdown.useLogger(app.log);

@@ -4,7 +4,7 @@ import type { Carrier } from "../delivery/carrier.ts";
 import type { Store } from "../store/database.ts";
 import { measuredCarrier } from "./carrier.ts";
 import { type ChangeStreamMetrics, changeStreamMetrics } from "./change-stream.ts";
-import { databaseMetrics } from "./database.ts";
+import { type DatabaseMetrics, databaseMetrics } from "./database.ts";
 import { type IntakeMetrics, intakeMetrics } from "./intake.ts";
 import { queueMetrics } from "./queues.ts";
 import { type RequestMetrics, requestMetrics } from "./requests.ts";
@@ -22,27 +22,25 @@ export interface Metrics {
   intake: IntakeMetrics;
   webhooks: WebhookMetrics;
   changeStream: ChangeStreamMetrics;
+  /** Makes the service's collections time their operations. */
+  database: DatabaseMetrics;
+  /** Reports the shared queues' depth from `store` (instances that run the workers do). */
+  reportQueues(store: Store): void;
   /** The carrier wrapped so its submissions are counted and timed. */
   carrier(carrier: Carrier): Carrier;
-  stop(): void;
 }
 
-/**
- * `queues`: whether this instance reports the shared queues' depth (the instances that run the
- * workers do; an API-only instance would only repeat their values, at the database's expense).
- */
-export function createMetrics(store: Store, db: Db, options: { queues: boolean }): Metrics {
+export function createMetrics(db: Db): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const database = databaseMetrics(registry, db);
-  if (options.queues) queueMetrics(registry, store);
   return {
     registry,
+    database: databaseMetrics(registry, db),
+    reportQueues: (store) => queueMetrics(registry, store),
     requests: requestMetrics(registry),
     intake: intakeMetrics(registry),
     webhooks: webhookMetrics(registry),
     changeStream: changeStreamMetrics(registry),
     carrier: (carrier) => measuredCarrier(carrier, registry),
-    stop: () => database.stop(),
   };
 }

@@ -27,16 +27,23 @@ export function requestMetrics(registry: Registry) {
     registers: [registry],
   });
 
+  // Label children looked up once per route, method and status (bounded: templates, not paths),
+  // rather than hashing the labels on every answer.
+  const answers = new Map<string, { observe(seconds: number): void }>();
+
   return {
     /** Times every answer of `app` (register on the root instance). */
     observe(app: FastifyInstance): void {
       app.addHook("onResponse", (request, reply, done) => {
         // No route: a 404, or a request refused before routing (parse errors, closing).
         const route = request.routeOptions.url ?? "unmatched";
-        http.observe(
-          { route, method: request.method, status_code: String(reply.statusCode) },
-          reply.elapsedTime / 1000,
-        );
+        const key = `${reply.statusCode} ${request.method} ${route}`;
+        let answer = answers.get(key);
+        if (!answer) {
+          answer = http.labels(route, request.method, String(reply.statusCode));
+          answers.set(key, answer);
+        }
+        answer.observe(reply.elapsedTime / 1000);
         done();
       });
     },

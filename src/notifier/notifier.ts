@@ -29,6 +29,7 @@ import { endWebhookSpan, webhookSpan } from "../tracing/work-spans.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { NotificationClaimer, type NotifyingMessage, type WebhookAccount } from "./claiming.ts";
 import { FairDispatcher } from "./dispatch.ts";
+import type { NotificationOutcome } from "./notification-records.ts";
 import {
   type NotifierOptions,
   type ResolvedNotifierOptions,
@@ -284,7 +285,14 @@ export class Notifier {
       else this.putBack(message, claim, 0);
       return;
     }
-    if (plan.because === "no-url") this.counters.skipped++;
+    if (plan.because === "no-url") {
+      this.counters.skipped++;
+      if (message.notifications[plan.record.index + 1]?.state === "pending") {
+        // No URL for the next known status either: skipped under the same claim too.
+        this.goOn(plan.record, message, account, claim);
+        return;
+      }
+    }
     if (plan.because === "refused") {
       this.counters.gaveUp++;
       this.logger.warn(
@@ -324,12 +332,7 @@ export class Notifier {
       if (hasNextPending(task)) {
         // The next status of this message is already known: send it under the same claim
         // rather than releasing the message and claiming it again (half the claims, in order).
-        outcome.keepLease = true;
-        this.recorder.record(outcome, message.accountId);
-        const handled = message.notifications[index];
-        if (handled) handled.state = "delivered";
-        this.take(message.accountId);
-        this.dispatch(message, task.account, task.claim);
+        this.goOn(outcome, message, task.account, task.claim);
         return;
       }
     } else {
@@ -348,6 +351,21 @@ export class Notifier {
       }
     }
     this.recorder.record(outcome, message.accountId);
+  }
+
+  /** Records a handled notification keeping the claim, and dispatches the message's next one. */
+  private goOn(
+    outcome: NotificationOutcome,
+    message: NotifyingMessage,
+    account: WebhookAccount | undefined,
+    claim: string,
+  ): void {
+    outcome.keepLease = true;
+    this.recorder.record(outcome, message.accountId);
+    const handled = message.notifications[outcome.index];
+    if (handled && outcome.state) handled.state = outcome.state;
+    this.take(message.accountId);
+    this.dispatch(message, account, claim);
   }
 
   /** Records a claimed message's notification as not attempted, due again in `delayMs`. */

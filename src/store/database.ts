@@ -52,15 +52,8 @@ export const CLIENT_OPTIONS: MongoClientOptions = {
   maxPoolSize: 64,
 };
 
-/**
- * `monitorCommands` feeds the database latency metric (metrics/database.ts); it costs a little on
- * every command, so it is on only where metrics are.
- */
-export async function connect(
-  uri: string,
-  options: { monitorCommands?: boolean } = {},
-): Promise<MongoClient> {
-  const client = new MongoClient(uri, { ...CLIENT_OPTIONS, ...options });
+export async function connect(uri: string): Promise<MongoClient> {
+  const client = new MongoClient(uri, CLIENT_OPTIONS);
   await client.connect();
   return client;
 }

@@ -171,6 +171,23 @@ describe("notifier", () => {
     receiver.set({ respond: undefined });
   });
 
+  it("skips every status already known of a message without a URL under one claim", async () => {
+    const silent = await insertAccount();
+    const [id] = await insertMessages(silent._id, 1);
+    await statusChange([id as number], ["ACCEPTED"], { status: "SENT" });
+    await statusChange([id as number], ["SENT"], { status: "DELIVERED" });
+    const n = notifier("skip-known");
+    await n.start();
+    await eventually(() => settled([id as number]));
+    await n.stop();
+    expect((await doc(id)).notifications.map((x) => x.state)).toEqual([
+      "skipped",
+      "skipped",
+      "skipped",
+    ]);
+    expect(n.stats()).toMatchObject({ skipped: 3, claimed: 1 });
+  });
+
   it("two instances deliver each notification exactly once between them", async () => {
     const account = await insertAccount(`${receiver.baseUrl}/pair`);
     const a = notifier("pair-a", { concurrency: 8, chunkSize: 20 });

@@ -36,11 +36,7 @@ describe.skipIf(!installed && process.env.CI !== "true")(
     let account: { apiKey: string; apiSecret: string };
 
     beforeAll(async () => {
-      // Command monitoring on, as main.ts turns it on with metrics: the database latency series.
-      database = await testDatabase({
-        label: "prometheus",
-        clientOptions: { monitorCommands: true },
-      });
+      database = await testDatabase({ label: "prometheus" });
       receiver = await startWebhookReceiver({ failFirst: 1 });
       service = await startService(
         {
@@ -140,7 +136,7 @@ describe.skipIf(!installed && process.env.CI !== "true")(
       expect(await prometheus.value("sms_change_stream_delay_seconds_count")).toBeGreaterThan(0);
       expect(
         await prometheus.value(
-          'sum(sms_database_command_duration_seconds_count{command="insert"})',
+          'sum(sms_database_operation_duration_seconds_count{collection="messages",operation=~"insertOne|insertMany"})',
         ),
       ).toBeGreaterThan(0);
       expect(await prometheus.value("sms_database_up")).toBe(1);
