@@ -31,18 +31,23 @@ const PROMISED = [
 /** Methods that answer with a cursor: timed from the call to the end of `toArray()`. */
 const CURSORS = ["find", "aggregate"] as const;
 
-type Observe = (seconds: number) => void;
+interface Observer {
+  observe(seconds: number): void;
+}
 
 /** Calls `operation` and observes the seconds until its promise settles, by outcome. */
-function timedCall<T>(observe: { ok: Observe; error: Observe }, operation: () => unknown) {
+function timedCall<T>(
+  outcomes: { ok: Observer; error: Observer },
+  operation: () => Promise<T>,
+): Promise<T> {
   const started = performance.now();
-  return (operation() as Promise<T>).then(
+  return operation().then(
     (result) => {
-      observe.ok((performance.now() - started) / 1000);
+      outcomes.ok.observe((performance.now() - started) / 1000);
       return result;
     },
     (error: unknown) => {
-      observe.error((performance.now() - started) / 1000);
+      outcomes.error.observe((performance.now() - started) / 1000);
       throw error;
     },
   );
@@ -69,37 +74,31 @@ export function databaseMetrics(registry: Registry, db: Db): DatabaseMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
   });
-  // The label children, looked up once: collections and operations are fixed lists.
-  const children = new Map<string, { ok: Observe; error: Observe }>();
-  const child = (collection: string, operation: string) => {
-    const key = `${collection}.${operation}`;
-    let found = children.get(key);
-    if (!found) {
-      const ok = latency.labels(collection, operation, "ok");
-      const error = latency.labels(collection, operation, "error");
-      found = { ok: (s) => ok.observe(s), error: (s) => error.observe(s) };
-      children.set(key, found);
-    }
-    return found;
-  };
+  // The label children of a collection's operation, looked up when the collection is wrapped.
+  const child = (collection: string, operation: string) => ({
+    ok: latency.labels(collection, operation, "ok"),
+    error: latency.labels(collection, operation, "error"),
+  });
   const timedCollection = (collection: Collection): Collection => {
     // Inherits everything from the driver's collection; only the timed methods are its own.
     const timed = Object.create(collection) as Collection;
     const own = timed as unknown as Record<string, unknown>;
     const methods = collection as unknown as Record<string, (...args: unknown[]) => unknown>;
     for (const operation of PROMISED) {
-      const observe = child(collection.collectionName, operation);
+      const outcomes = child(collection.collectionName, operation);
       const call = methods[operation]?.bind(collection);
-      if (call) own[operation] = (...args: unknown[]) => timedCall(observe, () => call(...args));
+      if (call)
+        own[operation] = (...args: unknown[]) =>
+          timedCall(outcomes, () => call(...args) as Promise<unknown>);
     }
     for (const operation of CURSORS) {
-      const observe = child(collection.collectionName, operation);
+      const outcomes = child(collection.collectionName, operation);
       const call = methods[operation]?.bind(collection);
       if (!call) continue;
       own[operation] = (...args: unknown[]) => {
         const cursor = call(...args) as { toArray(): Promise<unknown[]> };
         const toArray = cursor.toArray.bind(cursor);
-        cursor.toArray = () => timedCall(observe, toArray);
+        cursor.toArray = () => timedCall(outcomes, toArray);
         return cursor;
       };
     }

@@ -287,7 +287,7 @@ export class Notifier {
     }
     if (plan.because === "no-url") {
       this.counters.skipped++;
-      if (message.notifications[plan.record.index + 1]?.state === "pending") {
+      if (hasNextPending(message, plan.record.index)) {
         // No URL for the next known status either: skipped under the same claim too.
         this.goOn(plan.record, message, account, claim);
         return;
@@ -329,7 +329,7 @@ export class Notifier {
     );
     if (outcome.state === "delivered") {
       this.counters.delivered++;
-      if (hasNextPending(task)) {
+      if (hasNextPending(message, index)) {
         // The next status of this message is already known: send it under the same claim
         // rather than releasing the message and claiming it again (half the claims, in order).
         this.goOn(outcome, message, task.account, task.claim);

@@ -165,9 +165,9 @@ export function putBackOutcome(
   };
 }
 
-/** Whether a delivered outcome's message has its next notification in the claimed snapshot. */
-export function hasNextPending(task: SendTask): boolean {
-  return task.message.notifications[task.index + 1]?.state === "pending";
+/** Whether the claimed snapshot holds a pending notification after the one at `index`. */
+export function hasNextPending(message: NotifyingMessage, index: number): boolean {
+  return message.notifications[index + 1]?.state === "pending";
 }
 
 /** An outcome's message: its id and its class, which ranks its next notification. */

@@ -10,13 +10,7 @@
  * stream on the server before returning.
  */
 import { randomBytes } from "node:crypto";
-import {
-  type ChangeStream,
-  type Db,
-  type Document,
-  MongoClient,
-  type MongoClientOptions,
-} from "mongodb";
+import { type ChangeStream, type Db, type Document, MongoClient } from "mongodb";
 import { inject } from "vitest";
 import type { DatabaseKind } from "../../src/store/embedded-mongo.ts";
 
@@ -51,16 +45,13 @@ export function testServer(): { uri: string; kind: DatabaseKind } {
 
 /** A uniquely named database on the shared server, with its own client. */
 export async function testDatabase(
-  options: { label?: string; keep?: boolean; clientOptions?: MongoClientOptions } = {},
+  options: { label?: string; keep?: boolean } = {},
 ): Promise<TestDatabase> {
   const { uri, kind } = testServer();
   const label = (options.label ?? "t").replace(/[^A-Za-z0-9_]/g, "_").slice(0, 20);
   // Database names: at most 63 bytes, no "/\. \"$".
   const name = `test_${label}_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`;
-  const client = new MongoClient(uri, {
-    serverSelectionTimeoutMS: 10_000,
-    ...options.clientOptions,
-  });
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000 });
   await client.connect();
   const db = client.db(name);
   let closed = false;
