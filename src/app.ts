@@ -12,6 +12,7 @@ import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
+import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
@@ -185,15 +186,24 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       for (const session of sessions) session.close();
     }));
   // Both ports stop taking work at once; the HTTP/1.1 port drains meanwhile (onClose runs after).
+  let closeDeadline = Number.POSITIVE_INFINITY;
   app.addHook("preClose", async () => {
+    // The steps below finish before the process's forced exit (lifecycle/shutdown.ts) comes.
+    closeDeadline = Date.now() + config.shutdownGraceMs * 0.9;
     void closeGrpc();
   });
   app.addHook("onClose", async () => {
     clearInterval(settleTimer);
-    await closeGrpc();
-    await background.stop();
+    await runCloseSteps(
+      [
+        { name: "gRPC port", run: closeGrpc },
+        { name: "background work", run: background.stop },
+        { name: "charge confirmations", run: () => confirmations.flush() },
+      ],
+      closeDeadline,
+      app.log,
+    );
     store.clock.stop();
-    await confirmations.flush();
   });
 
   await app.register(swagger, {

@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import type { Deadline } from "./deadline.ts";
+import { backgroundWriteOptions, type Deadline } from "./deadline.ts";
 import type {
   AccountDoc,
   BatchDoc,
@@ -199,7 +199,7 @@ export class ChargeConfirmations {
               update: { $pull: { pendingCharges: { kind: { $eq: kind }, ref: { $in: refs } } } },
             },
           })),
-          { ordered: false },
+          { ordered: false, ...backgroundWriteOptions() },
         );
       });
     return this.flushing;

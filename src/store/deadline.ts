@@ -75,3 +75,19 @@ export class Deadline {
     this.timer.unref();
   }
 }
+
+/** How long a write off the request path (lane marks, charge confirmations) may take. */
+export const BACKGROUND_WRITE_MS = 10_000;
+
+/**
+ * Options for a write off the request path: the server abandons it and the driver stops waiting
+ * after `ms`. Such writes are chained (the next waits for the one running), so one that is never
+ * answered (a connection the database stopped serving without closing it) would otherwise hold
+ * every later one, and shutdown, forever.
+ */
+export function backgroundWriteOptions(ms = BACKGROUND_WRITE_MS): {
+  maxTimeMS: number;
+  signal: AbortSignal;
+} {
+  return { maxTimeMS: ms, signal: AbortSignal.timeout(ms) };
+}

@@ -15,6 +15,7 @@
  * never with the number of messages an account has queued.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
+import { backgroundWriteOptions } from "../../store/deadline.ts";
 import type { LaneDoc, LaneQueue } from "../../store/documents.ts";
 import type { ServerClock } from "../../store/server-clock.ts";
 
@@ -46,7 +47,7 @@ export async function markLanesDue(
   for (const [key, queues] of due) {
     ops.push({ updateOne: { filter: { _id: key }, update: markUpdate(queues), upsert: true } });
   }
-  if (ops.length > 0) await lanes.bulkWrite(ops, { ordered: false });
+  if (ops.length > 0) await lanes.bulkWrite(ops, { ordered: false, ...backgroundWriteOptions() });
 }
 
 /** The lanes of one queue: taking turns and settling them. */
