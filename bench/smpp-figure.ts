@@ -1,9 +1,10 @@
 // Figure 11 (issue 10): parts per second through the test SMSC (test/smsc, jsmpp), measured from
 // the SMSC's own PDU log (the submit_sm it read, first to last), with the service (`src/main.ts`,
 // SMS_CARRIER=smpp) draining one batch:
-//   a. SMS_SMPP_TPS=0 (no limit), SMS_SMPP_WINDOW=10, one bind, the SMSC answering at once:
-//      target >= 1500 parts/s; beside it the adapter alone (no database: submit calls keeping the
-//      same window full), the ceiling of the SMPP path on this machine.
+//   a. SMS_SMPP_TPS=0 (no limit), SMS_SMPP_WINDOW=10, the SMSC answering at once: target >= 1500
+//      parts/s per instance, measured with SMS_SMPP_BINDS=4 (the median of three batches); beside
+//      it one bind, and the adapter alone (no database: submit calls keeping one bind's window
+//      full), the ceiling of the SMPP path on this machine.
 //   b. SMS_SMPP_TPS=200 with SMS_SMPP_BINDS=2 and a window of 100 per bind: target within 5 % of
 //      400 parts/s, over the middle 80 % of the batch's parts (first to last beside it); beside it
 //      the adapter alone at the same settings.
@@ -13,7 +14,9 @@ import { SmppCarrier } from "../src/delivery/smpp/adapter.ts";
 import { parseSmppUrl } from "../src/delivery/smpp/endpoint.ts";
 import { startSmsc, type TestSmsc } from "../test/support/smsc.ts";
 import { type BenchContext, batchBody, createAccount, postBatch, sleep } from "./common.ts";
-import { startProcess } from "./processes.ts";
+import { median, startProcess } from "./processes.ts";
+
+const INSTANCE_BINDS = 4;
 
 interface Run {
   /** submit_sm per second, first to last, from the SMSC's log. */
@@ -164,25 +167,35 @@ export async function smppFigure(ctx: BenchContext) {
     const alone = await adapterRun(smsc, { window: 10, binds: 1 }, count);
     ctx.log(`figure 11a: the adapter alone ${alone.rate.toFixed(0)} parts/s`);
     const free = await serviceRun(ctx, smsc, { tps: 0, binds: 1, window: 10, count });
-    ctx.log(`figure 11a: the service ${free.rate.toFixed(0)} parts/s (${free.submitted} parts)`);
-    // Beside it (not the figure): the same with four binds of that window, as an operator who
-    // sells more throughput would configure.
-    const fourBinds = await serviceRun(ctx, smsc, { tps: 0, binds: 4, window: 10, count });
-    ctx.log(`figure 11a: the service with 4 binds ${fourBinds.rate.toFixed(0)} parts/s`);
+    ctx.log(
+      `figure 11a: the service with 1 bind ${free.rate.toFixed(0)} parts/s (${free.submitted} parts)`,
+    );
+    // The figure is per instance: four binds of that window, as an operator who sells more
+    // throughput configures (one bind is latency-bound: docs/benchmarks.md). Three batches, as
+    // single ones varied by up to 20 % on this machine.
+    const instanceRuns: Run[] = [];
+    for (let i = 0; i < 3; i++) {
+      const run = await serviceRun(ctx, smsc, { tps: 0, binds: INSTANCE_BINDS, window: 10, count });
+      ctx.log(
+        `figure 11a: the service with ${INSTANCE_BINDS} binds ${run.rate.toFixed(0)} parts/s`,
+      );
+      instanceRuns.push(run);
+    }
+    const instance = median(instanceRuns.map((run) => run.rate));
     ctx.figures.push({
-      figure: `11a. SMPP: parts/s through the test SMSC, one batch of ${count}, SMS_SMPP_TPS unlimited, window 10, 1 bind, SMSC answering at once`,
-      value: free.rate,
+      figure: `11a. SMPP: parts/s per instance through the test SMSC, one batch of ${count}, SMS_SMPP_TPS unlimited, window 10, ${INSTANCE_BINDS} binds, SMSC answering at once (median of 3)`,
+      value: instance,
       unit: "parts/s",
       baseline: alone.rate,
-      baselineName: "the adapter alone, no database, same window",
-      ratio: free.rate / alone.rate,
+      baselineName: "the adapter alone, no database, one bind's window",
+      ratio: instance / alone.rate,
       target: ">= 1500 parts/s",
-      met: free.complete && free.rate >= 1500,
+      met: instanceRuns.every((run) => run.complete) && instance >= 1500,
       extra: {
-        parts: free.submitted,
-        seconds: free.seconds,
+        parts: count,
+        ...Object.fromEntries(instanceRuns.map((run, i) => [`run_${i + 1}_per_s`, run.rate])),
+        one_bind_per_s: free.rate,
         adapter_alone_parts: alone.submitted,
-        four_binds_per_s: fourBinds.rate,
       },
     });
 

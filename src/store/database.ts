@@ -44,11 +44,15 @@ export function openStore(db: Db): Store {
 
 /**
  * Client options of the service. A database that cannot be reached fails an operation after
- * 3 s of server selection, so requests answer 503 within about 5 s (docs/decisions.md).
+ * 3 s of server selection, so requests answer 503 within about 5 s (docs/decisions.md). A
+ * connection silent for a minute is closed and its operation fails (and is retried by its loop):
+ * no operation waits that long for its answer (change streams wait at most 500 ms per getMore), so
+ * only a database that stopped answering without closing the connection is cut off by it.
  */
 export const CLIENT_OPTIONS: MongoClientOptions = {
   serverSelectionTimeoutMS: 3_000,
   connectTimeoutMS: 3_000,
+  socketTimeoutMS: 60_000,
   maxPoolSize: 64,
 };
 
