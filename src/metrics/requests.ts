@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { Histogram, type Registry } from "prom-client";
+import { type HistogramChild, LabelledHistogram } from "./histogram.ts";
 
 // Requests: every answer of PORT by route and status, and every Connect/gRPC call (both ports)
 // by procedure and code. Labels hold route templates and procedure names, never a path with an
@@ -12,13 +13,14 @@ const LATENCY_BUCKETS = [
 ];
 
 export function requestMetrics(registry: Registry) {
-  const http = new Histogram({
-    name: "sms_http_request_duration_seconds",
-    help: "Answers on PORT (REST, Connect, gRPC-Web, dashboard, health) by route template, method and status code",
-    labelNames: ["route", "method", "status_code"],
-    buckets: LATENCY_BUCKETS,
-    registers: [registry],
-  });
+  // Observed on every answer: the cheap histogram (metrics/histogram.ts).
+  const http = new LabelledHistogram(
+    "sms_http_request_duration_seconds",
+    "Answers on PORT (REST, Connect, gRPC-Web, dashboard, health) by route template, method and status code",
+    ["route", "method", "status_code"],
+    LATENCY_BUCKETS,
+    registry,
+  );
   const rpc = new Histogram({
     name: "sms_rpc_duration_seconds",
     help: "Connect and gRPC calls on either port by procedure and Connect code",
@@ -29,7 +31,7 @@ export function requestMetrics(registry: Registry) {
 
   // Label children looked up once per route, method and status (bounded: templates, not paths),
   // rather than hashing the labels on every answer.
-  const answers = new Map<string, { observe(seconds: number): void }>();
+  const answers = new Map<string, HistogramChild>();
 
   return {
     /** Times every answer of `app` (register on the root instance). */
