@@ -8,6 +8,8 @@ export interface CloseStep {
   run: () => Promise<void>;
 }
 
+const LONGEST_TIMER_MS = 2 ** 31 - 1;
+
 interface CloseLogger {
   warn(fields: object, message: string): void;
 }
@@ -22,7 +24,9 @@ export async function runCloseSteps(
     const running = step.run();
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<"late">((resolve) => {
-      timer = setTimeout(() => resolve("late"), Math.max(0, deadlineMs - Date.now()));
+      // Node fires a delay past its timers' limit (about 24.8 days, or Infinity) at once.
+      const left = Math.min(Math.max(0, deadlineMs - Date.now()), LONGEST_TIMER_MS);
+      timer = setTimeout(() => resolve("late"), left);
     });
     const outcome = await Promise.race([running.then(() => "done" as const), late]).finally(() =>
       clearTimeout(timer),

@@ -81,13 +81,10 @@ export const BACKGROUND_WRITE_MS = 10_000;
 
 /**
  * Options for a write off the request path: the server abandons it and the driver stops waiting
- * after `ms`. Such writes are chained (the next waits for the one running), so one that is never
+ * after BACKGROUND_WRITE_MS. Such writes are chained (the next waits for the one running), so one that is never
  * answered (a connection the database stopped serving without closing it) would otherwise hold
  * every later one, and shutdown, forever.
  */
-export function backgroundWriteOptions(ms = BACKGROUND_WRITE_MS): {
-  maxTimeMS: number;
-  signal: AbortSignal;
-} {
-  return { maxTimeMS: ms, signal: AbortSignal.timeout(ms) };
+export function backgroundWriteOptions(): { maxTimeMS: number; signal: AbortSignal } {
+  return { maxTimeMS: BACKGROUND_WRITE_MS, signal: AbortSignal.timeout(BACKGROUND_WRITE_MS) };
 }

@@ -42,6 +42,24 @@ describe("closing steps", () => {
     ]);
   });
 
+  it("waits for a step without a deadline (one past the timers' limit is not taken as now)", async () => {
+    const ran: string[] = [];
+    const { warnings, logger } = recorder();
+    await runCloseSteps(
+      [
+        {
+          name: "slow",
+          run: () =>
+            new Promise<void>((resolve) => setTimeout(() => resolve(void ran.push("slow")), 50)),
+        },
+      ],
+      Number.POSITIVE_INFINITY,
+      logger,
+    );
+    expect(ran).toEqual(["slow"]);
+    expect(warnings).toEqual([]);
+  });
+
   it("passes on the error of a step that fails in time", async () => {
     const { logger } = recorder();
     await expect(

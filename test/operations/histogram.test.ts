@@ -53,6 +53,7 @@ describe("the labelled histogram", () => {
   it("shows a child only once it has observed, and keeps children valid across a reset", async () => {
     const { ours, labelled } = both();
     const child = labelled.labels("/sms", "200");
+    expect(labelled.labels("/sms", "200")).toBe(child);
     expect(await ours.metrics()).not.toContain("t_seconds_count");
     child.observe(0.5);
     expect(await ours.metrics()).toContain('t_seconds_count{route="/sms",code="200"} 1');
