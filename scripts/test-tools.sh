@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The tools the test suite runs beside vitest, from PyPI, installed once into a cache outside the
-# work tree (biome would lint a virtual environment inside it): schemathesis for the API fuzz run
-# (test/api/openapi-fuzz.test.ts) and the Python example's packages (test/clients). `npm test` runs
-# this first (pretest), so `npm install && npm test` works on a fresh machine; .ci/run too.
+# The tools the test suite runs beside vitest. `npm test` runs this first (pretest), so
+# `npm install && npm test` works on a fresh machine; .ci/run too. First Debian's packages
+# (scripts/system-tools.sh: Chromium and Prometheus, installed where this user may, else it stops
+# here, before any test, saying how to install them); then, from PyPI, installed once into a cache
+# outside the work tree (biome would lint a virtual environment inside it): schemathesis for the
+# API fuzz run (test/api/openapi-fuzz.test.ts) and the Python example's packages (test/clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/system-tools.sh
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/sms-service"
 
 # Installs `packages` (pip arguments) into the virtual environment `dir`, unless the same ones are

@@ -3,15 +3,24 @@ import path from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 
 // A real browser for the dashboard's tests: the machine's Chromium (Debian's `chromium`, which
-// .ci/run installs), driven by playwright-core, which downloads no browser of its own.
+// `npm test` installs where it may: scripts/system-tools.sh), driven by playwright-core, which
+// downloads no browser of its own.
 
-const CANDIDATES = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];
+/** SMS_TEST_SKIP_BROWSER=1 skips the browser tests; a missing Chromium never does (CI sets none). */
+export const browserTestsSkipped = process.env.SMS_TEST_SKIP_BROWSER === "1";
+
+// The same search as scripts/system-tools.sh: CHROMIUM_PATH, else these names on the PATH.
+const NAMES = ["chromium", "chromium-browser", "google-chrome"];
 
 export function chromiumPath(): string {
-  const found = [process.env.CHROMIUM_PATH, ...CANDIDATES].find((p) => p && existsSync(p));
+  const onPath = (process.env.PATH ?? "")
+    .split(path.delimiter)
+    .filter(Boolean)
+    .flatMap((dir) => NAMES.map((name) => path.join(dir, name)));
+  const found = [process.env.CHROMIUM_PATH, ...onPath].find((p) => p && existsSync(p));
   if (!found) {
     throw new Error(
-      "no Chromium found: install Debian's chromium (sudo apt-get install -y chromium) or set CHROMIUM_PATH",
+      "no Chromium found: install Debian's chromium (sudo apt-get install -y chromium), set CHROMIUM_PATH, or skip the browser tests with SMS_TEST_SKIP_BROWSER=1",
     );
   }
   return found;

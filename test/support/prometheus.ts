@@ -1,5 +1,5 @@
 /**
- * Debian's Prometheus (`apt-get install prometheus`, as .ci/run does), started on a free loopback
+ * Debian's Prometheus (`apt-get install prometheus`, as scripts/system-tools.sh does), started on a free loopback
  * port with a generated scrape config and its own data directory, for the operations tests: the
  * service's /metrics as a real Prometheus scrapes and stores them, read back through its HTTP
  * query API.
@@ -21,14 +21,18 @@ export interface TestPrometheus {
   stop(): Promise<void>;
 }
 
-/** Whether the prometheus and promtool binaries are on the PATH. */
-export function prometheusInstalled(): boolean {
+/** SMS_TEST_SKIP_PROMETHEUS=1 skips the Prometheus tests; a missing one never does (CI sets none). */
+export const prometheusTestsSkipped = process.env.SMS_TEST_SKIP_PROMETHEUS === "1";
+
+/** Throws, saying how to install them, unless the prometheus and promtool binaries are on the PATH. */
+export function requirePrometheus(): void {
   try {
     execFileSync("prometheus", ["--version"], { stdio: "ignore" });
     execFileSync("promtool", ["--version"], { stdio: "ignore" });
-    return true;
   } catch {
-    return false;
+    throw new Error(
+      "no prometheus/promtool on the PATH: install Debian's prometheus (sudo apt-get install -y prometheus), or skip these tests with SMS_TEST_SKIP_PROMETHEUS=1",
+    );
   }
 }
 
