@@ -6,9 +6,10 @@ import { cpus, totalmem } from "node:os";
 import { promisify } from "node:util";
 import autocannon from "autocannon";
 import { MongoClient } from "mongodb";
-import { ensureIndexes, openStore } from "../src/store/database.ts";
+import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { startDatabase } from "../src/store/embedded-mongo.ts";
+import { ensureIndexes } from "../src/store/indexes.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 import {
   ADMIN_TOKEN,

@@ -4,8 +4,7 @@ import { asUnavailable } from "../services/database-deadlines.ts";
 import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
 import { creditOf, recentStatusCounts } from "../store/account-summary.ts";
-import type { Dashboard } from "./dashboard.ts";
-import { serviceErrors } from "./dashboard.ts";
+import { type Dashboard, serviceErrors } from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
 import { creditText, ownerTypeName, purposeName, STATUS_MEANINGS } from "./wording.ts";
 

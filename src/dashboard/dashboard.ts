@@ -4,18 +4,16 @@ import { ConnectError } from "@connectrpc/connect";
 import csrfProtection from "@fastify/csrf-protection";
 import view from "@fastify/view";
 import { Eta } from "eta";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Config } from "../config/config.ts";
+import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
-import { forwardServiceHeaders } from "../rest/call-options.ts";
-import { HTTP_STATUS } from "../rest/error-handler.ts";
-import { restParameter } from "../rest/parameter-names.ts";
-import type { ServiceClients } from "../rest/service-clients.ts";
-import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
-import { fieldErrorsOf } from "../services/errors.ts";
-import type { Store } from "../store/database.ts";
 import { accountPages } from "./account-pages.ts";
 import { messagePages } from "./message-pages.ts";
+import {
+  type Dashboard,
+  type DashboardDeps,
+  type FieldErrorList,
+  serviceErrors,
+} from "./page-kit.ts";
 import { registerSession, signedInAccount } from "./session.ts";
 import { signInPages } from "./sign-in-pages.ts";
 
@@ -23,39 +21,6 @@ import { signInPages } from "./sign-in-pages.ts";
 // PORT, reading and writing only through the services (the same in-process clients as REST), with
 // the signed-in account handed to them by the session (session.ts). Eta escapes every `<%= %>`;
 // no page runs a script, so the Content-Security-Policy allows none.
-
-export interface DashboardDeps {
-  clients: ServiceClients;
-  directory: AccountDirectory;
-  store: Store;
-  config: Pick<
-    Config,
-    "dashboardSessionKey" | "dashboardSessionMinutes" | "production" | "requestTimeoutMs"
-  >;
-}
-
-/** Errors in the spec's shape, `{field: [messages]}`, shown above a form. */
-export type FieldErrorList = Record<string, string[]>;
-
-/** A page handler for a signed-in account. */
-export type AccountHandler = (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  account: AccountView,
-) => Promise<unknown>;
-
-export interface Dashboard {
-  deps: DashboardDeps;
-  /** Renders `page` inside the layout, with a fresh CSRF token for its forms. */
-  render(
-    reply: FastifyReply,
-    page: string,
-    data: Record<string, unknown>,
-    account?: AccountView,
-  ): FastifyReply;
-  /** Runs `handler` for the signed-in account, or sends the browser to the sign-in page. */
-  signedIn(handler: AccountHandler): (request: FastifyRequest, reply: FastifyReply) => unknown;
-}
 
 const VIEWS = fileURLToPath(new URL("./views/", import.meta.url));
 const STYLESHEET = readFileSync(new URL("./views/dashboard.css", import.meta.url), "utf8");
@@ -125,31 +90,6 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   signInPages(app, dashboard);
   accountPages(app, dashboard);
   messagePages(app, dashboard);
-}
-
-/**
- * A service refusal's HTTP status and its errors in the spec's shape, its retry hints copied onto
- * `reply` as REST does; anything but a service error is thrown again.
- */
-export function serviceErrors(
-  error: unknown,
-  reply: FastifyReply,
-): { status: number; errors: FieldErrorList } {
-  if (error instanceof ConnectError) {
-    forwardServiceHeaders(error.metadata, reply);
-    const status = HTTP_STATUS[error.code] ?? 500;
-    if (status >= 500 && status !== 503) {
-      return { status, errors: { request: ["internal error; please retry later"] } };
-    }
-    const errors: FieldErrorList = {};
-    for (const { field, message } of fieldErrorsOf(error)) {
-      const name = restParameter(field);
-      errors[name] = [...(errors[name] ?? []), message];
-    }
-    if (Object.keys(errors).length === 0) errors.request = [error.rawMessage];
-    return { status, errors };
-  }
-  throw error;
 }
 
 function errorPage(

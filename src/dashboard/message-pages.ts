@@ -9,8 +9,7 @@ import type { AccountView } from "../services/account-directory.ts";
 import { STATUS_TO_PROTO } from "../services/message-resources.ts";
 import { STATUS_NAMES } from "../store/account-summary.ts";
 import type { StatusName } from "../store/documents.ts";
-import type { Dashboard, FieldErrorList } from "./dashboard.ts";
-import { serviceErrors } from "./dashboard.ts";
+import { type Dashboard, type FieldErrorList, serviceErrors } from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
 import { notificationState, reasonOf, STATUS_MEANINGS, statusName, timeText } from "./wording.ts";
 

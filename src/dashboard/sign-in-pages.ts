@@ -1,6 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { Dashboard } from "./dashboard.ts";
-import { serviceErrors } from "./dashboard.ts";
+import { type Dashboard, serviceErrors } from "./page-kit.ts";
 import { signedInAccount, signInCall, startSession } from "./session.ts";
 
 // Sign-in and sign-out. The credentials are checked by a service call like any other door's

@@ -16,6 +16,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
+import type { Logger } from "../logger.ts";
 import type { ReasonName } from "../store/documents.ts";
 import { idsIn } from "../store/id-ranges.ts";
 import type {
@@ -27,7 +28,6 @@ import type {
   SubmitResult,
 } from "./carrier.ts";
 import { TokenBucket } from "./throttle.ts";
-import type { Logger } from "./worker.ts";
 
 export type SimulatedOutcome =
   | { kind: "DELIVERED" }

@@ -21,6 +21,7 @@
  * handler, `stop` finishes the claims in flight and then stops the carrier.
  */
 
+import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
 import type { Carrier } from "./carrier.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
@@ -33,14 +34,6 @@ import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
-
-/** The part of a pino logger the worker uses. */
-export interface Logger {
-  info(obj: unknown, msg?: string): void;
-  warn(obj: unknown, msg?: string): void;
-  error(obj: unknown, msg?: string): void;
-  debug(obj: unknown, msg?: string): void;
-}
 
 /** Claim rounds running side by side at most. */
 const ROUNDS_AT_ONCE = 2;

@@ -6,7 +6,7 @@
  * the periodic wake-up cover what happened meanwhile).
  */
 import type { ChangeStream, ChangeStreamOptions, Document } from "mongodb";
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
 import { loadResumeToken, saveResumeToken } from "./resume-token.ts";
 

@@ -25,7 +25,7 @@ import {
 } from "../delivery/scheduling/claims.ts";
 import { FairLanes, LaneMarker, type Turn } from "../delivery/scheduling/lanes.ts";
 import { LeaseKeeper } from "../delivery/scheduling/lease-keeper.ts";
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import type { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, MessageDoc } from "../store/documents.ts";

@@ -21,7 +21,7 @@
  */
 
 import { WakeSignal } from "../delivery/wake-signal.ts";
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import { headersFor } from "../tracing/tracing.ts";

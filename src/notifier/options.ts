@@ -2,7 +2,7 @@
  * The notifier's options and their defaults (README "Configuration" for the environment variables
  * that set some of them in the service).
  */
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import type { ChangeStreamMetrics } from "../metrics/change-stream.ts";
 import type { WebhookMetrics } from "../metrics/webhooks.ts";
 import type { Store } from "../store/database.ts";

@@ -3,7 +3,7 @@
  * under way goes in the next one (one bulkWrite per round). After each write the claims that
  * ended stop being renewed and the lanes of messages left with a due notification are marked.
  */
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
 import type { NotificationClaimer } from "./claiming.ts";
 import { type NotificationOutcome, recordNotificationOutcomes } from "./notification-records.ts";

@@ -6,7 +6,7 @@
  */
 import http from "node:http";
 import https from "node:https";
-import type { Logger } from "../delivery/worker.ts";
+import type { Logger } from "../logger.ts";
 import { AddressBlockedError, guardedLookup } from "./address-guard.ts";
 import { cachePerKey } from "./per-key-cache.ts";
 import { webhookHeaders } from "./signature.ts";

@@ -8,8 +8,6 @@ import type {
   SenderNameDoc,
   StateDoc,
 } from "./documents.ts";
-import { ensureListingIndexes } from "./message-listing.ts";
-import { SEQUENCES } from "./sequences.ts";
 import { ServerClock } from "./server-clock.ts";
 
 /** The collections of the service, typed. */
@@ -72,38 +70,6 @@ export function durable(db: Db): Db {
     writeConcern: { w: "majority", journal: true },
     readPreference: "primary",
   });
-}
-
-/**
- * Seeds the id sequences, then creates every index the service queries by; both are no-ops when
- * done already. The sequences first, one at a time: two first reservations racing to create the
- * counters collection are safe on mongod, but the emulator could then hand out one id twice.
- */
-export async function ensureIndexes(store: Store): Promise<void> {
-  for (const name of SEQUENCES) {
-    await store.counters.updateOne({ _id: name }, { $setOnInsert: { seq: 0 } }, { upsert: true });
-  }
-  await Promise.all([
-    store.messages.createIndex({ batchId: 1, _id: 1 }, { name: "batch_messages" }),
-    store.messages.createIndex({ notifyAt: 1 }, { name: "notify_due", sparse: true }),
-    store.messages.createIndex({ deliveryAt: 1 }, { name: "delivery_due", sparse: true }),
-    // A lane's claims and its next due time: an account's due work in due order.
-    store.messages.createIndex({ accountId: 1, deliveryAt: 1 }, { name: "account_delivery_due" }),
-    store.messages.createIndex({ accountId: 1, notifyAt: 1 }, { name: "account_notify_due" }),
-    ...(["delivery", "notify"] as const).flatMap((queue) => [
-      store.lanes.createIndex({ [`${queue}.dueAt`]: 1 }, { name: `${queue}_due`, sparse: true }),
-      store.lanes.createIndex({ [`${queue}.servedAt`]: 1 }, { name: `${queue}_served` }),
-    ]),
-    // Receipts from a carrier that does not echo our message id are matched by its part ids.
-    store.messages.createIndex({ carrierIds: 1 }, { name: "carrier_ids", sparse: true }),
-    store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),
-    store.senderNames.createIndex(
-      { accountId: 1, name: 1 },
-      { name: "account_sender_name", unique: true },
-    ),
-    // The lists' pages (ListMessages and friends).
-    ensureListingIndexes(store),
-  ]);
 }
 
 /**

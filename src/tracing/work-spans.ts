@@ -1,5 +1,4 @@
 import { type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import type { AttemptResult } from "../notifier/sending.ts";
 import { contextOf, type StoredTrace, tracer, tracingActive } from "./tracing.ts";
 
 // Spans of a message's later work, in the trace of the request that accepted it: each carrier
@@ -69,7 +68,13 @@ export function webhookSpan(message: Traced, status: string): Span | undefined {
   );
 }
 
-export function endWebhookSpan(span: Span, result: AttemptResult): void {
+/** What a webhook span records of its attempt's result (the notifier's AttemptResult is one). */
+interface WebhookAnswer {
+  httpStatus: number;
+  error?: string;
+}
+
+export function endWebhookSpan(span: Span, result: WebhookAnswer): void {
   span.setAttribute("http.response.status_code", result.httpStatus);
   if (result.error !== undefined) {
     span.setStatus({ code: SpanStatusCode.ERROR, message: result.error });

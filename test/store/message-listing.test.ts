@@ -8,8 +8,9 @@
  */
 import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import { openStore, type Store } from "../../src/store/database.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
+import { ensureIndexes } from "../../src/store/indexes.ts";
 import {
   LISTING_INDEXES,
   type MessageFilter,

@@ -5,7 +5,8 @@
  */
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { CLIENT_OPTIONS, ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import { CLIENT_OPTIONS, openStore, type Store } from "../../src/store/database.ts";
+import { ensureIndexes } from "../../src/store/indexes.ts";
 import { IdAllocator, reserveIds } from "../../src/store/sequences.ts";
 import { StoppableDatabase } from "../support/stoppable-database.ts";
 

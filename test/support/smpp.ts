@@ -1,7 +1,7 @@
 import type { CarrierPart } from "../../src/delivery/carrier.ts";
 import { SmppCarrier, type SmppCarrierOptions } from "../../src/delivery/smpp/adapter.ts";
 import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
-import type { Logger } from "../../src/delivery/worker.ts";
+import type { Logger } from "../../src/logger.ts";
 import type { Store } from "../../src/store/database.ts";
 import type { Pdu, TestSmsc } from "./smsc.ts";
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
-import { ensureIndexes, openStore, type Store } from "../../src/store/database.ts";
+import { openStore, type Store } from "../../src/store/database.ts";
+import { ensureIndexes } from "../../src/store/indexes.ts";
 import { testDatabase } from "./database.ts";
 
 /** The service's collections on this test file's own database, opened before its tests. */

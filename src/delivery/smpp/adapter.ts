@@ -22,6 +22,8 @@
  *
  * Receipts and mobile-originated messages: incoming.ts.
  */
+
+import type { Logger } from "../../logger.ts";
 import type {
   Carrier,
   CarrierLimits,
@@ -30,7 +32,6 @@ import type {
   ReceiptHandler,
   SubmitResult,
 } from "../carrier.ts";
-import type { Logger } from "../worker.ts";
 import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
 import { ESME_RMSGQFUL, ESME_RTHROTTLED, statusName } from "./command-status.ts";
 import { type Concatenation, submitSmFields } from "./encoding.ts";

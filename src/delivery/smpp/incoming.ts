@@ -5,8 +5,8 @@
  * as a hint, so the worker waits for the recording of their submission instead of asking to retry.
  */
 import type { SmppPdu } from "smpp";
+import type { Logger } from "../../logger.ts";
 import type { CarrierReceipt } from "../carrier.ts";
-import type { Logger } from "../worker.ts";
 import type { ReceiptInbox } from "./receipt-inbox.ts";
 import { isReceipt, moText, parseReceipt, receiptOutcome } from "./receipts.ts";
 

@@ -17,8 +17,9 @@
  * - The SMSC may send a receipt again while it is held (the test SMSC does after 3 s without an
  *   answer): both deliver_sm are answered when it is stored.
  */
+
+import type { Logger } from "../../logger.ts";
 import type { CarrierReceipt, ReceiptHandler } from "../carrier.ts";
-import type { Logger } from "../worker.ts";
 
 /** Sends the deliver_sm_resp of one received deliver_sm; false when its connection is gone. */
 export type Acknowledge = () => boolean;

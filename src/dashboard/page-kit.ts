@@ -1,0 +1,75 @@
+import { ConnectError } from "@connectrpc/connect";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Config } from "../config/config.ts";
+import { forwardServiceHeaders } from "../rest/call-options.ts";
+import { HTTP_STATUS } from "../rest/error-handler.ts";
+import { restParameter } from "../rest/parameter-names.ts";
+import type { ServiceClients } from "../rest/service-clients.ts";
+import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
+import { fieldErrorsOf } from "../services/errors.ts";
+import type { Store } from "../store/database.ts";
+
+// What the page modules (*-pages.ts) are handed by dashboard.ts and share: the dashboard's handle
+// and a service refusal shown as a page's errors. Kept apart from dashboard.ts, which registers
+// the page modules, so that no page module imports the module that imports it.
+
+export interface DashboardDeps {
+  clients: ServiceClients;
+  directory: AccountDirectory;
+  store: Store;
+  config: Pick<
+    Config,
+    "dashboardSessionKey" | "dashboardSessionMinutes" | "production" | "requestTimeoutMs"
+  >;
+}
+
+/** Errors in the spec's shape, `{field: [messages]}`, shown above a form. */
+export type FieldErrorList = Record<string, string[]>;
+
+/** A page handler for a signed-in account. */
+export type AccountHandler = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  account: AccountView,
+) => Promise<unknown>;
+
+export interface Dashboard {
+  deps: DashboardDeps;
+  /** Renders `page` inside the layout, with a fresh CSRF token for its forms. */
+  render(
+    reply: FastifyReply,
+    page: string,
+    data: Record<string, unknown>,
+    account?: AccountView,
+  ): FastifyReply;
+  /**
+   * Runs `handler` for the signed-in account, counted against its request limit (a 429 page
+   * over it), or sends the browser to the sign-in page.
+   */
+  signedIn(handler: AccountHandler): (request: FastifyRequest, reply: FastifyReply) => unknown;
+}
+
+/**
+ * A service refusal's HTTP status and its errors in the spec's shape, its retry hints copied onto
+ * `reply` as REST does; anything but a service error is thrown again.
+ */
+export function serviceErrors(
+  error: unknown,
+  reply: FastifyReply,
+): { status: number; errors: FieldErrorList } {
+  if (error instanceof ConnectError) {
+    forwardServiceHeaders(error.metadata, reply);
+    const status = HTTP_STATUS[error.code] ?? 500;
+    if (status >= 500 && status !== 503) {
+      return { status, errors: { request: ["internal error; please retry later"] } };
+    }
+    const errors: FieldErrorList = {};
+    for (const { field, message } of fieldErrorsOf(error)) {
+      const name = restParameter(field);
+      errors[name] = [...(errors[name] ?? []), message];
+    }
+    if (Object.keys(errors).length === 0) errors.request = [error.rawMessage];
+    return { status, errors };
+  }
+  throw error;
+}
