@@ -108,19 +108,22 @@ describe("address guard", () => {
     ["172.16.5.4", "private"],
     ["192.168.1.1", "private"],
     ["127.0.0.1", "loopback"],
-    ["169.254.169.254", "link-local"],
+    ["169.254.169.254", "linkLocal"],
     ["0.0.0.0", "unspecified"],
-    ["100.64.0.1", "shared (CGNAT)"],
+    ["100.64.0.1", "carrierGradeNat"],
+    ["192.0.2.2", "reserved"],
     ["::1", "loopback"],
     ["::", "unspecified"],
-    ["fe80::1", "link-local"],
-    ["fe80::1%eth0", "link-local"],
-    ["fd00::1", "unique-local"],
-    ["fc00::1", "unique-local"],
-    ["::ffff:127.0.0.1", "IPv4-embedded loopback"],
-    ["::ffff:a00:1", "IPv4-embedded private"],
-    ["::ffff:169.254.169.254", "IPv4-embedded link-local"],
-    ["64:ff9b::10.0.0.1", "NAT64 private"],
+    ["fe80::1", "linkLocal"],
+    ["fe80::1%eth0", "linkLocal"],
+    ["fd00::1", "uniqueLocal"],
+    ["fc00::1", "uniqueLocal"],
+    ["::ffff:127.0.0.1", "ipv4Mapped"],
+    ["::ffff:a00:1", "ipv4Mapped"],
+    ["::ffff:8.8.8.8", "ipv4Mapped"],
+    ["64:ff9b::10.0.0.1", "IPv4-IPv6 Translat. of private"],
+    ["64:ff9b:1::1", "IPv4-IPv6 Translat. (local use)"],
+    ["2001:db8::1", "reserved"],
     ["ff02::1", "multicast"],
   ])("refuses %s (%s)", (address, reason) => {
     expect(blockedAddressReason(address)).toBe(reason);
@@ -131,7 +134,7 @@ describe("address guard", () => {
     "1.1.1.1",
     "172.32.0.1",
     "2001:4860:4860::8888",
-    "::ffff:8.8.8.8",
+    "64:ff9b::8.8.8.8",
     "2606:4700::1111",
   ])("allows %s", (address) => {
     expect(blockedAddressReason(address)).toBeUndefined();
@@ -158,6 +161,9 @@ describe("address guard", () => {
       lookup("localhost", { all: true }, (err) => resolve(err)),
     );
     expect(error).toBeInstanceOf(AddressBlockedError);
+    // The message (recorded where the account reads it) says neither the address nor its range.
+    expect((error as Error).message).toBe("callback address is not a public address");
+    expect(error).toMatchObject({ block: "loopback" });
     const allowed = await new Promise<unknown>((resolve) =>
       guardedLookup(true)("localhost", {}, (err, address) => resolve(err ?? address)),
     );
