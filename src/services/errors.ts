@@ -44,7 +44,8 @@ export type Reason =
   | "IDEMPOTENCY_KEY_REUSED"
   | "ACCOUNT_BUSY"
   | "DATABASE_UNAVAILABLE"
-  | "OUTCOME_UNKNOWN";
+  | "OUTCOME_UNKNOWN"
+  | "LARGE_BODIES_LIMITED";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */
 const REASON_BY_CODE: Partial<Record<Code, Reason>> = {

@@ -1,0 +1,94 @@
+// What a JSON body costs to parse is bounded before it is parsed: a scanner reads the raw bytes as
+// they arrive and counts nesting depth and values, so a body nested millions deep or holding
+// millions of tiny values (`[{},{},…]` is 3 bytes a value, 50-100 bytes of heap once parsed) is
+// refused at the first byte over a limit, and the rest of it is never read. It does not validate
+// JSON: bytes JSON.parse refuses may pass here; whatever JSON.parse accepts is counted exactly.
+
+export interface JsonShapeLimits {
+  /** Containers open at once: `[[1]]` is 2 deep, a scalar body 0. */
+  maxDepth: number;
+  /** Array elements and object members, at every depth, plus the body itself. */
+  maxValues: number;
+}
+
+/**
+ * A 10000-message batch is 3 deep and holds about 40000 values (a message and its to, from and
+ * text); the limits leave room for fields we ignore. The cost they allow is what bounds memory
+ * and time per body, not the byte limit: at most this many values, however many bytes.
+ */
+export const BODY_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 32, maxValues: 100_000 };
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+function isWhitespace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/** Feed it a body's bytes in order, chunk by chunk; it says why once the body is over a limit. */
+export class JsonShapeScanner {
+  private depth = 0;
+  private values = 0;
+  private inString = false;
+  private escaped = false;
+  /** Just after `[` or `{`: the next byte that is no whitespace opens its first entry, or closes it. */
+  private opened = false;
+  private violation: string | undefined;
+
+  constructor(private readonly limits: JsonShapeLimits = BODY_SHAPE_LIMITS) {}
+
+  /** Scans `chunk`; returns the first violation (then and ever after), or undefined. */
+  feed(chunk: Uint8Array): string | undefined {
+    if (this.violation) return this.violation;
+    const { maxDepth, maxValues } = this.limits;
+    let { depth, values, inString, escaped, opened } = this;
+    const length = chunk.length;
+    for (let i = 0; i < length; i++) {
+      const byte = chunk[i] as number;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) escaped = true;
+        else if (byte === QUOTE) inString = false;
+        continue;
+      }
+      if (isWhitespace(byte)) continue;
+      if (opened) {
+        opened = false;
+        if (byte !== CLOSE_ARRAY && byte !== CLOSE_OBJECT) values++;
+      } else if (values === 0) {
+        values = 1; // the body itself
+      }
+      if (byte === QUOTE) inString = true;
+      else if (byte === COMMA) values++;
+      else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+        depth++;
+        opened = true;
+        if (depth > maxDepth) {
+          this.violation = `the body nests deeper than ${maxDepth} levels`;
+          return this.violation;
+        }
+      } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
+        // More closed than opened: no JSON, and counting on from there would be wrong.
+        if (--depth < 0) {
+          this.violation = "the body is not valid JSON: a bracket closes what was not opened";
+          return this.violation;
+        }
+      }
+      if (values > maxValues) {
+        this.violation = `the body holds more than ${maxValues} values (array elements and object members)`;
+        return this.violation;
+      }
+    }
+    this.depth = depth;
+    this.values = values;
+    this.inString = inString;
+    this.escaped = escaped;
+    this.opened = opened;
+    return undefined;
+  }
+}
