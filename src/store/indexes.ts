@@ -1,5 +1,7 @@
 import type { Store } from "./database.ts";
+import { ensureInboundMessageIndexes } from "./inbound-messages.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
+import { ensureNumberIndexes } from "./numbers.ts";
 import { SEQUENCES } from "./sequences.ts";
 
 /**
@@ -31,5 +33,8 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ),
     // The lists' pages (ListMessages and friends).
     ensureListingIndexes(store),
+    // Two-way messaging: numbers and inbound messages.
+    ensureNumberIndexes(store.db),
+    ensureInboundMessageIndexes(store.db),
   ]);
 }

@@ -1,7 +1,7 @@
 import type { Collection } from "mongodb";
 import type { CounterDoc } from "./documents.ts";
 
-export const SEQUENCES = ["message", "batch"] as const;
+export const SEQUENCES = ["message", "batch", "inbound"] as const;
 export type SequenceName = (typeof SEQUENCES)[number];
 
 /**
