@@ -36,6 +36,7 @@ import { rpcHandlerOptions } from "./rpc/handler-options.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
+import { DashboardSessions } from "./store/dashboard-sessions.ts";
 import { durable, openStore, type Store } from "./store/database.ts";
 import { ensureIndexes } from "./store/indexes.ts";
 import { MessageWriter } from "./store/message-writer.ts";
@@ -245,6 +246,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
         clients: inProcessClients(serviceRoutes),
         directory,
         store,
+        sessions: DashboardSessions.open(store.db, () => store.clock.now()),
         config,
       }),
     { prefix: "/dashboard" },

@@ -37,6 +37,7 @@ const SECURITY_HEADERS = {
 /** Registered with `{ prefix: "/dashboard" }` in a scope of its own. */
 export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   registerBodyParsers(app);
+  await deps.sessions.ensureIndexes();
   await registerSession(app, {
     key: deps.config.dashboardSessionKey,
     production: deps.config.production,
@@ -60,11 +61,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     },
     signedIn(handler) {
       return async (request, reply) => {
-        const account = await signedInAccount(
-          request,
-          deps.directory,
-          deps.config.dashboardSessionMinutes,
-        );
+        const account = await signedInAccount(request, deps);
         if (!account) return reply.redirect("/dashboard/sign-in", 303);
         return handler(request, reply, account);
       };

@@ -7,6 +7,7 @@ import { restParameter } from "../rest/parameter-names.ts";
 import type { ServiceClients } from "../rest/service-clients.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
 import { fieldErrorsOf } from "../services/errors.ts";
+import type { DashboardSessions } from "../store/dashboard-sessions.ts";
 import type { Store } from "../store/database.ts";
 
 // What the page modules (*-pages.ts) are handed by dashboard.ts and share: the dashboard's handle
@@ -17,6 +18,8 @@ export interface DashboardDeps {
   clients: ServiceClients;
   directory: AccountDirectory;
   store: Store;
+  /** The sessions on the server: signing out ends them on every instance. */
+  sessions: DashboardSessions;
   config: Pick<
     Config,
     "dashboardSessionKey" | "dashboardSessionMinutes" | "production" | "requestTimeoutMs"

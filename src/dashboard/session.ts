@@ -6,9 +6,12 @@ import { fromAddress } from "../rate-limits/client-address.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
 import { AUTHENTICATED_ACCOUNT, basicAuthorization } from "../services/authentication.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
+import type { DashboardSessions } from "../store/dashboard-sessions.ts";
 
 // The dashboard's session: after a sign-in the services checked, an encrypted and signed cookie
-// (@fastify/secure-session) holds the apiKey and the sign-in time, never the secret. Every page
+// (@fastify/secure-session) holds the apiKey, the sign-in time and the id of the session kept on
+// the server (store/dashboard-sessions.ts), never the secret; signing out removes the server's
+// session, so a copy of the cookie is refused on every instance from then on. Every page
 // then calls the services as that account, handing them the account the sign-in proved (the
 // context value the call guards set after authenticating), so each call is still admitted by the
 // address's failed-authentication limit and counted against the account's request limit.
@@ -18,6 +21,8 @@ declare module "@fastify/secure-session" {
     apiKey: string;
     /** Epoch ms of the sign-in: the session ends a fixed time after it, however active. */
     signedInAt: number;
+    /** The server's session: live while its document is there. */
+    sessionId: string;
   }
 }
 
@@ -51,32 +56,96 @@ export async function registerSession(
   });
 }
 
-/** The signed-in account of a request, or undefined (no session, expired, account gone). */
+/** What a session check reads: the dashboard's deps have all of it. */
+export interface SessionDeps {
+  sessions: DashboardSessions;
+  directory: AccountDirectory;
+  config: { dashboardSessionMinutes: number; requestTimeoutMs: number };
+}
+
+/**
+ * The signed-in account of a request, or undefined (no session, expired, signed out, account
+ * gone): one read of the server's session, beside the account directory's (cached) read.
+ */
 export async function signedInAccount(
   request: FastifyRequest,
-  directory: AccountDirectory,
-  minutes: number,
+  { sessions, directory, config }: SessionDeps,
 ): Promise<AccountView | undefined> {
   const apiKey = request.session.get("apiKey");
   const signedInAt = request.session.get("signedInAt");
-  if (typeof apiKey !== "string" || typeof signedInAt !== "number") return undefined;
-  if (Date.now() - signedInAt > minutes * 60_000) {
+  const sessionId = request.session.get("sessionId");
+  if (
+    typeof apiKey !== "string" ||
+    typeof signedInAt !== "number" ||
+    typeof sessionId !== "string"
+  ) {
+    return undefined;
+  }
+  if (Date.now() - signedInAt > config.dashboardSessionMinutes * 60_000) {
     request.session.delete();
     return undefined;
   }
   // A database that cannot answer is a 503 page, as on every door.
-  const account = await directory.get(apiKey).catch((error: unknown) => {
-    throw asUnavailable(error);
-  });
-  if (!account) request.session.delete();
-  return account ?? undefined;
+  const [live, account] = await unavailableOnFailure(() =>
+    Promise.all([
+      sessions.isLive(sessionId, apiKey, { maxTimeMS: config.requestTimeoutMs }),
+      directory.get(apiKey),
+    ]),
+  );
+  if (!live || !account) {
+    request.session.delete();
+    return undefined;
+  }
+  return account;
 }
 
-/** Starts a session for `apiKey`; a new session, so nothing of a pre-sign-in cookie carries over. */
-export function startSession(request: FastifyRequest, apiKey: string): void {
+/**
+ * Starts a session for `apiKey`: on the server, then in a new cookie, so nothing of a pre-sign-in
+ * cookie carries over. A session the browser had already is ended.
+ */
+export async function startSession(
+  request: FastifyRequest,
+  apiKey: string,
+  { sessions, config }: SessionDeps,
+): Promise<void> {
+  const previous = request.session.get("sessionId");
+  const sessionId = await unavailableOnFailure(async () => {
+    if (typeof previous === "string") await sessions.end(previous);
+    return sessions.start(apiKey, config.dashboardSessionMinutes * 60_000);
+  });
   request.session.regenerate();
   request.session.set("apiKey", apiKey);
   request.session.set("signedInAt", Date.now());
+  request.session.set("sessionId", sessionId);
+}
+
+/**
+ * Ends the request's session on the server, then clears the cookie. When the database cannot
+ * answer, the cookie is kept (a 503 page): the browser can sign out again, and the session is not
+ * shown as ended while a copy of the cookie would still open pages.
+ */
+export async function endSession(request: FastifyRequest, { sessions }: SessionDeps) {
+  const sessionId = request.session.get("sessionId");
+  if (typeof sessionId === "string") await unavailableOnFailure(() => sessions.end(sessionId));
+  request.session.delete();
+}
+
+/** Ends every session of `account` on every instance, this browser's too. */
+export async function endEverySession(
+  request: FastifyRequest,
+  account: AccountView,
+  { sessions }: SessionDeps,
+): Promise<void> {
+  await unavailableOnFailure(() => sessions.endAll(account.apiKey));
+  request.session.delete();
+}
+
+async function unavailableOnFailure<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw asUnavailable(error);
+  }
 }
 
 /** A service call made by the sign-in form: the credentials as any door sends them. */

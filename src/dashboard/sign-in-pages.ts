@@ -1,10 +1,17 @@
 import type { FastifyInstance } from "fastify";
 import { type Dashboard, serviceErrors } from "./page-kit.ts";
-import { signedInAccount, signInCall, startSession } from "./session.ts";
+import {
+  endEverySession,
+  endSession,
+  signedInAccount,
+  signInCall,
+  startSession,
+} from "./session.ts";
 
 // Sign-in and sign-out. The credentials are checked by a service call like any other door's
 // (the call guards authenticate it, and a failure counts toward the address's failed-
-// authentication limit); the secret is never stored nor shown again.
+// authentication limit); the secret is never stored nor shown again. Signing out ends the
+// session on the server (session.ts); signing out everywhere ends every session of the account.
 
 interface SignInBody {
   apiKey?: unknown;
@@ -14,16 +21,17 @@ interface SignInBody {
 const text = (value: unknown): string => (typeof value === "string" ? value : "");
 
 export function signInPages(app: FastifyInstance, dashboard: Dashboard): void {
-  const { clients, directory, config } = dashboard.deps;
+  const { clients } = dashboard.deps;
 
   app.get<{ Querystring: { "signed-out"?: string } }>("/sign-in", async (request, reply) => {
-    const account = await signedInAccount(request, directory, config.dashboardSessionMinutes);
+    const account = await signedInAccount(request, dashboard.deps);
     if (account) return reply.redirect("/dashboard/overview", 303);
     return dashboard.render(reply, "sign-in", {
       title: "Sign in",
       apiKey: "",
       errors: {},
       signedOut: request.query["signed-out"] !== undefined,
+      everywhere: request.query["signed-out"] === "everywhere",
     });
   });
 
@@ -48,13 +56,26 @@ export function signInPages(app: FastifyInstance, dashboard: Dashboard): void {
           signedOut: false,
         });
       }
-      startSession(request, apiKey);
+      await startSession(request, apiKey, dashboard.deps);
       return reply.redirect("/dashboard/overview", 303);
     },
   );
 
   app.post("/sign-out", { preValidation: app.csrfProtection }, async (request, reply) => {
-    request.session.delete();
+    await endSession(request, dashboard.deps);
     return reply.redirect("/dashboard/sign-in?signed-out", 303);
   });
+
+  // Not counted against the account's request limit: ending sessions that may have been stolen
+  // must work while someone else uses up the account's allowance.
+  app.post(
+    "/sign-out-everywhere",
+    { preValidation: app.csrfProtection },
+    async (request, reply) => {
+      const account = await signedInAccount(request, dashboard.deps);
+      if (!account) return reply.redirect("/dashboard/sign-in", 303);
+      await endEverySession(request, account, dashboard.deps);
+      return reply.redirect("/dashboard/sign-in?signed-out=everywhere", 303);
+    },
+  );
 }

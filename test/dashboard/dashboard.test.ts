@@ -267,4 +267,23 @@ describe.skipIf(browserTestsSkipped)("dashboard", () => {
     expect(page.url()).toBe(`${service.baseUrl}/dashboard/sign-in`);
     await context.close();
   });
+
+  it("signs out everywhere: another browser's session ends too", async () => {
+    const laptop = await browser.newContext();
+    const phone = await browser.newContext();
+    const here = await signIn(laptop);
+    const there = await signIn(phone);
+    await there.waitForURL(/\/overview$/);
+    await here.getByRole("button", { name: "Sign out everywhere" }).click();
+    await here.waitForURL(/\/sign-in\?signed-out=everywhere$/);
+    await expect(here.getByRole("status").textContent()).resolves.toContain(
+      "signed out everywhere",
+    );
+    // The other browser still has its cookie, but its session has ended.
+    expect((await phone.cookies()).some((c) => c.name === "sms_dashboard")).toBe(true);
+    await there.goto(`${service.baseUrl}/dashboard/messages`);
+    expect(there.url()).toBe(`${service.baseUrl}/dashboard/sign-in`);
+    await laptop.close();
+    await phone.close();
+  });
 });

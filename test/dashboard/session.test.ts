@@ -3,6 +3,8 @@ import secureSession from "@fastify/secure-session";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COOKIE_NAME } from "../../src/dashboard/session.ts";
+import { DashboardSessions } from "../../src/store/dashboard-sessions.ts";
+import { type TestDatabase, testDatabase } from "../support/database.ts";
 import { type RunningService, startService } from "../support/service.ts";
 
 // The dashboard's session and refusals over plain HTTP on real sockets: what a browser test shows
@@ -10,21 +12,26 @@ import { type RunningService, startService } from "../support/service.ts";
 // production, the 4xx of bad input, the security headers).
 
 const SESSION_KEY = randomBytes(32);
+const ENV = {
+  SMS_AUTH_FAILURES_PER_MIN: "2",
+  SMS_DASHBOARD_SESSION_KEY: SESSION_KEY.toString("hex"),
+  SMS_DASHBOARD_SESSION_MINUTES: "30",
+};
 
+let database: TestDatabase;
 let service: RunningService;
 let account: { apiKey: string; apiSecret: string };
 
 beforeAll(async () => {
-  service = await startService({
-    SMS_AUTH_FAILURES_PER_MIN: "2",
-    SMS_DASHBOARD_SESSION_KEY: SESSION_KEY.toString("hex"),
-    SMS_DASHBOARD_SESSION_MINUTES: "30",
-  });
+  // Held here, so a second instance can share it.
+  database = await testDatabase({ label: "dashboard_session" });
+  service = await startService(ENV, database);
   account = await service.createAccount();
 }, 60_000);
 
 afterAll(async () => {
   await service?.close();
+  await database?.close();
 });
 
 /** A browser's visit to the sign-in form: its cookie and the form's CSRF token. */
@@ -38,6 +45,33 @@ async function signInForm(baseUrl: string): Promise<{ cookie: string; token: str
   return { cookie, token };
 }
 
+/** Signs in through the form, as a browser does; returns the signed-in session's cookie. */
+async function signIn(baseUrl: string): Promise<string> {
+  const { cookie, token } = await signInForm(baseUrl);
+  const response = await postForm(`${baseUrl}/dashboard/sign-in`, cookie, {
+    _csrf: token,
+    ...account,
+  });
+  expect(response.status).toBe(303);
+  const signedIn = (response.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  expect(signedIn).toMatch(new RegExp(`^${COOKIE_NAME}=`));
+  return signedIn;
+}
+
+function page(baseUrl: string, cookie: string, path: string) {
+  return fetch(`${baseUrl}/dashboard${path}`, { redirect: "manual", headers: { cookie } });
+}
+
+/** Presses a button of the overview's sign-out form (`action`), with the page's CSRF token. */
+async function postFromPage(baseUrl: string, cookie: string, action: string) {
+  const overview = await page(baseUrl, cookie, "/overview");
+  expect(overview.status).toBe(200);
+  const token = /name="_csrf" value="([^"]+)"/.exec(await overview.text())?.[1] ?? "";
+  // The page's token goes with the cookie it set (the CSRF secret is in the session).
+  const current = overview.headers.get("set-cookie")?.split(";")[0] ?? cookie;
+  return postForm(`${baseUrl}/dashboard${action}`, current, { _csrf: token });
+}
+
 function postForm(url: string, cookie: string, fields: Record<string, string>) {
   return fetch(url, {
     method: "POST",
@@ -47,12 +81,19 @@ function postForm(url: string, cookie: string, fields: Record<string, string>) {
   });
 }
 
-/** A session cookie as the dashboard would write it, signed in at `signedInAt`. */
-async function forgedSession(signedInAt: number): Promise<string> {
+/**
+ * A session cookie as the dashboard would write it, signed in at `signedInAt`, naming a session
+ * started on the server that lasts `serverLifetimeMs` from now.
+ */
+async function forgedSession(signedInAt: number, serverLifetimeMs = 30 * 60_000): Promise<string> {
+  const sessionId = await DashboardSessions.open(service.store.db, () => new Date()).start(
+    account.apiKey,
+    serverLifetimeMs,
+  );
   const app = Fastify();
   await app.register(secureSession, { key: SESSION_KEY, cookieName: COOKIE_NAME });
   await app.ready();
-  const session = app.createSecureSession({ apiKey: account.apiKey, signedInAt });
+  const session = app.createSecureSession({ apiKey: account.apiKey, signedInAt, sessionId });
   // Encoded as a cookie value, as the plugin's Set-Cookie does (the value holds a `;`).
   const cookie = `${COOKIE_NAME}=${encodeURIComponent(app.encodeSecureSession(session))}`;
   await app.close();
@@ -72,6 +113,65 @@ describe("dashboard session", () => {
     });
     expect(stale.status).toBe(303);
     expect(stale.headers.get("location")).toBe("/dashboard/sign-in");
+    // The server's session ended (its expiry passed) while the cookie's time has not.
+    const ended = await fetch(`${service.baseUrl}/dashboard/overview`, {
+      redirect: "manual",
+      headers: { cookie: await forgedSession(Date.now(), -1000) },
+    });
+    expect(ended.status).toBe(303);
+    expect(ended.headers.get("location")).toBe("/dashboard/sign-in");
+  });
+
+  it("ends the session on sign-out: a copy of the cookie taken before is refused", async () => {
+    const copy = await signIn(service.baseUrl);
+    expect((await page(service.baseUrl, copy, "/overview")).status).toBe(200);
+    const signedOut = await postFromPage(service.baseUrl, copy, "/sign-out");
+    expect(signedOut.status).toBe(303);
+    expect(signedOut.headers.get("location")).toBe("/dashboard/sign-in?signed-out");
+    // The browser's cookie is cleared...
+    expect(signedOut.headers.get("set-cookie")).toMatch(/Max-Age=0|Expires=Thu, 01 Jan 1970/i);
+    // ...and the copy opens nothing any more.
+    for (const path of ["/overview", "/messages", "/sender-names"]) {
+      const refused = await page(service.baseUrl, copy, path);
+      expect({ path, status: refused.status }).toEqual({ path, status: 303 });
+      expect(refused.headers.get("location")).toBe("/dashboard/sign-in");
+    }
+  });
+
+  it("signs out everywhere: every session of the account ends", async () => {
+    const first = await signIn(service.baseUrl);
+    const second = await signIn(service.baseUrl);
+    expect((await page(service.baseUrl, second, "/overview")).status).toBe(200);
+    // The button is on every page, in the sign-out form.
+    const overview = await (await page(service.baseUrl, first, "/overview")).text();
+    expect(overview).toContain('formaction="/dashboard/sign-out-everywhere"');
+    const everywhere = await postFromPage(service.baseUrl, first, "/sign-out-everywhere");
+    expect(everywhere.status).toBe(303);
+    expect(everywhere.headers.get("location")).toBe("/dashboard/sign-in?signed-out=everywhere");
+    for (const cookie of [first, second]) {
+      const refused = await page(service.baseUrl, cookie, "/overview");
+      expect(refused.status).toBe(303);
+      expect(refused.headers.get("location")).toBe("/dashboard/sign-in");
+    }
+    // Without its CSRF token, nothing ends.
+    const third = await signIn(service.baseUrl);
+    const forged = await postForm(`${service.baseUrl}/dashboard/sign-out-everywhere`, third, {});
+    expect(forged.status).toBe(403);
+    expect((await page(service.baseUrl, third, "/overview")).status).toBe(200);
+  });
+
+  it("refuses a signed-out session on another instance of the same database", async () => {
+    const other = await startService(ENV, database);
+    try {
+      const copy = await signIn(service.baseUrl);
+      expect((await page(other.baseUrl, copy, "/overview")).status).toBe(200);
+      expect((await postFromPage(service.baseUrl, copy, "/sign-out")).status).toBe(303);
+      const refused = await page(other.baseUrl, copy, "/overview");
+      expect(refused.status).toBe(303);
+      expect(refused.headers.get("location")).toBe("/dashboard/sign-in");
+    } finally {
+      await other.close();
+    }
   });
 
   it("answers bad input and unknown things with 4xx pages", async () => {
