@@ -11,4 +11,5 @@ rm -rf "$out" && mkdir -p "$out"
 cd "$here/../../proto"
 "$python" -m grpc_tools.protoc -I . \
   --python_out="$out" --pyi_out="$out" --grpc_python_out="$out" \
-  sms/v1/types.proto sms/v1/messaging.proto sms/v1/sender_names.proto sms/admin/v1/admin.proto
+  sms/v1/types.proto sms/v1/messaging.proto sms/v1/sender_names.proto sms/v1/inbound.proto \
+  sms/v1/opt_outs.proto sms/admin/v1/admin.proto

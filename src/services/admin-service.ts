@@ -6,6 +6,7 @@ import { addCredit, createAccount, updateAccount } from "../store/accounts.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import type { AccountDirectory } from "./account-directory.ts";
+import { twoWayAdmin } from "./admin-two-way.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import {
@@ -82,6 +83,8 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
   }
 
   return {
+    ...twoWayAdmin(),
+
     async createAccount(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
       const errors: FieldMessages = {};

@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file sms/v1/types.proto.
  */
 export const file_sms_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAki8AMKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSFAoGc2VuZGVyGAMgASgJUgRmcm9tEgwKBHRleHQYBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSIQoIc2VnbWVudHMYBiADKAsyDy5zbXMudjEuU2VnbWVudBIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgHIAEoA0gAiAEBEhUKCGJhdGNoX2lkGAggASgDSAGIAQESNgoTbm9uX2RlbGl2ZXJ5X3JlYXNvbhgJIAEoDjIZLnNtcy52MS5Ob25EZWxpdmVyeVJlYXNvbhITCgt0dGxfc2Vjb25kcxgKIAEoBRIXCg9zdGF0dXNfY2FsbGJhY2sYCyABKAkSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1ub3RpZmljYXRpb25zGA4gAygLMhouc21zLnYxLlN0YXR1c05vdGlmaWNhdGlvbkIaChhfY3JlZGl0X3JlbWFpbmluZ19taWNyb3NCCwoJX2JhdGNoX2lkIoQCChJTdGF0dXNOb3RpZmljYXRpb24SJQoGc3RhdHVzGAEgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSKAoFc3RhdGUYAiABKA4yGS5zbXMudjEuTm90aWZpY2F0aW9uU3RhdGUSCwoDdXJsGAMgASgJEigKCGF0dGVtcHRzGAQgAygLMhYuc21zLnYxLldlYmhvb2tBdHRlbXB0EjUKEW5leHRfYXR0ZW1wdF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiewoOV2ViaG9va0F0dGVtcHQSMAoMYXR0ZW1wdF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtodHRwX3N0YXR1cxgCIAEoBRINCgVlcnJvchgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoBSLSAQoKU2VuZGVyTmFtZRIMCgRuYW1lGAEgASgJEg8KB3BlbmRpbmcYAiABKAgSEAoIcmVsaWFibGUYAyABKAgSEgoKaXNfZGVmYXVsdBgEIAEoCBIqCgdwdXJwb3NlGAUgASgOMhkuc21zLnYxLlNlbmRlck5hbWVQdXJwb3NlEi8KCm93bmVyX3R5cGUYBiABKA4yGy5zbXMudjEuU2VuZGVyTmFtZU93bmVyVHlwZRINCgVvd25lchgHIAEoCRITCgtleGFtcGxlX21zZxgIIAEoCSrFAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEh0KGU1FU1NBR0VfU1RBVFVTX1NFTkRfRVJST1IQBBIhCh1NRVNTQUdFX1NUQVRVU19ERUxJVkVSWV9FUlJPUhAFKu4BChFOb25EZWxpdmVyeVJlYXNvbhIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOU1BFQ0lGSUVEEAASIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTkRFTElWRVJFRBABEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5SRUFDSEFCTEUQAhIfChtOT05fREVMSVZFUllfUkVBU09OX0VYUElSRUQQAxIlCiFOT05fREVMSVZFUllfUkVBU09OX1NJTV9DQVJEX0ZVTEwQBBIiCh5OT05fREVMSVZFUllfUkVBU09OX1VOUk9VVEFCTEUQBSpaCgtNZXNzYWdlVmlldxIcChhNRVNTQUdFX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJNRVNTQUdFX1ZJRVdfQkFTSUMQARIVChFNRVNTQUdFX1ZJRVdfRlVMTBACKrkBChFOb3RpZmljYXRpb25TdGF0ZRIiCh5OT1RJRklDQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIeChpOT1RJRklDQVRJT05fU1RBVEVfUEVORElORxABEiAKHE5PVElGSUNBVElPTl9TVEFURV9ERUxJVkVSRUQQAhIeChpOT1RJRklDQVRJT05fU1RBVEVfR0FWRV9VUBADEh4KGk5PVElGSUNBVElPTl9TVEFURV9TS0lQUEVEEAQqngEKEVNlbmRlck5hbWVQdXJwb3NlEiMKH1NFTkRFUl9OQU1FX1BVUlBPU0VfVU5TUEVDSUZJRUQQABIbChdTRU5ERVJfTkFNRV9QVVJQT1NFX09UUBABEiQKIFNFTkRFUl9OQU1FX1BVUlBPU0VfTk9USUZJQ0FUSU9OEAISIQodU0VOREVSX05BTUVfUFVSUE9TRV9NQVJLRVRJTkcQAyqmAQoTU2VuZGVyTmFtZU93bmVyVHlwZRImCiJTRU5ERVJfTkFNRV9PV05FUl9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9DT01QQU5ZEAESHwobU0VOREVSX05BTUVfT1dORVJfVFlQRV9OQU1FEAISIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9XRUJTSVRFEANCRwoSY29tLmV4YW1wbGUuc21zLnYxQgpUeXBlc1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAki8AMKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSFAoGc2VuZGVyGAMgASgJUgRmcm9tEgwKBHRleHQYBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSIQoIc2VnbWVudHMYBiADKAsyDy5zbXMudjEuU2VnbWVudBIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgHIAEoA0gAiAEBEhUKCGJhdGNoX2lkGAggASgDSAGIAQESNgoTbm9uX2RlbGl2ZXJ5X3JlYXNvbhgJIAEoDjIZLnNtcy52MS5Ob25EZWxpdmVyeVJlYXNvbhITCgt0dGxfc2Vjb25kcxgKIAEoBRIXCg9zdGF0dXNfY2FsbGJhY2sYCyABKAkSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1ub3RpZmljYXRpb25zGA4gAygLMhouc21zLnYxLlN0YXR1c05vdGlmaWNhdGlvbkIaChhfY3JlZGl0X3JlbWFpbmluZ19taWNyb3NCCwoJX2JhdGNoX2lkIoQCChJTdGF0dXNOb3RpZmljYXRpb24SJQoGc3RhdHVzGAEgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSKAoFc3RhdGUYAiABKA4yGS5zbXMudjEuTm90aWZpY2F0aW9uU3RhdGUSCwoDdXJsGAMgASgJEigKCGF0dGVtcHRzGAQgAygLMhYuc21zLnYxLldlYmhvb2tBdHRlbXB0EjUKEW5leHRfYXR0ZW1wdF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiewoOV2ViaG9va0F0dGVtcHQSMAoMYXR0ZW1wdF90aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtodHRwX3N0YXR1cxgCIAEoBRINCgVlcnJvchgDIAEoCRITCgtkdXJhdGlvbl9tcxgEIAEoBSLSAQoKU2VuZGVyTmFtZRIMCgRuYW1lGAEgASgJEg8KB3BlbmRpbmcYAiABKAgSEAoIcmVsaWFibGUYAyABKAgSEgoKaXNfZGVmYXVsdBgEIAEoCBIqCgdwdXJwb3NlGAUgASgOMhkuc21zLnYxLlNlbmRlck5hbWVQdXJwb3NlEi8KCm93bmVyX3R5cGUYBiABKA4yGy5zbXMudjEuU2VuZGVyTmFtZU93bmVyVHlwZRINCgVvd25lchgHIAEoCRITCgtleGFtcGxlX21zZxgIIAEoCSLLAQoOSW5ib3VuZE1lc3NhZ2USCgoCaWQYASABKAMSFAoGc2VuZGVyGAIgASgJUgRmcm9tEgoKAnRvGAMgASgJEgwKBHRleHQYBCABKAkSDQoFcGFydHMYBSABKAUSMAoMcmVjZWl2ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIoCgxvcHRfb3V0X3R5cGUYByABKA4yEi5zbXMudjEuT3B0T3V0VHlwZRISCgppbmNvbXBsZXRlGAggASgIIrgBCgZPcHRPdXQSDgoGbnVtYmVyGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULnNtcy52MS5PcHRPdXRTb3VyY2USDwoHa2V5d29yZBgDIAEoCRIfChJpbmJvdW5kX21lc3NhZ2VfaWQYBCABKANIAIgBARIvCgtjcmVhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX2luYm91bmRfbWVzc2FnZV9pZCLkAQoMT3B0T3V0Q2hhbmdlEg4KBm51bWJlchgBIAEoCRIkCgZhY3Rpb24YAiABKA4yFC5zbXMudjEuT3B0T3V0QWN0aW9uEiQKBnNvdXJjZRgDIAEoDjIULnNtcy52MS5PcHRPdXRTb3VyY2USDwoHa2V5d29yZBgEIAEoCRIfChJpbmJvdW5kX21lc3NhZ2VfaWQYBSABKANIAIgBARIvCgtjaGFuZ2VfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX2luYm91bmRfbWVzc2FnZV9pZCrFAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEh0KGU1FU1NBR0VfU1RBVFVTX1NFTkRfRVJST1IQBBIhCh1NRVNTQUdFX1NUQVRVU19ERUxJVkVSWV9FUlJPUhAFKu4BChFOb25EZWxpdmVyeVJlYXNvbhIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOU1BFQ0lGSUVEEAASIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTkRFTElWRVJFRBABEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5SRUFDSEFCTEUQAhIfChtOT05fREVMSVZFUllfUkVBU09OX0VYUElSRUQQAxIlCiFOT05fREVMSVZFUllfUkVBU09OX1NJTV9DQVJEX0ZVTEwQBBIiCh5OT05fREVMSVZFUllfUkVBU09OX1VOUk9VVEFCTEUQBSpaCgtNZXNzYWdlVmlldxIcChhNRVNTQUdFX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJNRVNTQUdFX1ZJRVdfQkFTSUMQARIVChFNRVNTQUdFX1ZJRVdfRlVMTBACKrkBChFOb3RpZmljYXRpb25TdGF0ZRIiCh5OT1RJRklDQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIeChpOT1RJRklDQVRJT05fU1RBVEVfUEVORElORxABEiAKHE5PVElGSUNBVElPTl9TVEFURV9ERUxJVkVSRUQQAhIeChpOT1RJRklDQVRJT05fU1RBVEVfR0FWRV9VUBADEh4KGk5PVElGSUNBVElPTl9TVEFURV9TS0lQUEVEEAQqngEKEVNlbmRlck5hbWVQdXJwb3NlEiMKH1NFTkRFUl9OQU1FX1BVUlBPU0VfVU5TUEVDSUZJRUQQABIbChdTRU5ERVJfTkFNRV9QVVJQT1NFX09UUBABEiQKIFNFTkRFUl9OQU1FX1BVUlBPU0VfTk9USUZJQ0FUSU9OEAISIQodU0VOREVSX05BTUVfUFVSUE9TRV9NQVJLRVRJTkcQAyqmAQoTU2VuZGVyTmFtZU93bmVyVHlwZRImCiJTRU5ERVJfTkFNRV9PV05FUl9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9DT01QQU5ZEAESHwobU0VOREVSX05BTUVfT1dORVJfVFlQRV9OQU1FEAISIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9XRUJTSVRFEAMqcAoKT3B0T3V0VHlwZRIcChhPUFRfT1VUX1RZUEVfVU5TUEVDSUZJRUQQABIVChFPUFRfT1VUX1RZUEVfU1RPUBABEhYKEk9QVF9PVVRfVFlQRV9TVEFSVBACEhUKEU9QVF9PVVRfVFlQRV9IRUxQEAMqfwoMT3B0T3V0U291cmNlEh4KGk9QVF9PVVRfU09VUkNFX1VOU1BFQ0lGSUVEEAASGgoWT1BUX09VVF9TT1VSQ0VfS0VZV09SRBABEhYKEk9QVF9PVVRfU09VUkNFX0FQSRACEhsKF09QVF9PVVRfU09VUkNFX09QRVJBVE9SEAMqZAoMT3B0T3V0QWN0aW9uEh4KGk9QVF9PVVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUT1BUX09VVF9BQ1RJT05fQURERUQQARIaChZPUFRfT1VUX0FDVElPTl9SRU1PVkVEEAJCRwoSY29tLmV4YW1wbGUuc21zLnYxQgpUeXBlc1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * One part of a message whose text was split: Latin-1-only text is split into parts of at most
@@ -66,8 +66,8 @@ export type Message = Message$1<"sms.v1.Message"> & {
   to: string;
 
   /**
-   * The sender shown on the handset: the shared sender literal or an approved sender name of
-   * the account. `from` in JSON, as in the REST API.
+   * The sender shown on the handset: the shared sender literal, an approved sender name of the
+   * account or a number assigned to it. `from` in JSON, as in the REST API.
    *
    * @generated from field: string sender = 3 [json_name = "from"];
    */
@@ -335,6 +335,187 @@ export const SenderNameSchema: GenMessage<SenderName> = /*@__PURE__*/
   messageDesc(file_sms_v1_types, 4);
 
 /**
+ * A message a handset sent to a number of the account (mobile-originated): the resource
+ * ListInboundMessages lists and GetInboundMessage reads.
+ *
+ * @generated from message sms.v1.InboundMessage
+ */
+export type InboundMessage = Message$1<"sms.v1.InboundMessage"> & {
+  /**
+   * Positive integer id, from its own sequence.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * The handset's number, in international form with `+`. `from` in JSON.
+   *
+   * @generated from field: string sender = 2 [json_name = "from"];
+   */
+  sender: string;
+
+  /**
+   * The account's number it was sent to: `+` and digits, or a short code of 3 to 8 digits.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+
+  /**
+   * The text, decoded from the parts put together.
+   *
+   * @generated from field: string text = 4;
+   */
+  text: string;
+
+  /**
+   * How many parts it came in (1 for a single message); with `incomplete`, how many it should
+   * have had.
+   *
+   * @generated from field: int32 parts = 5;
+   */
+  parts: number;
+
+  /**
+   * When it was stored (its last part, for a multi-part message).
+   *
+   * @generated from field: google.protobuf.Timestamp receive_time = 6;
+   */
+  receiveTime?: Timestamp | undefined;
+
+  /**
+   * The opt-out word it was; OPT_OUT_TYPE_UNSPECIFIED for an ordinary answer.
+   *
+   * @generated from field: sms.v1.OptOutType opt_out_type = 7;
+   */
+  optOutType: OptOutType;
+
+  /**
+   * True when some parts never came: `text` holds the parts that did, in order, and the message
+   * was delivered once the reassembly time ran out (`SMS_MO_REASSEMBLY_S`).
+   *
+   * @generated from field: bool incomplete = 8;
+   */
+  incomplete: boolean;
+};
+
+/**
+ * Describes the message sms.v1.InboundMessage.
+ * Use `create(InboundMessageSchema)` to create a new message.
+ */
+export const InboundMessageSchema: GenMessage<InboundMessage> = /*@__PURE__*/
+  messageDesc(file_sms_v1_types, 5);
+
+/**
+ * A number on an account's opt-out list: sends of the account to it are refused
+ * (FAILED_PRECONDITION, reason RECIPIENT_OPTED_OUT), whatever their sender.
+ *
+ * @generated from message sms.v1.OptOut
+ */
+export type OptOut = Message$1<"sms.v1.OptOut"> & {
+  /**
+   * The recipient's number in international form: `+` and 8 to 15 digits.
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+
+  /**
+   * Who put it on the list.
+   *
+   * @generated from field: sms.v1.OptOutSource source = 2;
+   */
+  source: OptOutSource;
+
+  /**
+   * The word the handset sent (as the handset wrote it, e.g. `Stop`); empty unless source is
+   * OPT_OUT_SOURCE_KEYWORD.
+   *
+   * @generated from field: string keyword = 3;
+   */
+  keyword: string;
+
+  /**
+   * The inbound message that opted it out; unset unless source is OPT_OUT_SOURCE_KEYWORD.
+   *
+   * @generated from field: optional int64 inbound_message_id = 4;
+   */
+  inboundMessageId?: bigint | undefined;
+
+  /**
+   * When the number was put on the list.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 5;
+   */
+  createTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sms.v1.OptOut.
+ * Use `create(OptOutSchema)` to create a new message.
+ */
+export const OptOutSchema: GenMessage<OptOut> = /*@__PURE__*/
+  messageDesc(file_sms_v1_types, 6);
+
+/**
+ * One change of an account's opt-out list, kept for good: who changed what, when, and which
+ * inbound message caused it.
+ *
+ * @generated from message sms.v1.OptOutChange
+ */
+export type OptOutChange = Message$1<"sms.v1.OptOutChange"> & {
+  /**
+   * The number the change was about, in international form.
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+
+  /**
+   * What the change did.
+   *
+   * @generated from field: sms.v1.OptOutAction action = 2;
+   */
+  action: OptOutAction;
+
+  /**
+   * Who made it: the handset (a STOP or START word), the account or the operator.
+   *
+   * @generated from field: sms.v1.OptOutSource source = 3;
+   */
+  source: OptOutSource;
+
+  /**
+   * The word the handset sent; empty unless source is OPT_OUT_SOURCE_KEYWORD.
+   *
+   * @generated from field: string keyword = 4;
+   */
+  keyword: string;
+
+  /**
+   * The inbound message that caused it; unset unless source is OPT_OUT_SOURCE_KEYWORD.
+   *
+   * @generated from field: optional int64 inbound_message_id = 5;
+   */
+  inboundMessageId?: bigint | undefined;
+
+  /**
+   * When the change was made.
+   *
+   * @generated from field: google.protobuf.Timestamp change_time = 6;
+   */
+  changeTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sms.v1.OptOutChange.
+ * Use `create(OptOutChangeSchema)` to create a new message.
+ */
+export const OptOutChangeSchema: GenMessage<OptOutChange> = /*@__PURE__*/
+  messageDesc(file_sms_v1_types, 7);
+
+/**
  * Status of a message. One status per message: a multi-part message is DELIVERED when every
  * part is, DELIVERY_ERROR when any part fails. Transitions: ACCEPTED -> SENT -> DELIVERED or
  * DELIVERY_ERROR; ACCEPTED -> SEND_ERROR.
@@ -371,7 +552,8 @@ export enum MessageStatus {
   DELIVERED = 3,
 
   /**
-   * The carrier refused a part. Final.
+   * The carrier refused a part, or the recipient opted out after the message was accepted and
+   * before it was handed to the carrier (its credit is given back). Final.
    *
    * @generated from enum value: MESSAGE_STATUS_SEND_ERROR = 4;
    */
@@ -610,4 +792,122 @@ export enum SenderNameOwnerType {
  */
 export const SenderNameOwnerTypeSchema: GenEnum<SenderNameOwnerType> = /*@__PURE__*/
   enumDesc(file_sms_v1_types, 5);
+
+/**
+ * Whether an inbound message was an opt-out word (design "Two-way messaging"): the whole text,
+ * trimmed of spaces and punctuation at both ends, compared without case or accents.
+ *
+ * @generated from enum sms.v1.OptOutType
+ */
+export enum OptOutType {
+  /**
+   * Not a keyword: an ordinary answer ("STOP PLEASE" is one).
+   *
+   * @generated from enum value: OPT_OUT_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT, OPT OUT, OPT-OUT or ARRET: the
+   * sender is opted out of every message of the account.
+   *
+   * @generated from enum value: OPT_OUT_TYPE_STOP = 1;
+   */
+  STOP = 1,
+
+  /**
+   * START, YES or UNSTOP: lifts the sender's opt-out.
+   *
+   * @generated from enum value: OPT_OUT_TYPE_START = 2;
+   */
+  START = 2,
+
+  /**
+   * HELP or INFO: answered with the account's help text.
+   *
+   * @generated from enum value: OPT_OUT_TYPE_HELP = 3;
+   */
+  HELP = 3,
+}
+
+/**
+ * Describes the enum sms.v1.OptOutType.
+ */
+export const OptOutTypeSchema: GenEnum<OptOutType> = /*@__PURE__*/
+  enumDesc(file_sms_v1_types, 6);
+
+/**
+ * Who put a number on an account's opt-out list.
+ *
+ * @generated from enum sms.v1.OptOutSource
+ */
+export enum OptOutSource {
+  /**
+   * Never set on an opt-out.
+   *
+   * @generated from enum value: OPT_OUT_SOURCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The handset sent a STOP word: only its START word lifts it.
+   *
+   * @generated from enum value: OPT_OUT_SOURCE_KEYWORD = 1;
+   */
+  KEYWORD = 1,
+
+  /**
+   * The account (OptOutService.CreateOptOut, REST `POST /opt-outs`, the dashboard).
+   *
+   * @generated from enum value: OPT_OUT_SOURCE_API = 2;
+   */
+  API = 2,
+
+  /**
+   * The operator (AdminService.CreateOptOut).
+   *
+   * @generated from enum value: OPT_OUT_SOURCE_OPERATOR = 3;
+   */
+  OPERATOR = 3,
+}
+
+/**
+ * Describes the enum sms.v1.OptOutSource.
+ */
+export const OptOutSourceSchema: GenEnum<OptOutSource> = /*@__PURE__*/
+  enumDesc(file_sms_v1_types, 7);
+
+/**
+ * What a change of an opt-out list did.
+ *
+ * @generated from enum sms.v1.OptOutAction
+ */
+export enum OptOutAction {
+  /**
+   * Never set.
+   *
+   * @generated from enum value: OPT_OUT_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The number was put on the list (or a handset's STOP took over an entry of the account's).
+   *
+   * @generated from enum value: OPT_OUT_ACTION_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * The number was taken off the list.
+   *
+   * @generated from enum value: OPT_OUT_ACTION_REMOVED = 2;
+   */
+  REMOVED = 2,
+}
+
+/**
+ * Describes the enum sms.v1.OptOutAction.
+ */
+export const OptOutActionSchema: GenEnum<OptOutAction> = /*@__PURE__*/
+  enumDesc(file_sms_v1_types, 8);
 

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { SenderName } from "../../v1/types_pb.ts";
+import type { InboundMessage, OptOut, SenderName } from "../../v1/types_pb.ts";
 import { file_sms_v1_types } from "../../v1/types_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/admin/v1/admin.proto.
  */
 export const file_sms_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSKcAQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKqAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaCg1jcmVkaXRfbWljcm9zGAIgASgDSACIAQESFwoKc3RhdHVzX3VybBgDIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAQgASgJSAKIAQFCEAoOX2NyZWRpdF9taWNyb3NCDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyImsKFUNyZWF0ZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQSEgoKYXBpX3NlY3JldBgCIAEoCRIWCg53ZWJob29rX3NlY3JldBgDIAEoCSIkChFHZXRBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIjwKEkdldEFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoQQWRkQ3JlZGl0UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhUKDWFtb3VudF9taWNyb3MYAiABKAMiOwoRQWRkQ3JlZGl0UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjoKE1NldFN0YXR1c1VybFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRISCgpzdGF0dXNfdXJsGAIgASgJIj4KFFNldFN0YXR1c1VybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI/ChdTZXREZWZhdWx0U2VuZGVyUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhMKC3NlbmRlcl9uYW1lGAIgASgJIkIKGFNldERlZmF1bHRTZW5kZXJSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOQoYQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCSJEChlBcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiOAoXUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lMo8FCgxBZG1pblNlcnZpY2USWAoNQ3JlYXRlQWNjb3VudBIiLnNtcy5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBojLnNtcy5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVzcG9uc2USVAoKR2V0QWNjb3VudBIfLnNtcy5hZG1pbi52MS5HZXRBY2NvdW50UmVxdWVzdBogLnNtcy5hZG1pbi52MS5HZXRBY2NvdW50UmVzcG9uc2UiA5ACARJMCglBZGRDcmVkaXQSHi5zbXMuYWRtaW4udjEuQWRkQ3JlZGl0UmVxdWVzdBofLnNtcy5hZG1pbi52MS5BZGRDcmVkaXRSZXNwb25zZRJVCgxTZXRTdGF0dXNVcmwSIS5zbXMuYWRtaW4udjEuU2V0U3RhdHVzVXJsUmVxdWVzdBoiLnNtcy5hZG1pbi52MS5TZXRTdGF0dXNVcmxSZXNwb25zZRJhChBTZXREZWZhdWx0U2VuZGVyEiUuc21zLmFkbWluLnYxLlNldERlZmF1bHRTZW5kZXJSZXF1ZXN0GiYuc21zLmFkbWluLnYxLlNldERlZmF1bHRTZW5kZXJSZXNwb25zZRJkChFBcHByb3ZlU2VuZGVyTmFtZRImLnNtcy5hZG1pbi52MS5BcHByb3ZlU2VuZGVyTmFtZVJlcXVlc3QaJy5zbXMuYWRtaW4udjEuQXBwcm92ZVNlbmRlck5hbWVSZXNwb25zZRJhChBSZWplY3RTZW5kZXJOYW1lEiUuc21zLmFkbWluLnYxLlJlamVjdFNlbmRlck5hbWVSZXF1ZXN0GiYuc21zLmFkbWluLnYxLlJlamVjdFNlbmRlck5hbWVSZXNwb25zZUJVChhjb20uZXhhbXBsZS5zbXMuYWRtaW4udjFCCkFkbWluUHJvdG9QAVorZXhhbXBsZS5jb20vc21zL2dlbi9nby9zbXMvYWRtaW4vdjE7YWRtaW52MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_sms_v1_types]);
+  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSKxAQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtpbmJvdW5kX3VybBgHIAEoCSKqAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaCg1jcmVkaXRfbWljcm9zGAIgASgDSACIAQESFwoKc3RhdHVzX3VybBgDIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAQgASgJSAKIAQFCEAoOX2NyZWRpdF9taWNyb3NCDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyImsKFUNyZWF0ZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQSEgoKYXBpX3NlY3JldBgCIAEoCRIWCg53ZWJob29rX3NlY3JldBgDIAEoCSIkChFHZXRBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIjwKEkdldEFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoQQWRkQ3JlZGl0UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhUKDWFtb3VudF9taWNyb3MYAiABKAMiOwoRQWRkQ3JlZGl0UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjoKE1NldFN0YXR1c1VybFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRISCgpzdGF0dXNfdXJsGAIgASgJIj4KFFNldFN0YXR1c1VybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI/ChdTZXREZWZhdWx0U2VuZGVyUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhMKC3NlbmRlcl9uYW1lGAIgASgJIkIKGFNldERlZmF1bHRTZW5kZXJSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOQoYQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCSJEChlBcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiOAoXUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lImIKDkFzc2lnbmVkTnVtYmVyEg4KBm51bWJlchgBIAEoCRIPCgdhcGlfa2V5GAIgASgJEi8KC2Fzc2lnbl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChNBc3NpZ25OdW1iZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIkQKFEFzc2lnbk51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciImChRSZWxlYXNlTnVtYmVyUmVxdWVzdBIOCgZudW1iZXIYASABKAkiRQoVUmVsZWFzZU51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciJMChJMaXN0TnVtYmVyc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJdChNMaXN0TnVtYmVyc1Jlc3BvbnNlEi0KB251bWJlcnMYASADKAsyHC5zbXMuYWRtaW4udjEuQXNzaWduZWROdW1iZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKFFNldEluYm91bmRVcmxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLaW5ib3VuZF91cmwYAiABKAkiPwoVU2V0SW5ib3VuZFVybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCJIChZTaW11bGF0ZUluYm91bmRSZXF1ZXN0EhQKBnNlbmRlchgBIAEoCVIEZnJvbRIKCgJ0bxgCIAEoCRIMCgR0ZXh0GAMgASgJIkoKF1NpbXVsYXRlSW5ib3VuZFJlc3BvbnNlEi8KD2luYm91bmRfbWVzc2FnZRgBIAEoCzIWLnNtcy52MS5JbmJvdW5kTWVzc2FnZSI2ChNDcmVhdGVPcHRPdXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIjcKFENyZWF0ZU9wdE91dFJlc3BvbnNlEh8KB29wdF9vdXQYASABKAsyDi5zbXMudjEuT3B0T3V0IjYKE0RlbGV0ZU9wdE91dFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIOCgZudW1iZXIYAiABKAkiNwoURGVsZXRlT3B0T3V0UmVzcG9uc2USHwoHb3B0X291dBgBIAEoCzIOLnNtcy52MS5PcHRPdXQygQoKDEFkbWluU2VydmljZRJYCg1DcmVhdGVBY2NvdW50EiIuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiMuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJUCgpHZXRBY2NvdW50Eh8uc21zLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuc21zLmFkbWluLnYxLkdldEFjY291bnRSZXNwb25zZSIDkAIBEkwKCUFkZENyZWRpdBIeLnNtcy5hZG1pbi52MS5BZGRDcmVkaXRSZXF1ZXN0Gh8uc21zLmFkbWluLnYxLkFkZENyZWRpdFJlc3BvbnNlElUKDFNldFN0YXR1c1VybBIhLnNtcy5hZG1pbi52MS5TZXRTdGF0dXNVcmxSZXF1ZXN0GiIuc21zLmFkbWluLnYxLlNldFN0YXR1c1VybFJlc3BvbnNlEmEKEFNldERlZmF1bHRTZW5kZXISJS5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlcXVlc3QaJi5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlc3BvbnNlEmQKEUFwcHJvdmVTZW5kZXJOYW1lEiYuc21zLmFkbWluLnYxLkFwcHJvdmVTZW5kZXJOYW1lUmVxdWVzdBonLnNtcy5hZG1pbi52MS5BcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEmEKEFJlamVjdFNlbmRlck5hbWUSJS5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QaJi5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlc3BvbnNlElUKDEFzc2lnbk51bWJlchIhLnNtcy5hZG1pbi52MS5Bc3NpZ25OdW1iZXJSZXF1ZXN0GiIuc21zLmFkbWluLnYxLkFzc2lnbk51bWJlclJlc3BvbnNlElgKDVJlbGVhc2VOdW1iZXISIi5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlcXVlc3QaIy5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlc3BvbnNlElcKC0xpc3ROdW1iZXJzEiAuc21zLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBohLnNtcy5hZG1pbi52MS5MaXN0TnVtYmVyc1Jlc3BvbnNlIgOQAgESWAoNU2V0SW5ib3VuZFVybBIiLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVxdWVzdBojLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVzcG9uc2USXgoPU2ltdWxhdGVJbmJvdW5kEiQuc21zLmFkbWluLnYxLlNpbXVsYXRlSW5ib3VuZFJlcXVlc3QaJS5zbXMuYWRtaW4udjEuU2ltdWxhdGVJbmJvdW5kUmVzcG9uc2USVQoMQ3JlYXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkNyZWF0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQ3JlYXRlT3B0T3V0UmVzcG9uc2USVQoMRGVsZXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkRlbGV0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuRGVsZXRlT3B0T3V0UmVzcG9uc2VCVQoYY29tLmV4YW1wbGUuc21zLmFkbWluLnYxQgpBZG1pblByb3RvUAFaK2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL2FkbWluL3YxO2FkbWludjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_sms_v1_types]);
 
 /**
  * An account of the service.
@@ -63,6 +63,13 @@ export type Account = Message<"sms.admin.v1.Account"> & {
    * @generated from field: google.protobuf.Timestamp create_time = 6;
    */
   createTime?: Timestamp | undefined;
+
+  /**
+   * The URL that receives the account's inbound messages; empty when none.
+   *
+   * @generated from field: string inbound_url = 7;
+   */
+  inboundUrl: string;
 };
 
 /**
@@ -440,6 +447,399 @@ export const RejectSenderNameResponseSchema: GenMessage<RejectSenderNameResponse
   messageDesc(file_sms_admin_v1_admin, 14);
 
 /**
+ * A number assigned to an account.
+ *
+ * @generated from message sms.admin.v1.AssignedNumber
+ */
+export type AssignedNumber = Message<"sms.admin.v1.AssignedNumber"> & {
+  /**
+   * The number: `+` and 8 to 15 digits, or a short code of 3 to 8 digits.
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+
+  /**
+   * The API key of the account that has it.
+   *
+   * @generated from field: string api_key = 2;
+   */
+  apiKey: string;
+
+  /**
+   * When it was assigned.
+   *
+   * @generated from field: google.protobuf.Timestamp assign_time = 3;
+   */
+  assignTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.AssignedNumber.
+ * Use `create(AssignedNumberSchema)` to create a new message.
+ */
+export const AssignedNumberSchema: GenMessage<AssignedNumber> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 15);
+
+/**
+ * Assigns a number.
+ *
+ * @generated from message sms.admin.v1.AssignNumberRequest
+ */
+export type AssignNumberRequest = Message<"sms.admin.v1.AssignNumberRequest"> & {
+  /**
+   * Required. The account's API key. NOT_FOUND (reason ACCOUNT_NOT_FOUND) for an unknown one.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Required. An international number (an optional `+`, then 8 to 15 digits, the first not 0;
+   * kept with `+`) or a short code of 3 to 8 digits.
+   *
+   * @generated from field: string number = 2;
+   */
+  number: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.AssignNumberRequest.
+ * Use `create(AssignNumberRequestSchema)` to create a new message.
+ */
+export const AssignNumberRequestSchema: GenMessage<AssignNumberRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 16);
+
+/**
+ * The answer of AssignNumber.
+ *
+ * @generated from message sms.admin.v1.AssignNumberResponse
+ */
+export type AssignNumberResponse = Message<"sms.admin.v1.AssignNumberResponse"> & {
+  /**
+   * The assignment.
+   *
+   * @generated from field: sms.admin.v1.AssignedNumber number = 1;
+   */
+  number?: AssignedNumber | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.AssignNumberResponse.
+ * Use `create(AssignNumberResponseSchema)` to create a new message.
+ */
+export const AssignNumberResponseSchema: GenMessage<AssignNumberResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 17);
+
+/**
+ * Takes a number from its account.
+ *
+ * @generated from message sms.admin.v1.ReleaseNumberRequest
+ */
+export type ReleaseNumberRequest = Message<"sms.admin.v1.ReleaseNumberRequest"> & {
+  /**
+   * Required. The number, with or without `+`.
+   *
+   * @generated from field: string number = 1;
+   */
+  number: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ReleaseNumberRequest.
+ * Use `create(ReleaseNumberRequestSchema)` to create a new message.
+ */
+export const ReleaseNumberRequestSchema: GenMessage<ReleaseNumberRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 18);
+
+/**
+ * The answer of ReleaseNumber.
+ *
+ * @generated from message sms.admin.v1.ReleaseNumberResponse
+ */
+export type ReleaseNumberResponse = Message<"sms.admin.v1.ReleaseNumberResponse"> & {
+  /**
+   * The assignment as it was.
+   *
+   * @generated from field: sms.admin.v1.AssignedNumber number = 1;
+   */
+  number?: AssignedNumber | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.ReleaseNumberResponse.
+ * Use `create(ReleaseNumberResponseSchema)` to create a new message.
+ */
+export const ReleaseNumberResponseSchema: GenMessage<ReleaseNumberResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 19);
+
+/**
+ * Lists assigned numbers, by number.
+ *
+ * @generated from message sms.admin.v1.ListNumbersRequest
+ */
+export type ListNumbersRequest = Message<"sms.admin.v1.ListNumbersRequest"> & {
+  /**
+   * Only this account's numbers; empty for every account's.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * At most this many numbers: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page, with the same filter.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListNumbersRequest.
+ * Use `create(ListNumbersRequestSchema)` to create a new message.
+ */
+export const ListNumbersRequestSchema: GenMessage<ListNumbersRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 20);
+
+/**
+ * A page of assigned numbers.
+ *
+ * @generated from message sms.admin.v1.ListNumbersResponse
+ */
+export type ListNumbersResponse = Message<"sms.admin.v1.ListNumbersResponse"> & {
+  /**
+   * At most page_size numbers, by number.
+   *
+   * @generated from field: repeated sms.admin.v1.AssignedNumber numbers = 1;
+   */
+  numbers: AssignedNumber[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListNumbersResponse.
+ * Use `create(ListNumbersResponseSchema)` to create a new message.
+ */
+export const ListNumbersResponseSchema: GenMessage<ListNumbersResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 21);
+
+/**
+ * Sets an account's inbound URL.
+ *
+ * @generated from message sms.admin.v1.SetInboundUrlRequest
+ */
+export type SetInboundUrlRequest = Message<"sms.admin.v1.SetInboundUrlRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * An absolute http(s) URL of at most 2048 characters; empty to clear.
+   *
+   * @generated from field: string inbound_url = 2;
+   */
+  inboundUrl: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetInboundUrlRequest.
+ * Use `create(SetInboundUrlRequestSchema)` to create a new message.
+ */
+export const SetInboundUrlRequestSchema: GenMessage<SetInboundUrlRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 22);
+
+/**
+ * The answer of SetInboundUrl.
+ *
+ * @generated from message sms.admin.v1.SetInboundUrlResponse
+ */
+export type SetInboundUrlResponse = Message<"sms.admin.v1.SetInboundUrlResponse"> & {
+  /**
+   * The account as changed.
+   *
+   * @generated from field: sms.admin.v1.Account account = 1;
+   */
+  account?: Account | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetInboundUrlResponse.
+ * Use `create(SetInboundUrlResponseSchema)` to create a new message.
+ */
+export const SetInboundUrlResponseSchema: GenMessage<SetInboundUrlResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 23);
+
+/**
+ * An inbound message as a handset would send it.
+ *
+ * @generated from message sms.admin.v1.SimulateInboundRequest
+ */
+export type SimulateInboundRequest = Message<"sms.admin.v1.SimulateInboundRequest"> & {
+  /**
+   * Required. The handset's number: an optional `+`, then 8 to 15 digits. `from` in JSON.
+   *
+   * @generated from field: string sender = 1 [json_name = "from"];
+   */
+  sender: string;
+
+  /**
+   * Required. A number assigned to an account, with or without `+`.
+   *
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * Required. The text, at most 10 parts long (see sms.v1.Segment).
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.SimulateInboundRequest.
+ * Use `create(SimulateInboundRequestSchema)` to create a new message.
+ */
+export const SimulateInboundRequestSchema: GenMessage<SimulateInboundRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 24);
+
+/**
+ * The answer of SimulateInbound.
+ *
+ * @generated from message sms.admin.v1.SimulateInboundResponse
+ */
+export type SimulateInboundResponse = Message<"sms.admin.v1.SimulateInboundResponse"> & {
+  /**
+   * The inbound message as stored.
+   *
+   * @generated from field: sms.v1.InboundMessage inbound_message = 1;
+   */
+  inboundMessage?: InboundMessage | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SimulateInboundResponse.
+ * Use `create(SimulateInboundResponseSchema)` to create a new message.
+ */
+export const SimulateInboundResponseSchema: GenMessage<SimulateInboundResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 25);
+
+/**
+ * Puts a number on an account's opt-out list.
+ *
+ * @generated from message sms.admin.v1.CreateOptOutRequest
+ */
+export type CreateOptOutRequest = Message<"sms.admin.v1.CreateOptOutRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Required. The number: an optional `+`, then 8 to 15 digits, the first not 0.
+   *
+   * @generated from field: string number = 2;
+   */
+  number: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.CreateOptOutRequest.
+ * Use `create(CreateOptOutRequestSchema)` to create a new message.
+ */
+export const CreateOptOutRequestSchema: GenMessage<CreateOptOutRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 26);
+
+/**
+ * The answer of CreateOptOut.
+ *
+ * @generated from message sms.admin.v1.CreateOptOutResponse
+ */
+export type CreateOptOutResponse = Message<"sms.admin.v1.CreateOptOutResponse"> & {
+  /**
+   * The opt-out: the new one, or the one the number had already.
+   *
+   * @generated from field: sms.v1.OptOut opt_out = 1;
+   */
+  optOut?: OptOut | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.CreateOptOutResponse.
+ * Use `create(CreateOptOutResponseSchema)` to create a new message.
+ */
+export const CreateOptOutResponseSchema: GenMessage<CreateOptOutResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 27);
+
+/**
+ * Takes a number off an account's opt-out list.
+ *
+ * @generated from message sms.admin.v1.DeleteOptOutRequest
+ */
+export type DeleteOptOutRequest = Message<"sms.admin.v1.DeleteOptOutRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Required. The number, with or without `+`.
+   *
+   * @generated from field: string number = 2;
+   */
+  number: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.DeleteOptOutRequest.
+ * Use `create(DeleteOptOutRequestSchema)` to create a new message.
+ */
+export const DeleteOptOutRequestSchema: GenMessage<DeleteOptOutRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 28);
+
+/**
+ * The answer of DeleteOptOut.
+ *
+ * @generated from message sms.admin.v1.DeleteOptOutResponse
+ */
+export type DeleteOptOutResponse = Message<"sms.admin.v1.DeleteOptOutResponse"> & {
+  /**
+   * The removed opt-out as it was.
+   *
+   * @generated from field: sms.v1.OptOut opt_out = 1;
+   */
+  optOut?: OptOut | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.DeleteOptOutResponse.
+ * Use `create(DeleteOptOutResponseSchema)` to create a new message.
+ */
+export const DeleteOptOutResponseSchema: GenMessage<DeleteOptOutResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 29);
+
+/**
  * Operator-only operations on accounts and sender names, in a package of its own so that
  * clients of the messaging API do not carry them. Callers authenticate with
  * `Authorization: Bearer <SMS_ADMIN_TOKEN>` (UNAUTHENTICATED otherwise, reason
@@ -519,6 +919,85 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RejectSenderNameRequestSchema;
     output: typeof RejectSenderNameResponseSchema;
+  },
+  /**
+   * Assigns a number to an account: messages handsets send to it are the account's, and the
+   * account may send from it. Assigning a number to the account that has it already answers it as
+   * it is; FAILED_PRECONDITION (reason NUMBER_ASSIGNED_ELSEWHERE) when another account has it.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.AssignNumber
+   */
+  assignNumber: {
+    methodKind: "unary";
+    input: typeof AssignNumberRequestSchema;
+    output: typeof AssignNumberResponseSchema;
+  },
+  /**
+   * Takes a number from its account. NOT_FOUND (reason NUMBER_NOT_FOUND) when no account has it.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ReleaseNumber
+   */
+  releaseNumber: {
+    methodKind: "unary";
+    input: typeof ReleaseNumberRequestSchema;
+    output: typeof ReleaseNumberResponseSchema;
+  },
+  /**
+   * Lists assigned numbers, by number; paged.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListNumbers
+   */
+  listNumbers: {
+    methodKind: "unary";
+    input: typeof ListNumbersRequestSchema;
+    output: typeof ListNumbersResponseSchema;
+  },
+  /**
+   * Sets or clears the account's inbound URL, which receives its inbound messages.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.SetInboundUrl
+   */
+  setInboundUrl: {
+    methodKind: "unary";
+    input: typeof SetInboundUrlRequestSchema;
+    output: typeof SetInboundUrlResponseSchema;
+  },
+  /**
+   * Hands an inbound message to the service as the carrier would (demos and tests): stored,
+   * given to its account, opt-out words applied and answered. Only with the simulator carrier
+   * (`SMS_CARRIER=simulator`), else FAILED_PRECONDITION (reason SIMULATOR_ONLY); NOT_FOUND
+   * (reason NUMBER_NOT_FOUND) when no account has `to`.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.SimulateInbound
+   */
+  simulateInbound: {
+    methodKind: "unary";
+    input: typeof SimulateInboundRequestSchema;
+    output: typeof SimulateInboundResponseSchema;
+  },
+  /**
+   * Puts a number on an account's opt-out list on the operator's authority (source
+   * OPT_OUT_SOURCE_OPERATOR), e.g. after a complaint. A number on the list already is answered as
+   * it is.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.CreateOptOut
+   */
+  createOptOut: {
+    methodKind: "unary";
+    input: typeof CreateOptOutRequestSchema;
+    output: typeof CreateOptOutResponseSchema;
+  },
+  /**
+   * Takes a number the account or the operator put on an account's opt-out list off it.
+   * FAILED_PRECONDITION (reason OPT_OUT_NOT_REMOVABLE) for a handset's STOP, which only its START
+   * lifts; NOT_FOUND (reason OPT_OUT_NOT_FOUND) when the number is not on the list.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.DeleteOptOut
+   */
+  deleteOptOut: {
+    methodKind: "unary";
+    input: typeof DeleteOptOutRequestSchema;
+    output: typeof DeleteOptOutResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_admin_v1_admin, 0);

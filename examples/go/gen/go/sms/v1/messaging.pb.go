@@ -29,8 +29,9 @@ type SendMessageRequest struct {
 	// Required. The recipient: an optional `+`, then 8 to 15 digits (country code and number), the
 	// first not 0. Echoed as submitted.
 	To string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
-	// The shared sender literal or an approved sender name of the account; default: the
-	// account's default sender, else the shared literal. `from` in JSON.
+	// The shared sender literal, an approved sender name of the account or a number assigned to
+	// the account (with or without `+`); default: the account's default sender, else the shared
+	// literal. `from` in JSON.
 	Sender *string `protobuf:"bytes,2,opt,name=sender,json=from,proto3,oneof" json:"sender,omitempty"`
 	// Required. UTF-8 text of at most 10 parts (see Segment for the splitting rule).
 	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
@@ -366,8 +367,11 @@ type BatchMessageError struct {
 	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	// What was wrong, with proto field paths of the request such as `messages[3].to`.
 	FieldViolations []*errdetails.BadRequest_FieldViolation `protobuf:"bytes,3,rep,name=field_violations,json=fieldViolations,proto3" json:"field_violations,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The ErrorInfo reason SendMessage would refuse the same message with: FIELD_INVALID, or
+	// RECIPIENT_OPTED_OUT when `to` is on the account's opt-out list.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchMessageError) Reset() {
@@ -419,6 +423,13 @@ func (x *BatchMessageError) GetFieldViolations() []*errdetails.BadRequest_FieldV
 		return x.FieldViolations
 	}
 	return nil
+}
+
+func (x *BatchMessageError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // A batch: the resource SendBatch creates, GetBatch reads and ListBatches lists.
@@ -1218,11 +1229,12 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\x05batch\x18\x01 \x01(\v2\r.sms.v1.BatchR\x05batch\x121\n" +
 	"\x06errors\x18\x02 \x03(\v2\x19.sms.v1.BatchMessageErrorR\x06errors\x12;\n" +
 	"\x17credit_remaining_micros\x18\x03 \x01(\x03H\x00R\x15creditRemainingMicros\x88\x01\x01B\x1a\n" +
-	"\x18_credit_remaining_micros\"\x8f\x01\n" +
+	"\x18_credit_remaining_micros\"\xa7\x01\n" +
 	"\x11BatchMessageError\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x05R\x05index\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12P\n" +
-	"\x10field_violations\x18\x03 \x03(\v2%.google.rpc.BadRequest.FieldViolationR\x0ffieldViolations\"\x8a\x02\n" +
+	"\x10field_violations\x18\x03 \x03(\v2%.google.rpc.BadRequest.FieldViolationR\x0ffieldViolations\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x8a\x02\n" +
 	"\x05Batch\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1f\n" +

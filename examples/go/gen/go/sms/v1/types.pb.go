@@ -36,7 +36,8 @@ const (
 	MessageStatus_MESSAGE_STATUS_SENT MessageStatus = 2
 	// Every part was delivered to the handset. Final.
 	MessageStatus_MESSAGE_STATUS_DELIVERED MessageStatus = 3
-	// The carrier refused a part. Final.
+	// The carrier refused a part, or the recipient opted out after the message was accepted and
+	// before it was handed to the carrier (its credit is given back). Final.
 	MessageStatus_MESSAGE_STATUS_SEND_ERROR MessageStatus = 4
 	// The message was sent but did not reach the handset; `non_delivery_reason` says why. Final.
 	MessageStatus_MESSAGE_STATUS_DELIVERY_ERROR MessageStatus = 5
@@ -383,6 +384,175 @@ func (SenderNameOwnerType) EnumDescriptor() ([]byte, []int) {
 	return file_sms_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
+// Whether an inbound message was an opt-out word (design "Two-way messaging"): the whole text,
+// trimmed of spaces and punctuation at both ends, compared without case or accents.
+type OptOutType int32
+
+const (
+	// Not a keyword: an ordinary answer ("STOP PLEASE" is one).
+	OptOutType_OPT_OUT_TYPE_UNSPECIFIED OptOutType = 0
+	// STOP, STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT, REVOKE, OPTOUT, OPT OUT, OPT-OUT or ARRET: the
+	// sender is opted out of every message of the account.
+	OptOutType_OPT_OUT_TYPE_STOP OptOutType = 1
+	// START, YES or UNSTOP: lifts the sender's opt-out.
+	OptOutType_OPT_OUT_TYPE_START OptOutType = 2
+	// HELP or INFO: answered with the account's help text.
+	OptOutType_OPT_OUT_TYPE_HELP OptOutType = 3
+)
+
+// Enum value maps for OptOutType.
+var (
+	OptOutType_name = map[int32]string{
+		0: "OPT_OUT_TYPE_UNSPECIFIED",
+		1: "OPT_OUT_TYPE_STOP",
+		2: "OPT_OUT_TYPE_START",
+		3: "OPT_OUT_TYPE_HELP",
+	}
+	OptOutType_value = map[string]int32{
+		"OPT_OUT_TYPE_UNSPECIFIED": 0,
+		"OPT_OUT_TYPE_STOP":        1,
+		"OPT_OUT_TYPE_START":       2,
+		"OPT_OUT_TYPE_HELP":        3,
+	}
+)
+
+func (x OptOutType) Enum() *OptOutType {
+	p := new(OptOutType)
+	*p = x
+	return p
+}
+
+func (x OptOutType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OptOutType) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_v1_types_proto_enumTypes[6].Descriptor()
+}
+
+func (OptOutType) Type() protoreflect.EnumType {
+	return &file_sms_v1_types_proto_enumTypes[6]
+}
+
+func (x OptOutType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OptOutType.Descriptor instead.
+func (OptOutType) EnumDescriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+// Who put a number on an account's opt-out list.
+type OptOutSource int32
+
+const (
+	// Never set on an opt-out.
+	OptOutSource_OPT_OUT_SOURCE_UNSPECIFIED OptOutSource = 0
+	// The handset sent a STOP word: only its START word lifts it.
+	OptOutSource_OPT_OUT_SOURCE_KEYWORD OptOutSource = 1
+	// The account (OptOutService.CreateOptOut, REST `POST /opt-outs`, the dashboard).
+	OptOutSource_OPT_OUT_SOURCE_API OptOutSource = 2
+	// The operator (AdminService.CreateOptOut).
+	OptOutSource_OPT_OUT_SOURCE_OPERATOR OptOutSource = 3
+)
+
+// Enum value maps for OptOutSource.
+var (
+	OptOutSource_name = map[int32]string{
+		0: "OPT_OUT_SOURCE_UNSPECIFIED",
+		1: "OPT_OUT_SOURCE_KEYWORD",
+		2: "OPT_OUT_SOURCE_API",
+		3: "OPT_OUT_SOURCE_OPERATOR",
+	}
+	OptOutSource_value = map[string]int32{
+		"OPT_OUT_SOURCE_UNSPECIFIED": 0,
+		"OPT_OUT_SOURCE_KEYWORD":     1,
+		"OPT_OUT_SOURCE_API":         2,
+		"OPT_OUT_SOURCE_OPERATOR":    3,
+	}
+)
+
+func (x OptOutSource) Enum() *OptOutSource {
+	p := new(OptOutSource)
+	*p = x
+	return p
+}
+
+func (x OptOutSource) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OptOutSource) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_v1_types_proto_enumTypes[7].Descriptor()
+}
+
+func (OptOutSource) Type() protoreflect.EnumType {
+	return &file_sms_v1_types_proto_enumTypes[7]
+}
+
+func (x OptOutSource) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OptOutSource.Descriptor instead.
+func (OptOutSource) EnumDescriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+// What a change of an opt-out list did.
+type OptOutAction int32
+
+const (
+	// Never set.
+	OptOutAction_OPT_OUT_ACTION_UNSPECIFIED OptOutAction = 0
+	// The number was put on the list (or a handset's STOP took over an entry of the account's).
+	OptOutAction_OPT_OUT_ACTION_ADDED OptOutAction = 1
+	// The number was taken off the list.
+	OptOutAction_OPT_OUT_ACTION_REMOVED OptOutAction = 2
+)
+
+// Enum value maps for OptOutAction.
+var (
+	OptOutAction_name = map[int32]string{
+		0: "OPT_OUT_ACTION_UNSPECIFIED",
+		1: "OPT_OUT_ACTION_ADDED",
+		2: "OPT_OUT_ACTION_REMOVED",
+	}
+	OptOutAction_value = map[string]int32{
+		"OPT_OUT_ACTION_UNSPECIFIED": 0,
+		"OPT_OUT_ACTION_ADDED":       1,
+		"OPT_OUT_ACTION_REMOVED":     2,
+	}
+)
+
+func (x OptOutAction) Enum() *OptOutAction {
+	p := new(OptOutAction)
+	*p = x
+	return p
+}
+
+func (x OptOutAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (OptOutAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_v1_types_proto_enumTypes[8].Descriptor()
+}
+
+func (OptOutAction) Type() protoreflect.EnumType {
+	return &file_sms_v1_types_proto_enumTypes[8]
+}
+
+func (x OptOutAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use OptOutAction.Descriptor instead.
+func (OptOutAction) EnumDescriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{8}
+}
+
 // One part of a message whose text was split: Latin-1-only text is split into parts of at most
 // 153 characters when longer than 160; other text into parts of at most 67 UTF-16 code units
 // when longer than 70.
@@ -448,8 +618,8 @@ type Message struct {
 	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
 	// The recipient, as submitted: an optional `+`, then 8 to 15 digits, the first not 0.
 	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
-	// The sender shown on the handset: the shared sender literal or an approved sender name of
-	// the account. `from` in JSON, as in the REST API.
+	// The sender shown on the handset: the shared sender literal, an approved sender name of the
+	// account or a number assigned to it. `from` in JSON, as in the REST API.
 	Sender string `protobuf:"bytes,3,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
 	// The text, UTF-8, at most 10 parts long (see Segment).
 	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
@@ -886,6 +1056,294 @@ func (x *SenderName) GetExampleMsg() string {
 	return ""
 }
 
+// A message a handset sent to a number of the account (mobile-originated): the resource
+// ListInboundMessages lists and GetInboundMessage reads.
+type InboundMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Positive integer id, from its own sequence.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The handset's number, in international form with `+`. `from` in JSON.
+	Sender string `protobuf:"bytes,2,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
+	// The account's number it was sent to: `+` and digits, or a short code of 3 to 8 digits.
+	To string `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// The text, decoded from the parts put together.
+	Text string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	// How many parts it came in (1 for a single message); with `incomplete`, how many it should
+	// have had.
+	Parts int32 `protobuf:"varint,5,opt,name=parts,proto3" json:"parts,omitempty"`
+	// When it was stored (its last part, for a multi-part message).
+	ReceiveTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=receive_time,json=receiveTime,proto3" json:"receive_time,omitempty"`
+	// The opt-out word it was; OPT_OUT_TYPE_UNSPECIFIED for an ordinary answer.
+	OptOutType OptOutType `protobuf:"varint,7,opt,name=opt_out_type,json=optOutType,proto3,enum=sms.v1.OptOutType" json:"opt_out_type,omitempty"`
+	// True when some parts never came: `text` holds the parts that did, in order, and the message
+	// was delivered once the reassembly time ran out (`SMS_MO_REASSEMBLY_S`).
+	Incomplete    bool `protobuf:"varint,8,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InboundMessage) Reset() {
+	*x = InboundMessage{}
+	mi := &file_sms_v1_types_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InboundMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InboundMessage) ProtoMessage() {}
+
+func (x *InboundMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_types_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InboundMessage.ProtoReflect.Descriptor instead.
+func (*InboundMessage) Descriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *InboundMessage) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *InboundMessage) GetSender() string {
+	if x != nil {
+		return x.Sender
+	}
+	return ""
+}
+
+func (x *InboundMessage) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *InboundMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *InboundMessage) GetParts() int32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
+}
+
+func (x *InboundMessage) GetReceiveTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ReceiveTime
+	}
+	return nil
+}
+
+func (x *InboundMessage) GetOptOutType() OptOutType {
+	if x != nil {
+		return x.OptOutType
+	}
+	return OptOutType_OPT_OUT_TYPE_UNSPECIFIED
+}
+
+func (x *InboundMessage) GetIncomplete() bool {
+	if x != nil {
+		return x.Incomplete
+	}
+	return false
+}
+
+// A number on an account's opt-out list: sends of the account to it are refused
+// (FAILED_PRECONDITION, reason RECIPIENT_OPTED_OUT), whatever their sender.
+type OptOut struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The recipient's number in international form: `+` and 8 to 15 digits.
+	Number string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	// Who put it on the list.
+	Source OptOutSource `protobuf:"varint,2,opt,name=source,proto3,enum=sms.v1.OptOutSource" json:"source,omitempty"`
+	// The word the handset sent (as the handset wrote it, e.g. `Stop`); empty unless source is
+	// OPT_OUT_SOURCE_KEYWORD.
+	Keyword string `protobuf:"bytes,3,opt,name=keyword,proto3" json:"keyword,omitempty"`
+	// The inbound message that opted it out; unset unless source is OPT_OUT_SOURCE_KEYWORD.
+	InboundMessageId *int64 `protobuf:"varint,4,opt,name=inbound_message_id,json=inboundMessageId,proto3,oneof" json:"inbound_message_id,omitempty"`
+	// When the number was put on the list.
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptOut) Reset() {
+	*x = OptOut{}
+	mi := &file_sms_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptOut) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptOut) ProtoMessage() {}
+
+func (x *OptOut) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptOut.ProtoReflect.Descriptor instead.
+func (*OptOut) Descriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *OptOut) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+func (x *OptOut) GetSource() OptOutSource {
+	if x != nil {
+		return x.Source
+	}
+	return OptOutSource_OPT_OUT_SOURCE_UNSPECIFIED
+}
+
+func (x *OptOut) GetKeyword() string {
+	if x != nil {
+		return x.Keyword
+	}
+	return ""
+}
+
+func (x *OptOut) GetInboundMessageId() int64 {
+	if x != nil && x.InboundMessageId != nil {
+		return *x.InboundMessageId
+	}
+	return 0
+}
+
+func (x *OptOut) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+// One change of an account's opt-out list, kept for good: who changed what, when, and which
+// inbound message caused it.
+type OptOutChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The number the change was about, in international form.
+	Number string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	// What the change did.
+	Action OptOutAction `protobuf:"varint,2,opt,name=action,proto3,enum=sms.v1.OptOutAction" json:"action,omitempty"`
+	// Who made it: the handset (a STOP or START word), the account or the operator.
+	Source OptOutSource `protobuf:"varint,3,opt,name=source,proto3,enum=sms.v1.OptOutSource" json:"source,omitempty"`
+	// The word the handset sent; empty unless source is OPT_OUT_SOURCE_KEYWORD.
+	Keyword string `protobuf:"bytes,4,opt,name=keyword,proto3" json:"keyword,omitempty"`
+	// The inbound message that caused it; unset unless source is OPT_OUT_SOURCE_KEYWORD.
+	InboundMessageId *int64 `protobuf:"varint,5,opt,name=inbound_message_id,json=inboundMessageId,proto3,oneof" json:"inbound_message_id,omitempty"`
+	// When the change was made.
+	ChangeTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=change_time,json=changeTime,proto3" json:"change_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OptOutChange) Reset() {
+	*x = OptOutChange{}
+	mi := &file_sms_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OptOutChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OptOutChange) ProtoMessage() {}
+
+func (x *OptOutChange) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OptOutChange.ProtoReflect.Descriptor instead.
+func (*OptOutChange) Descriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *OptOutChange) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+func (x *OptOutChange) GetAction() OptOutAction {
+	if x != nil {
+		return x.Action
+	}
+	return OptOutAction_OPT_OUT_ACTION_UNSPECIFIED
+}
+
+func (x *OptOutChange) GetSource() OptOutSource {
+	if x != nil {
+		return x.Source
+	}
+	return OptOutSource_OPT_OUT_SOURCE_UNSPECIFIED
+}
+
+func (x *OptOutChange) GetKeyword() string {
+	if x != nil {
+		return x.Keyword
+	}
+	return ""
+}
+
+func (x *OptOutChange) GetInboundMessageId() int64 {
+	if x != nil && x.InboundMessageId != nil {
+		return *x.InboundMessageId
+	}
+	return 0
+}
+
+func (x *OptOutChange) GetChangeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ChangeTime
+	}
+	return nil
+}
+
 var File_sms_v1_types_proto protoreflect.FileDescriptor
 
 const file_sms_v1_types_proto_rawDesc = "" +
@@ -942,7 +1400,36 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"owner_type\x18\x06 \x01(\x0e2\x1b.sms.v1.SenderNameOwnerTypeR\townerType\x12\x14\n" +
 	"\x05owner\x18\a \x01(\tR\x05owner\x12\x1f\n" +
 	"\vexample_msg\x18\b \x01(\tR\n" +
-	"exampleMsg*\xc5\x01\n" +
+	"exampleMsg\"\x85\x02\n" +
+	"\x0eInboundMessage\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
+	"\x06sender\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x14\n" +
+	"\x05parts\x18\x05 \x01(\x05R\x05parts\x12=\n" +
+	"\freceive_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\vreceiveTime\x124\n" +
+	"\fopt_out_type\x18\a \x01(\x0e2\x12.sms.v1.OptOutTypeR\n" +
+	"optOutType\x12\x1e\n" +
+	"\n" +
+	"incomplete\x18\b \x01(\bR\n" +
+	"incomplete\"\xef\x01\n" +
+	"\x06OptOut\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\tR\x06number\x12,\n" +
+	"\x06source\x18\x02 \x01(\x0e2\x14.sms.v1.OptOutSourceR\x06source\x12\x18\n" +
+	"\akeyword\x18\x03 \x01(\tR\akeyword\x121\n" +
+	"\x12inbound_message_id\x18\x04 \x01(\x03H\x00R\x10inboundMessageId\x88\x01\x01\x12;\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTimeB\x15\n" +
+	"\x13_inbound_message_id\"\xa3\x02\n" +
+	"\fOptOutChange\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\tR\x06number\x12,\n" +
+	"\x06action\x18\x02 \x01(\x0e2\x14.sms.v1.OptOutActionR\x06action\x12,\n" +
+	"\x06source\x18\x03 \x01(\x0e2\x14.sms.v1.OptOutSourceR\x06source\x12\x18\n" +
+	"\akeyword\x18\x04 \x01(\tR\akeyword\x121\n" +
+	"\x12inbound_message_id\x18\x05 \x01(\x03H\x00R\x10inboundMessageId\x88\x01\x01\x12;\n" +
+	"\vchange_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"changeTimeB\x15\n" +
+	"\x13_inbound_message_id*\xc5\x01\n" +
 	"\rMessageStatus\x12\x1e\n" +
 	"\x1aMESSAGE_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17MESSAGE_STATUS_ACCEPTED\x10\x01\x12\x17\n" +
@@ -976,7 +1463,22 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"\"SENDER_NAME_OWNER_TYPE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSENDER_NAME_OWNER_TYPE_COMPANY\x10\x01\x12\x1f\n" +
 	"\x1bSENDER_NAME_OWNER_TYPE_NAME\x10\x02\x12\"\n" +
-	"\x1eSENDER_NAME_OWNER_TYPE_WEBSITE\x10\x03BG\n" +
+	"\x1eSENDER_NAME_OWNER_TYPE_WEBSITE\x10\x03*p\n" +
+	"\n" +
+	"OptOutType\x12\x1c\n" +
+	"\x18OPT_OUT_TYPE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11OPT_OUT_TYPE_STOP\x10\x01\x12\x16\n" +
+	"\x12OPT_OUT_TYPE_START\x10\x02\x12\x15\n" +
+	"\x11OPT_OUT_TYPE_HELP\x10\x03*\x7f\n" +
+	"\fOptOutSource\x12\x1e\n" +
+	"\x1aOPT_OUT_SOURCE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16OPT_OUT_SOURCE_KEYWORD\x10\x01\x12\x16\n" +
+	"\x12OPT_OUT_SOURCE_API\x10\x02\x12\x1b\n" +
+	"\x17OPT_OUT_SOURCE_OPERATOR\x10\x03*d\n" +
+	"\fOptOutAction\x12\x1e\n" +
+	"\x1aOPT_OUT_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14OPT_OUT_ACTION_ADDED\x10\x01\x12\x1a\n" +
+	"\x16OPT_OUT_ACTION_REMOVED\x10\x02BG\n" +
 	"\x12com.example.sms.v1B\n" +
 	"TypesProtoP\x01Z#example.com/sms/gen/go/sms/v1;smsv1b\x06proto3"
 
@@ -992,8 +1494,8 @@ func file_sms_v1_types_proto_rawDescGZIP() []byte {
 	return file_sms_v1_types_proto_rawDescData
 }
 
-var file_sms_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_sms_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_sms_v1_types_proto_goTypes = []any{
 	(MessageStatus)(0),            // 0: sms.v1.MessageStatus
 	(NonDeliveryReason)(0),        // 1: sms.v1.NonDeliveryReason
@@ -1001,33 +1503,46 @@ var file_sms_v1_types_proto_goTypes = []any{
 	(NotificationState)(0),        // 3: sms.v1.NotificationState
 	(SenderNamePurpose)(0),        // 4: sms.v1.SenderNamePurpose
 	(SenderNameOwnerType)(0),      // 5: sms.v1.SenderNameOwnerType
-	(*Segment)(nil),               // 6: sms.v1.Segment
-	(*Message)(nil),               // 7: sms.v1.Message
-	(*StatusNotification)(nil),    // 8: sms.v1.StatusNotification
-	(*WebhookAttempt)(nil),        // 9: sms.v1.WebhookAttempt
-	(*SenderName)(nil),            // 10: sms.v1.SenderName
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(OptOutType)(0),               // 6: sms.v1.OptOutType
+	(OptOutSource)(0),             // 7: sms.v1.OptOutSource
+	(OptOutAction)(0),             // 8: sms.v1.OptOutAction
+	(*Segment)(nil),               // 9: sms.v1.Segment
+	(*Message)(nil),               // 10: sms.v1.Message
+	(*StatusNotification)(nil),    // 11: sms.v1.StatusNotification
+	(*WebhookAttempt)(nil),        // 12: sms.v1.WebhookAttempt
+	(*SenderName)(nil),            // 13: sms.v1.SenderName
+	(*InboundMessage)(nil),        // 14: sms.v1.InboundMessage
+	(*OptOut)(nil),                // 15: sms.v1.OptOut
+	(*OptOutChange)(nil),          // 16: sms.v1.OptOutChange
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
 }
 var file_sms_v1_types_proto_depIdxs = []int32{
 	0,  // 0: sms.v1.Message.status:type_name -> sms.v1.MessageStatus
-	6,  // 1: sms.v1.Message.segments:type_name -> sms.v1.Segment
+	9,  // 1: sms.v1.Message.segments:type_name -> sms.v1.Segment
 	1,  // 2: sms.v1.Message.non_delivery_reason:type_name -> sms.v1.NonDeliveryReason
-	11, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
-	11, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
-	8,  // 5: sms.v1.Message.notifications:type_name -> sms.v1.StatusNotification
+	17, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
+	17, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
+	11, // 5: sms.v1.Message.notifications:type_name -> sms.v1.StatusNotification
 	0,  // 6: sms.v1.StatusNotification.status:type_name -> sms.v1.MessageStatus
 	3,  // 7: sms.v1.StatusNotification.state:type_name -> sms.v1.NotificationState
-	9,  // 8: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
-	11, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
-	11, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
-	11, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
+	12, // 8: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
+	17, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
+	17, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
+	17, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
 	4,  // 12: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
 	5,  // 13: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	17, // 14: sms.v1.InboundMessage.receive_time:type_name -> google.protobuf.Timestamp
+	6,  // 15: sms.v1.InboundMessage.opt_out_type:type_name -> sms.v1.OptOutType
+	7,  // 16: sms.v1.OptOut.source:type_name -> sms.v1.OptOutSource
+	17, // 17: sms.v1.OptOut.create_time:type_name -> google.protobuf.Timestamp
+	8,  // 18: sms.v1.OptOutChange.action:type_name -> sms.v1.OptOutAction
+	7,  // 19: sms.v1.OptOutChange.source:type_name -> sms.v1.OptOutSource
+	17, // 20: sms.v1.OptOutChange.change_time:type_name -> google.protobuf.Timestamp
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_types_proto_init() }
@@ -1036,13 +1551,15 @@ func file_sms_v1_types_proto_init() {
 		return
 	}
 	file_sms_v1_types_proto_msgTypes[1].OneofWrappers = []any{}
+	file_sms_v1_types_proto_msgTypes[6].OneofWrappers = []any{}
+	file_sms_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_types_proto_rawDesc), len(file_sms_v1_types_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   5,
+			NumEnums:      9,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

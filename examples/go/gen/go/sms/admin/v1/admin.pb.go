@@ -37,7 +37,9 @@ type Account struct {
 	// The sender used when a send names none; empty for the shared sender literal.
 	DefaultSender string `protobuf:"bytes,5,opt,name=default_sender,json=defaultSender,proto3" json:"default_sender,omitempty"`
 	// When the account was created.
-	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// The URL that receives the account's inbound messages; empty when none.
+	InboundUrl    string `protobuf:"bytes,7,opt,name=inbound_url,json=inboundUrl,proto3" json:"inbound_url,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +114,13 @@ func (x *Account) GetCreateTime() *timestamppb.Timestamp {
 		return x.CreateTime
 	}
 	return nil
+}
+
+func (x *Account) GetInboundUrl() string {
+	if x != nil {
+		return x.InboundUrl
+	}
+	return ""
 }
 
 // A new account.
@@ -851,11 +860,801 @@ func (x *RejectSenderNameResponse) GetSenderName() *v1.SenderName {
 	return nil
 }
 
+// A number assigned to an account.
+type AssignedNumber struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The number: `+` and 8 to 15 digits, or a short code of 3 to 8 digits.
+	Number string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	// The API key of the account that has it.
+	ApiKey string `protobuf:"bytes,2,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// When it was assigned.
+	AssignTime    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=assign_time,json=assignTime,proto3" json:"assign_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignedNumber) Reset() {
+	*x = AssignedNumber{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignedNumber) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignedNumber) ProtoMessage() {}
+
+func (x *AssignedNumber) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignedNumber.ProtoReflect.Descriptor instead.
+func (*AssignedNumber) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AssignedNumber) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+func (x *AssignedNumber) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *AssignedNumber) GetAssignTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AssignTime
+	}
+	return nil
+}
+
+// Assigns a number.
+type AssignNumberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key. NOT_FOUND (reason ACCOUNT_NOT_FOUND) for an unknown one.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Required. An international number (an optional `+`, then 8 to 15 digits, the first not 0;
+	// kept with `+`) or a short code of 3 to 8 digits.
+	Number        string `protobuf:"bytes,2,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignNumberRequest) Reset() {
+	*x = AssignNumberRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignNumberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignNumberRequest) ProtoMessage() {}
+
+func (x *AssignNumberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignNumberRequest.ProtoReflect.Descriptor instead.
+func (*AssignNumberRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *AssignNumberRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *AssignNumberRequest) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+// The answer of AssignNumber.
+type AssignNumberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The assignment.
+	Number        *AssignedNumber `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignNumberResponse) Reset() {
+	*x = AssignNumberResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignNumberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignNumberResponse) ProtoMessage() {}
+
+func (x *AssignNumberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignNumberResponse.ProtoReflect.Descriptor instead.
+func (*AssignNumberResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *AssignNumberResponse) GetNumber() *AssignedNumber {
+	if x != nil {
+		return x.Number
+	}
+	return nil
+}
+
+// Takes a number from its account.
+type ReleaseNumberRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The number, with or without `+`.
+	Number        string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseNumberRequest) Reset() {
+	*x = ReleaseNumberRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseNumberRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseNumberRequest) ProtoMessage() {}
+
+func (x *ReleaseNumberRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseNumberRequest.ProtoReflect.Descriptor instead.
+func (*ReleaseNumberRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ReleaseNumberRequest) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+// The answer of ReleaseNumber.
+type ReleaseNumberResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The assignment as it was.
+	Number        *AssignedNumber `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReleaseNumberResponse) Reset() {
+	*x = ReleaseNumberResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReleaseNumberResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReleaseNumberResponse) ProtoMessage() {}
+
+func (x *ReleaseNumberResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReleaseNumberResponse.ProtoReflect.Descriptor instead.
+func (*ReleaseNumberResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ReleaseNumberResponse) GetNumber() *AssignedNumber {
+	if x != nil {
+		return x.Number
+	}
+	return nil
+}
+
+// Lists assigned numbers, by number.
+type ListNumbersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this account's numbers; empty for every account's.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// At most this many numbers: 1 to 1000, default (0) 100; larger values are taken as 1000.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Empty for the first page, else `next_page_token` of the previous page, with the same filter.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNumbersRequest) Reset() {
+	*x = ListNumbersRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNumbersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNumbersRequest) ProtoMessage() {}
+
+func (x *ListNumbersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNumbersRequest.ProtoReflect.Descriptor instead.
+func (*ListNumbersRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListNumbersRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *ListNumbersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNumbersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// A page of assigned numbers.
+type ListNumbersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most page_size numbers, by number.
+	Numbers []*AssignedNumber `protobuf:"bytes,1,rep,name=numbers,proto3" json:"numbers,omitempty"`
+	// Pass as `page_token` for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNumbersResponse) Reset() {
+	*x = ListNumbersResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNumbersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNumbersResponse) ProtoMessage() {}
+
+func (x *ListNumbersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNumbersResponse.ProtoReflect.Descriptor instead.
+func (*ListNumbersResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListNumbersResponse) GetNumbers() []*AssignedNumber {
+	if x != nil {
+		return x.Numbers
+	}
+	return nil
+}
+
+func (x *ListNumbersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Sets an account's inbound URL.
+type SetInboundUrlRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// An absolute http(s) URL of at most 2048 characters; empty to clear.
+	InboundUrl    string `protobuf:"bytes,2,opt,name=inbound_url,json=inboundUrl,proto3" json:"inbound_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetInboundUrlRequest) Reset() {
+	*x = SetInboundUrlRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetInboundUrlRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetInboundUrlRequest) ProtoMessage() {}
+
+func (x *SetInboundUrlRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetInboundUrlRequest.ProtoReflect.Descriptor instead.
+func (*SetInboundUrlRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SetInboundUrlRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *SetInboundUrlRequest) GetInboundUrl() string {
+	if x != nil {
+		return x.InboundUrl
+	}
+	return ""
+}
+
+// The answer of SetInboundUrl.
+type SetInboundUrlResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account as changed.
+	Account       *Account `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetInboundUrlResponse) Reset() {
+	*x = SetInboundUrlResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetInboundUrlResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetInboundUrlResponse) ProtoMessage() {}
+
+func (x *SetInboundUrlResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetInboundUrlResponse.ProtoReflect.Descriptor instead.
+func (*SetInboundUrlResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SetInboundUrlResponse) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+// An inbound message as a handset would send it.
+type SimulateInboundRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The handset's number: an optional `+`, then 8 to 15 digits. `from` in JSON.
+	Sender string `protobuf:"bytes,1,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
+	// Required. A number assigned to an account, with or without `+`.
+	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// Required. The text, at most 10 parts long (see sms.v1.Segment).
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimulateInboundRequest) Reset() {
+	*x = SimulateInboundRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimulateInboundRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimulateInboundRequest) ProtoMessage() {}
+
+func (x *SimulateInboundRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimulateInboundRequest.ProtoReflect.Descriptor instead.
+func (*SimulateInboundRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SimulateInboundRequest) GetSender() string {
+	if x != nil {
+		return x.Sender
+	}
+	return ""
+}
+
+func (x *SimulateInboundRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *SimulateInboundRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// The answer of SimulateInbound.
+type SimulateInboundResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The inbound message as stored.
+	InboundMessage *v1.InboundMessage `protobuf:"bytes,1,opt,name=inbound_message,json=inboundMessage,proto3" json:"inbound_message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SimulateInboundResponse) Reset() {
+	*x = SimulateInboundResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimulateInboundResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimulateInboundResponse) ProtoMessage() {}
+
+func (x *SimulateInboundResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimulateInboundResponse.ProtoReflect.Descriptor instead.
+func (*SimulateInboundResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SimulateInboundResponse) GetInboundMessage() *v1.InboundMessage {
+	if x != nil {
+		return x.InboundMessage
+	}
+	return nil
+}
+
+// Puts a number on an account's opt-out list.
+type CreateOptOutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Required. The number: an optional `+`, then 8 to 15 digits, the first not 0.
+	Number        string `protobuf:"bytes,2,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOptOutRequest) Reset() {
+	*x = CreateOptOutRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOptOutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOptOutRequest) ProtoMessage() {}
+
+func (x *CreateOptOutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOptOutRequest.ProtoReflect.Descriptor instead.
+func (*CreateOptOutRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CreateOptOutRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *CreateOptOutRequest) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+// The answer of CreateOptOut.
+type CreateOptOutResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The opt-out: the new one, or the one the number had already.
+	OptOut        *v1.OptOut `protobuf:"bytes,1,opt,name=opt_out,json=optOut,proto3" json:"opt_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateOptOutResponse) Reset() {
+	*x = CreateOptOutResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateOptOutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateOptOutResponse) ProtoMessage() {}
+
+func (x *CreateOptOutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateOptOutResponse.ProtoReflect.Descriptor instead.
+func (*CreateOptOutResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CreateOptOutResponse) GetOptOut() *v1.OptOut {
+	if x != nil {
+		return x.OptOut
+	}
+	return nil
+}
+
+// Takes a number off an account's opt-out list.
+type DeleteOptOutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Required. The number, with or without `+`.
+	Number        string `protobuf:"bytes,2,opt,name=number,proto3" json:"number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOptOutRequest) Reset() {
+	*x = DeleteOptOutRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOptOutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOptOutRequest) ProtoMessage() {}
+
+func (x *DeleteOptOutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOptOutRequest.ProtoReflect.Descriptor instead.
+func (*DeleteOptOutRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *DeleteOptOutRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *DeleteOptOutRequest) GetNumber() string {
+	if x != nil {
+		return x.Number
+	}
+	return ""
+}
+
+// The answer of DeleteOptOut.
+type DeleteOptOutResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The removed opt-out as it was.
+	OptOut        *v1.OptOut `protobuf:"bytes,1,opt,name=opt_out,json=optOut,proto3" json:"opt_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteOptOutResponse) Reset() {
+	*x = DeleteOptOutResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOptOutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOptOutResponse) ProtoMessage() {}
+
+func (x *DeleteOptOutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOptOutResponse.ProtoReflect.Descriptor instead.
+func (*DeleteOptOutResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DeleteOptOutResponse) GetOptOut() *v1.OptOut {
+	if x != nil {
+		return x.OptOut
+	}
+	return nil
+}
+
 var File_sms_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18sms/admin/v1/admin.proto\x12\fsms.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12sms/v1/types.proto\"\xde\x01\n" +
+	"\x18sms/admin/v1/admin.proto\x12\fsms.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12sms/v1/types.proto\"\xff\x01\n" +
 	"\aAccount\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -864,7 +1663,9 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"status_url\x18\x04 \x01(\tR\tstatusUrl\x12%\n" +
 	"\x0edefault_sender\x18\x05 \x01(\tR\rdefaultSender\x12;\n" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"createTime\"\xd8\x01\n" +
+	"createTime\x12\x1f\n" +
+	"\vinbound_url\x18\a \x01(\tR\n" +
+	"inboundUrl\"\xd8\x01\n" +
 	"\x14CreateAccountRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
 	"\rcredit_micros\x18\x02 \x01(\x03H\x00R\fcreditMicros\x88\x01\x01\x12\"\n" +
@@ -911,7 +1712,52 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"O\n" +
 	"\x18RejectSenderNameResponse\x123\n" +
 	"\vsender_name\x18\x01 \x01(\v2\x12.sms.v1.SenderNameR\n" +
-	"senderName2\x8f\x05\n" +
+	"senderName\"~\n" +
+	"\x0eAssignedNumber\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\tR\x06number\x12\x17\n" +
+	"\aapi_key\x18\x02 \x01(\tR\x06apiKey\x12;\n" +
+	"\vassign_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"assignTime\"F\n" +
+	"\x13AssignNumberRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\tR\x06number\"L\n" +
+	"\x14AssignNumberResponse\x124\n" +
+	"\x06number\x18\x01 \x01(\v2\x1c.sms.admin.v1.AssignedNumberR\x06number\".\n" +
+	"\x14ReleaseNumberRequest\x12\x16\n" +
+	"\x06number\x18\x01 \x01(\tR\x06number\"M\n" +
+	"\x15ReleaseNumberResponse\x124\n" +
+	"\x06number\x18\x01 \x01(\v2\x1c.sms.admin.v1.AssignedNumberR\x06number\"i\n" +
+	"\x12ListNumbersRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"u\n" +
+	"\x13ListNumbersResponse\x126\n" +
+	"\anumbers\x18\x01 \x03(\v2\x1c.sms.admin.v1.AssignedNumberR\anumbers\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"P\n" +
+	"\x14SetInboundUrlRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1f\n" +
+	"\vinbound_url\x18\x02 \x01(\tR\n" +
+	"inboundUrl\"H\n" +
+	"\x15SetInboundUrlResponse\x12/\n" +
+	"\aaccount\x18\x01 \x01(\v2\x15.sms.admin.v1.AccountR\aaccount\"R\n" +
+	"\x16SimulateInboundRequest\x12\x14\n" +
+	"\x06sender\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"Z\n" +
+	"\x17SimulateInboundResponse\x12?\n" +
+	"\x0finbound_message\x18\x01 \x01(\v2\x16.sms.v1.InboundMessageR\x0einboundMessage\"F\n" +
+	"\x13CreateOptOutRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\tR\x06number\"?\n" +
+	"\x14CreateOptOutResponse\x12'\n" +
+	"\aopt_out\x18\x01 \x01(\v2\x0e.sms.v1.OptOutR\x06optOut\"F\n" +
+	"\x13DeleteOptOutRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06number\x18\x02 \x01(\tR\x06number\"?\n" +
+	"\x14DeleteOptOutResponse\x12'\n" +
+	"\aopt_out\x18\x01 \x01(\v2\x0e.sms.v1.OptOutR\x06optOut2\x81\n" +
+	"\n" +
 	"\fAdminService\x12X\n" +
 	"\rCreateAccount\x12\".sms.admin.v1.CreateAccountRequest\x1a#.sms.admin.v1.CreateAccountResponse\x12T\n" +
 	"\n" +
@@ -920,7 +1766,14 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\fSetStatusUrl\x12!.sms.admin.v1.SetStatusUrlRequest\x1a\".sms.admin.v1.SetStatusUrlResponse\x12a\n" +
 	"\x10SetDefaultSender\x12%.sms.admin.v1.SetDefaultSenderRequest\x1a&.sms.admin.v1.SetDefaultSenderResponse\x12d\n" +
 	"\x11ApproveSenderName\x12&.sms.admin.v1.ApproveSenderNameRequest\x1a'.sms.admin.v1.ApproveSenderNameResponse\x12a\n" +
-	"\x10RejectSenderName\x12%.sms.admin.v1.RejectSenderNameRequest\x1a&.sms.admin.v1.RejectSenderNameResponseBU\n" +
+	"\x10RejectSenderName\x12%.sms.admin.v1.RejectSenderNameRequest\x1a&.sms.admin.v1.RejectSenderNameResponse\x12U\n" +
+	"\fAssignNumber\x12!.sms.admin.v1.AssignNumberRequest\x1a\".sms.admin.v1.AssignNumberResponse\x12X\n" +
+	"\rReleaseNumber\x12\".sms.admin.v1.ReleaseNumberRequest\x1a#.sms.admin.v1.ReleaseNumberResponse\x12W\n" +
+	"\vListNumbers\x12 .sms.admin.v1.ListNumbersRequest\x1a!.sms.admin.v1.ListNumbersResponse\"\x03\x90\x02\x01\x12X\n" +
+	"\rSetInboundUrl\x12\".sms.admin.v1.SetInboundUrlRequest\x1a#.sms.admin.v1.SetInboundUrlResponse\x12^\n" +
+	"\x0fSimulateInbound\x12$.sms.admin.v1.SimulateInboundRequest\x1a%.sms.admin.v1.SimulateInboundResponse\x12U\n" +
+	"\fCreateOptOut\x12!.sms.admin.v1.CreateOptOutRequest\x1a\".sms.admin.v1.CreateOptOutResponse\x12U\n" +
+	"\fDeleteOptOut\x12!.sms.admin.v1.DeleteOptOutRequest\x1a\".sms.admin.v1.DeleteOptOutResponseBU\n" +
 	"\x18com.example.sms.admin.v1B\n" +
 	"AdminProtoP\x01Z+example.com/sms/gen/go/sms/admin/v1;adminv1b\x06proto3"
 
@@ -936,7 +1789,7 @@ func file_sms_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_sms_admin_v1_admin_proto_rawDescData
 }
 
-var file_sms_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_sms_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_sms_admin_v1_admin_proto_goTypes = []any{
 	(*Account)(nil),                   // 0: sms.admin.v1.Account
 	(*CreateAccountRequest)(nil),      // 1: sms.admin.v1.CreateAccountRequest
@@ -953,37 +1806,76 @@ var file_sms_admin_v1_admin_proto_goTypes = []any{
 	(*ApproveSenderNameResponse)(nil), // 12: sms.admin.v1.ApproveSenderNameResponse
 	(*RejectSenderNameRequest)(nil),   // 13: sms.admin.v1.RejectSenderNameRequest
 	(*RejectSenderNameResponse)(nil),  // 14: sms.admin.v1.RejectSenderNameResponse
-	(*timestamppb.Timestamp)(nil),     // 15: google.protobuf.Timestamp
-	(*v1.SenderName)(nil),             // 16: sms.v1.SenderName
+	(*AssignedNumber)(nil),            // 15: sms.admin.v1.AssignedNumber
+	(*AssignNumberRequest)(nil),       // 16: sms.admin.v1.AssignNumberRequest
+	(*AssignNumberResponse)(nil),      // 17: sms.admin.v1.AssignNumberResponse
+	(*ReleaseNumberRequest)(nil),      // 18: sms.admin.v1.ReleaseNumberRequest
+	(*ReleaseNumberResponse)(nil),     // 19: sms.admin.v1.ReleaseNumberResponse
+	(*ListNumbersRequest)(nil),        // 20: sms.admin.v1.ListNumbersRequest
+	(*ListNumbersResponse)(nil),       // 21: sms.admin.v1.ListNumbersResponse
+	(*SetInboundUrlRequest)(nil),      // 22: sms.admin.v1.SetInboundUrlRequest
+	(*SetInboundUrlResponse)(nil),     // 23: sms.admin.v1.SetInboundUrlResponse
+	(*SimulateInboundRequest)(nil),    // 24: sms.admin.v1.SimulateInboundRequest
+	(*SimulateInboundResponse)(nil),   // 25: sms.admin.v1.SimulateInboundResponse
+	(*CreateOptOutRequest)(nil),       // 26: sms.admin.v1.CreateOptOutRequest
+	(*CreateOptOutResponse)(nil),      // 27: sms.admin.v1.CreateOptOutResponse
+	(*DeleteOptOutRequest)(nil),       // 28: sms.admin.v1.DeleteOptOutRequest
+	(*DeleteOptOutResponse)(nil),      // 29: sms.admin.v1.DeleteOptOutResponse
+	(*timestamppb.Timestamp)(nil),     // 30: google.protobuf.Timestamp
+	(*v1.SenderName)(nil),             // 31: sms.v1.SenderName
+	(*v1.InboundMessage)(nil),         // 32: sms.v1.InboundMessage
+	(*v1.OptOut)(nil),                 // 33: sms.v1.OptOut
 }
 var file_sms_admin_v1_admin_proto_depIdxs = []int32{
-	15, // 0: sms.admin.v1.Account.create_time:type_name -> google.protobuf.Timestamp
+	30, // 0: sms.admin.v1.Account.create_time:type_name -> google.protobuf.Timestamp
 	0,  // 1: sms.admin.v1.CreateAccountResponse.account:type_name -> sms.admin.v1.Account
 	0,  // 2: sms.admin.v1.GetAccountResponse.account:type_name -> sms.admin.v1.Account
 	0,  // 3: sms.admin.v1.AddCreditResponse.account:type_name -> sms.admin.v1.Account
 	0,  // 4: sms.admin.v1.SetStatusUrlResponse.account:type_name -> sms.admin.v1.Account
 	0,  // 5: sms.admin.v1.SetDefaultSenderResponse.account:type_name -> sms.admin.v1.Account
-	16, // 6: sms.admin.v1.ApproveSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
-	16, // 7: sms.admin.v1.RejectSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
-	1,  // 8: sms.admin.v1.AdminService.CreateAccount:input_type -> sms.admin.v1.CreateAccountRequest
-	3,  // 9: sms.admin.v1.AdminService.GetAccount:input_type -> sms.admin.v1.GetAccountRequest
-	5,  // 10: sms.admin.v1.AdminService.AddCredit:input_type -> sms.admin.v1.AddCreditRequest
-	7,  // 11: sms.admin.v1.AdminService.SetStatusUrl:input_type -> sms.admin.v1.SetStatusUrlRequest
-	9,  // 12: sms.admin.v1.AdminService.SetDefaultSender:input_type -> sms.admin.v1.SetDefaultSenderRequest
-	11, // 13: sms.admin.v1.AdminService.ApproveSenderName:input_type -> sms.admin.v1.ApproveSenderNameRequest
-	13, // 14: sms.admin.v1.AdminService.RejectSenderName:input_type -> sms.admin.v1.RejectSenderNameRequest
-	2,  // 15: sms.admin.v1.AdminService.CreateAccount:output_type -> sms.admin.v1.CreateAccountResponse
-	4,  // 16: sms.admin.v1.AdminService.GetAccount:output_type -> sms.admin.v1.GetAccountResponse
-	6,  // 17: sms.admin.v1.AdminService.AddCredit:output_type -> sms.admin.v1.AddCreditResponse
-	8,  // 18: sms.admin.v1.AdminService.SetStatusUrl:output_type -> sms.admin.v1.SetStatusUrlResponse
-	10, // 19: sms.admin.v1.AdminService.SetDefaultSender:output_type -> sms.admin.v1.SetDefaultSenderResponse
-	12, // 20: sms.admin.v1.AdminService.ApproveSenderName:output_type -> sms.admin.v1.ApproveSenderNameResponse
-	14, // 21: sms.admin.v1.AdminService.RejectSenderName:output_type -> sms.admin.v1.RejectSenderNameResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	31, // 6: sms.admin.v1.ApproveSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
+	31, // 7: sms.admin.v1.RejectSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
+	30, // 8: sms.admin.v1.AssignedNumber.assign_time:type_name -> google.protobuf.Timestamp
+	15, // 9: sms.admin.v1.AssignNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
+	15, // 10: sms.admin.v1.ReleaseNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
+	15, // 11: sms.admin.v1.ListNumbersResponse.numbers:type_name -> sms.admin.v1.AssignedNumber
+	0,  // 12: sms.admin.v1.SetInboundUrlResponse.account:type_name -> sms.admin.v1.Account
+	32, // 13: sms.admin.v1.SimulateInboundResponse.inbound_message:type_name -> sms.v1.InboundMessage
+	33, // 14: sms.admin.v1.CreateOptOutResponse.opt_out:type_name -> sms.v1.OptOut
+	33, // 15: sms.admin.v1.DeleteOptOutResponse.opt_out:type_name -> sms.v1.OptOut
+	1,  // 16: sms.admin.v1.AdminService.CreateAccount:input_type -> sms.admin.v1.CreateAccountRequest
+	3,  // 17: sms.admin.v1.AdminService.GetAccount:input_type -> sms.admin.v1.GetAccountRequest
+	5,  // 18: sms.admin.v1.AdminService.AddCredit:input_type -> sms.admin.v1.AddCreditRequest
+	7,  // 19: sms.admin.v1.AdminService.SetStatusUrl:input_type -> sms.admin.v1.SetStatusUrlRequest
+	9,  // 20: sms.admin.v1.AdminService.SetDefaultSender:input_type -> sms.admin.v1.SetDefaultSenderRequest
+	11, // 21: sms.admin.v1.AdminService.ApproveSenderName:input_type -> sms.admin.v1.ApproveSenderNameRequest
+	13, // 22: sms.admin.v1.AdminService.RejectSenderName:input_type -> sms.admin.v1.RejectSenderNameRequest
+	16, // 23: sms.admin.v1.AdminService.AssignNumber:input_type -> sms.admin.v1.AssignNumberRequest
+	18, // 24: sms.admin.v1.AdminService.ReleaseNumber:input_type -> sms.admin.v1.ReleaseNumberRequest
+	20, // 25: sms.admin.v1.AdminService.ListNumbers:input_type -> sms.admin.v1.ListNumbersRequest
+	22, // 26: sms.admin.v1.AdminService.SetInboundUrl:input_type -> sms.admin.v1.SetInboundUrlRequest
+	24, // 27: sms.admin.v1.AdminService.SimulateInbound:input_type -> sms.admin.v1.SimulateInboundRequest
+	26, // 28: sms.admin.v1.AdminService.CreateOptOut:input_type -> sms.admin.v1.CreateOptOutRequest
+	28, // 29: sms.admin.v1.AdminService.DeleteOptOut:input_type -> sms.admin.v1.DeleteOptOutRequest
+	2,  // 30: sms.admin.v1.AdminService.CreateAccount:output_type -> sms.admin.v1.CreateAccountResponse
+	4,  // 31: sms.admin.v1.AdminService.GetAccount:output_type -> sms.admin.v1.GetAccountResponse
+	6,  // 32: sms.admin.v1.AdminService.AddCredit:output_type -> sms.admin.v1.AddCreditResponse
+	8,  // 33: sms.admin.v1.AdminService.SetStatusUrl:output_type -> sms.admin.v1.SetStatusUrlResponse
+	10, // 34: sms.admin.v1.AdminService.SetDefaultSender:output_type -> sms.admin.v1.SetDefaultSenderResponse
+	12, // 35: sms.admin.v1.AdminService.ApproveSenderName:output_type -> sms.admin.v1.ApproveSenderNameResponse
+	14, // 36: sms.admin.v1.AdminService.RejectSenderName:output_type -> sms.admin.v1.RejectSenderNameResponse
+	17, // 37: sms.admin.v1.AdminService.AssignNumber:output_type -> sms.admin.v1.AssignNumberResponse
+	19, // 38: sms.admin.v1.AdminService.ReleaseNumber:output_type -> sms.admin.v1.ReleaseNumberResponse
+	21, // 39: sms.admin.v1.AdminService.ListNumbers:output_type -> sms.admin.v1.ListNumbersResponse
+	23, // 40: sms.admin.v1.AdminService.SetInboundUrl:output_type -> sms.admin.v1.SetInboundUrlResponse
+	25, // 41: sms.admin.v1.AdminService.SimulateInbound:output_type -> sms.admin.v1.SimulateInboundResponse
+	27, // 42: sms.admin.v1.AdminService.CreateOptOut:output_type -> sms.admin.v1.CreateOptOutResponse
+	29, // 43: sms.admin.v1.AdminService.DeleteOptOut:output_type -> sms.admin.v1.DeleteOptOutResponse
+	30, // [30:44] is the sub-list for method output_type
+	16, // [16:30] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_sms_admin_v1_admin_proto_init() }
@@ -998,7 +1890,7 @@ func file_sms_admin_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_admin_v1_admin_proto_rawDesc), len(file_sms_admin_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

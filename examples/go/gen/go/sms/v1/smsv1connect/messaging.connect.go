@@ -60,12 +60,14 @@ const (
 type MessagingServiceClient interface {
 	// Sends one message: validates, charges the account (price per part), stores and schedules it,
 	// and answers the whole Message. Refusals: INVALID_ARGUMENT (BadRequest), FAILED_PRECONDITION
-	// (reason CREDIT_INSUFFICIENT; nothing stored or charged). Send an `idempotency-key` header
-	// (1 to 255 visible ASCII characters) to make retries safe for 24 hours.
+	// (reason CREDIT_INSUFFICIENT, or RECIPIENT_OPTED_OUT when `to` is on the account's opt-out
+	// list; nothing stored or charged). Send an `idempotency-key` header (1 to 255 visible ASCII
+	// characters) to make retries safe for 24 hours.
 	SendMessage(context.Context, *connect.Request[v1.SendMessageRequest]) (*connect.Response[v1.SendMessageResponse], error)
-	// Sends up to 10000 messages as one batch, all or nothing for the charge: invalid messages are
-	// rejected one by one (SendBatchResponse.errors) while the valid ones are accepted. Takes the
-	// `idempotency-key` header like SendMessage.
+	// Sends up to 10000 messages as one batch, all or nothing for the charge: invalid messages and
+	// messages to numbers on the account's opt-out list are rejected one by one
+	// (SendBatchResponse.errors) while the others are accepted. Takes the `idempotency-key` header
+	// like SendMessage.
 	SendBatch(context.Context, *connect.Request[v1.SendBatchRequest]) (*connect.Response[v1.SendBatchResponse], error)
 	// Reads a batch of the caller's account with its progress counters. Its messages are read
 	// with ListBatchMessages. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown id or another
@@ -195,12 +197,14 @@ func (c *messagingServiceClient) ListBatchMessages(ctx context.Context, req *con
 type MessagingServiceHandler interface {
 	// Sends one message: validates, charges the account (price per part), stores and schedules it,
 	// and answers the whole Message. Refusals: INVALID_ARGUMENT (BadRequest), FAILED_PRECONDITION
-	// (reason CREDIT_INSUFFICIENT; nothing stored or charged). Send an `idempotency-key` header
-	// (1 to 255 visible ASCII characters) to make retries safe for 24 hours.
+	// (reason CREDIT_INSUFFICIENT, or RECIPIENT_OPTED_OUT when `to` is on the account's opt-out
+	// list; nothing stored or charged). Send an `idempotency-key` header (1 to 255 visible ASCII
+	// characters) to make retries safe for 24 hours.
 	SendMessage(context.Context, *connect.Request[v1.SendMessageRequest]) (*connect.Response[v1.SendMessageResponse], error)
-	// Sends up to 10000 messages as one batch, all or nothing for the charge: invalid messages are
-	// rejected one by one (SendBatchResponse.errors) while the valid ones are accepted. Takes the
-	// `idempotency-key` header like SendMessage.
+	// Sends up to 10000 messages as one batch, all or nothing for the charge: invalid messages and
+	// messages to numbers on the account's opt-out list are rejected one by one
+	// (SendBatchResponse.errors) while the others are accepted. Takes the `idempotency-key` header
+	// like SendMessage.
 	SendBatch(context.Context, *connect.Request[v1.SendBatchRequest]) (*connect.Response[v1.SendBatchResponse], error)
 	// Reads a batch of the caller's account with its progress counters. Its messages are read
 	// with ListBatchMessages. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown id or another

@@ -52,6 +52,27 @@ const (
 	// AdminServiceRejectSenderNameProcedure is the fully-qualified name of the AdminService's
 	// RejectSenderName RPC.
 	AdminServiceRejectSenderNameProcedure = "/sms.admin.v1.AdminService/RejectSenderName"
+	// AdminServiceAssignNumberProcedure is the fully-qualified name of the AdminService's AssignNumber
+	// RPC.
+	AdminServiceAssignNumberProcedure = "/sms.admin.v1.AdminService/AssignNumber"
+	// AdminServiceReleaseNumberProcedure is the fully-qualified name of the AdminService's
+	// ReleaseNumber RPC.
+	AdminServiceReleaseNumberProcedure = "/sms.admin.v1.AdminService/ReleaseNumber"
+	// AdminServiceListNumbersProcedure is the fully-qualified name of the AdminService's ListNumbers
+	// RPC.
+	AdminServiceListNumbersProcedure = "/sms.admin.v1.AdminService/ListNumbers"
+	// AdminServiceSetInboundUrlProcedure is the fully-qualified name of the AdminService's
+	// SetInboundUrl RPC.
+	AdminServiceSetInboundUrlProcedure = "/sms.admin.v1.AdminService/SetInboundUrl"
+	// AdminServiceSimulateInboundProcedure is the fully-qualified name of the AdminService's
+	// SimulateInbound RPC.
+	AdminServiceSimulateInboundProcedure = "/sms.admin.v1.AdminService/SimulateInbound"
+	// AdminServiceCreateOptOutProcedure is the fully-qualified name of the AdminService's CreateOptOut
+	// RPC.
+	AdminServiceCreateOptOutProcedure = "/sms.admin.v1.AdminService/CreateOptOut"
+	// AdminServiceDeleteOptOutProcedure is the fully-qualified name of the AdminService's DeleteOptOut
+	// RPC.
+	AdminServiceDeleteOptOutProcedure = "/sms.admin.v1.AdminService/DeleteOptOut"
 )
 
 // AdminServiceClient is a client for the sms.admin.v1.AdminService service.
@@ -72,6 +93,29 @@ type AdminServiceClient interface {
 	// Rejects a pending sender name, which removes it. FAILED_PRECONDITION (reason
 	// SENDER_NAME_APPROVED) for an approved one.
 	RejectSenderName(context.Context, *connect.Request[v1.RejectSenderNameRequest]) (*connect.Response[v1.RejectSenderNameResponse], error)
+	// Assigns a number to an account: messages handsets send to it are the account's, and the
+	// account may send from it. Assigning a number to the account that has it already answers it as
+	// it is; FAILED_PRECONDITION (reason NUMBER_ASSIGNED_ELSEWHERE) when another account has it.
+	AssignNumber(context.Context, *connect.Request[v1.AssignNumberRequest]) (*connect.Response[v1.AssignNumberResponse], error)
+	// Takes a number from its account. NOT_FOUND (reason NUMBER_NOT_FOUND) when no account has it.
+	ReleaseNumber(context.Context, *connect.Request[v1.ReleaseNumberRequest]) (*connect.Response[v1.ReleaseNumberResponse], error)
+	// Lists assigned numbers, by number; paged.
+	ListNumbers(context.Context, *connect.Request[v1.ListNumbersRequest]) (*connect.Response[v1.ListNumbersResponse], error)
+	// Sets or clears the account's inbound URL, which receives its inbound messages.
+	SetInboundUrl(context.Context, *connect.Request[v1.SetInboundUrlRequest]) (*connect.Response[v1.SetInboundUrlResponse], error)
+	// Hands an inbound message to the service as the carrier would (demos and tests): stored,
+	// given to its account, opt-out words applied and answered. Only with the simulator carrier
+	// (`SMS_CARRIER=simulator`), else FAILED_PRECONDITION (reason SIMULATOR_ONLY); NOT_FOUND
+	// (reason NUMBER_NOT_FOUND) when no account has `to`.
+	SimulateInbound(context.Context, *connect.Request[v1.SimulateInboundRequest]) (*connect.Response[v1.SimulateInboundResponse], error)
+	// Puts a number on an account's opt-out list on the operator's authority (source
+	// OPT_OUT_SOURCE_OPERATOR), e.g. after a complaint. A number on the list already is answered as
+	// it is.
+	CreateOptOut(context.Context, *connect.Request[v1.CreateOptOutRequest]) (*connect.Response[v1.CreateOptOutResponse], error)
+	// Takes a number the account or the operator put on an account's opt-out list off it.
+	// FAILED_PRECONDITION (reason OPT_OUT_NOT_REMOVABLE) for a handset's STOP, which only its START
+	// lifts; NOT_FOUND (reason OPT_OUT_NOT_FOUND) when the number is not on the list.
+	DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the sms.admin.v1.AdminService service. By default,
@@ -128,6 +172,49 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("RejectSenderName")),
 			connect.WithClientOptions(opts...),
 		),
+		assignNumber: connect.NewClient[v1.AssignNumberRequest, v1.AssignNumberResponse](
+			httpClient,
+			baseURL+AdminServiceAssignNumberProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("AssignNumber")),
+			connect.WithClientOptions(opts...),
+		),
+		releaseNumber: connect.NewClient[v1.ReleaseNumberRequest, v1.ReleaseNumberResponse](
+			httpClient,
+			baseURL+AdminServiceReleaseNumberProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ReleaseNumber")),
+			connect.WithClientOptions(opts...),
+		),
+		listNumbers: connect.NewClient[v1.ListNumbersRequest, v1.ListNumbersResponse](
+			httpClient,
+			baseURL+AdminServiceListNumbersProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListNumbers")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		setInboundUrl: connect.NewClient[v1.SetInboundUrlRequest, v1.SetInboundUrlResponse](
+			httpClient,
+			baseURL+AdminServiceSetInboundUrlProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SetInboundUrl")),
+			connect.WithClientOptions(opts...),
+		),
+		simulateInbound: connect.NewClient[v1.SimulateInboundRequest, v1.SimulateInboundResponse](
+			httpClient,
+			baseURL+AdminServiceSimulateInboundProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SimulateInbound")),
+			connect.WithClientOptions(opts...),
+		),
+		createOptOut: connect.NewClient[v1.CreateOptOutRequest, v1.CreateOptOutResponse](
+			httpClient,
+			baseURL+AdminServiceCreateOptOutProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("CreateOptOut")),
+			connect.WithClientOptions(opts...),
+		),
+		deleteOptOut: connect.NewClient[v1.DeleteOptOutRequest, v1.DeleteOptOutResponse](
+			httpClient,
+			baseURL+AdminServiceDeleteOptOutProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("DeleteOptOut")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -140,6 +227,13 @@ type adminServiceClient struct {
 	setDefaultSender  *connect.Client[v1.SetDefaultSenderRequest, v1.SetDefaultSenderResponse]
 	approveSenderName *connect.Client[v1.ApproveSenderNameRequest, v1.ApproveSenderNameResponse]
 	rejectSenderName  *connect.Client[v1.RejectSenderNameRequest, v1.RejectSenderNameResponse]
+	assignNumber      *connect.Client[v1.AssignNumberRequest, v1.AssignNumberResponse]
+	releaseNumber     *connect.Client[v1.ReleaseNumberRequest, v1.ReleaseNumberResponse]
+	listNumbers       *connect.Client[v1.ListNumbersRequest, v1.ListNumbersResponse]
+	setInboundUrl     *connect.Client[v1.SetInboundUrlRequest, v1.SetInboundUrlResponse]
+	simulateInbound   *connect.Client[v1.SimulateInboundRequest, v1.SimulateInboundResponse]
+	createOptOut      *connect.Client[v1.CreateOptOutRequest, v1.CreateOptOutResponse]
+	deleteOptOut      *connect.Client[v1.DeleteOptOutRequest, v1.DeleteOptOutResponse]
 }
 
 // CreateAccount calls sms.admin.v1.AdminService.CreateAccount.
@@ -177,6 +271,41 @@ func (c *adminServiceClient) RejectSenderName(ctx context.Context, req *connect.
 	return c.rejectSenderName.CallUnary(ctx, req)
 }
 
+// AssignNumber calls sms.admin.v1.AdminService.AssignNumber.
+func (c *adminServiceClient) AssignNumber(ctx context.Context, req *connect.Request[v1.AssignNumberRequest]) (*connect.Response[v1.AssignNumberResponse], error) {
+	return c.assignNumber.CallUnary(ctx, req)
+}
+
+// ReleaseNumber calls sms.admin.v1.AdminService.ReleaseNumber.
+func (c *adminServiceClient) ReleaseNumber(ctx context.Context, req *connect.Request[v1.ReleaseNumberRequest]) (*connect.Response[v1.ReleaseNumberResponse], error) {
+	return c.releaseNumber.CallUnary(ctx, req)
+}
+
+// ListNumbers calls sms.admin.v1.AdminService.ListNumbers.
+func (c *adminServiceClient) ListNumbers(ctx context.Context, req *connect.Request[v1.ListNumbersRequest]) (*connect.Response[v1.ListNumbersResponse], error) {
+	return c.listNumbers.CallUnary(ctx, req)
+}
+
+// SetInboundUrl calls sms.admin.v1.AdminService.SetInboundUrl.
+func (c *adminServiceClient) SetInboundUrl(ctx context.Context, req *connect.Request[v1.SetInboundUrlRequest]) (*connect.Response[v1.SetInboundUrlResponse], error) {
+	return c.setInboundUrl.CallUnary(ctx, req)
+}
+
+// SimulateInbound calls sms.admin.v1.AdminService.SimulateInbound.
+func (c *adminServiceClient) SimulateInbound(ctx context.Context, req *connect.Request[v1.SimulateInboundRequest]) (*connect.Response[v1.SimulateInboundResponse], error) {
+	return c.simulateInbound.CallUnary(ctx, req)
+}
+
+// CreateOptOut calls sms.admin.v1.AdminService.CreateOptOut.
+func (c *adminServiceClient) CreateOptOut(ctx context.Context, req *connect.Request[v1.CreateOptOutRequest]) (*connect.Response[v1.CreateOptOutResponse], error) {
+	return c.createOptOut.CallUnary(ctx, req)
+}
+
+// DeleteOptOut calls sms.admin.v1.AdminService.DeleteOptOut.
+func (c *adminServiceClient) DeleteOptOut(ctx context.Context, req *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error) {
+	return c.deleteOptOut.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the sms.admin.v1.AdminService service.
 type AdminServiceHandler interface {
 	// Creates an account and answers its credentials; the API secret is shown only here.
@@ -195,6 +324,29 @@ type AdminServiceHandler interface {
 	// Rejects a pending sender name, which removes it. FAILED_PRECONDITION (reason
 	// SENDER_NAME_APPROVED) for an approved one.
 	RejectSenderName(context.Context, *connect.Request[v1.RejectSenderNameRequest]) (*connect.Response[v1.RejectSenderNameResponse], error)
+	// Assigns a number to an account: messages handsets send to it are the account's, and the
+	// account may send from it. Assigning a number to the account that has it already answers it as
+	// it is; FAILED_PRECONDITION (reason NUMBER_ASSIGNED_ELSEWHERE) when another account has it.
+	AssignNumber(context.Context, *connect.Request[v1.AssignNumberRequest]) (*connect.Response[v1.AssignNumberResponse], error)
+	// Takes a number from its account. NOT_FOUND (reason NUMBER_NOT_FOUND) when no account has it.
+	ReleaseNumber(context.Context, *connect.Request[v1.ReleaseNumberRequest]) (*connect.Response[v1.ReleaseNumberResponse], error)
+	// Lists assigned numbers, by number; paged.
+	ListNumbers(context.Context, *connect.Request[v1.ListNumbersRequest]) (*connect.Response[v1.ListNumbersResponse], error)
+	// Sets or clears the account's inbound URL, which receives its inbound messages.
+	SetInboundUrl(context.Context, *connect.Request[v1.SetInboundUrlRequest]) (*connect.Response[v1.SetInboundUrlResponse], error)
+	// Hands an inbound message to the service as the carrier would (demos and tests): stored,
+	// given to its account, opt-out words applied and answered. Only with the simulator carrier
+	// (`SMS_CARRIER=simulator`), else FAILED_PRECONDITION (reason SIMULATOR_ONLY); NOT_FOUND
+	// (reason NUMBER_NOT_FOUND) when no account has `to`.
+	SimulateInbound(context.Context, *connect.Request[v1.SimulateInboundRequest]) (*connect.Response[v1.SimulateInboundResponse], error)
+	// Puts a number on an account's opt-out list on the operator's authority (source
+	// OPT_OUT_SOURCE_OPERATOR), e.g. after a complaint. A number on the list already is answered as
+	// it is.
+	CreateOptOut(context.Context, *connect.Request[v1.CreateOptOutRequest]) (*connect.Response[v1.CreateOptOutResponse], error)
+	// Takes a number the account or the operator put on an account's opt-out list off it.
+	// FAILED_PRECONDITION (reason OPT_OUT_NOT_REMOVABLE) for a handset's STOP, which only its START
+	// lifts; NOT_FOUND (reason OPT_OUT_NOT_FOUND) when the number is not on the list.
+	DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -247,6 +399,49 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("RejectSenderName")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceAssignNumberHandler := connect.NewUnaryHandler(
+		AdminServiceAssignNumberProcedure,
+		svc.AssignNumber,
+		connect.WithSchema(adminServiceMethods.ByName("AssignNumber")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceReleaseNumberHandler := connect.NewUnaryHandler(
+		AdminServiceReleaseNumberProcedure,
+		svc.ReleaseNumber,
+		connect.WithSchema(adminServiceMethods.ByName("ReleaseNumber")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListNumbersHandler := connect.NewUnaryHandler(
+		AdminServiceListNumbersProcedure,
+		svc.ListNumbers,
+		connect.WithSchema(adminServiceMethods.ByName("ListNumbers")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceSetInboundUrlHandler := connect.NewUnaryHandler(
+		AdminServiceSetInboundUrlProcedure,
+		svc.SetInboundUrl,
+		connect.WithSchema(adminServiceMethods.ByName("SetInboundUrl")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceSimulateInboundHandler := connect.NewUnaryHandler(
+		AdminServiceSimulateInboundProcedure,
+		svc.SimulateInbound,
+		connect.WithSchema(adminServiceMethods.ByName("SimulateInbound")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceCreateOptOutHandler := connect.NewUnaryHandler(
+		AdminServiceCreateOptOutProcedure,
+		svc.CreateOptOut,
+		connect.WithSchema(adminServiceMethods.ByName("CreateOptOut")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceDeleteOptOutHandler := connect.NewUnaryHandler(
+		AdminServiceDeleteOptOutProcedure,
+		svc.DeleteOptOut,
+		connect.WithSchema(adminServiceMethods.ByName("DeleteOptOut")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/sms.admin.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceCreateAccountProcedure:
@@ -263,6 +458,20 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceApproveSenderNameHandler.ServeHTTP(w, r)
 		case AdminServiceRejectSenderNameProcedure:
 			adminServiceRejectSenderNameHandler.ServeHTTP(w, r)
+		case AdminServiceAssignNumberProcedure:
+			adminServiceAssignNumberHandler.ServeHTTP(w, r)
+		case AdminServiceReleaseNumberProcedure:
+			adminServiceReleaseNumberHandler.ServeHTTP(w, r)
+		case AdminServiceListNumbersProcedure:
+			adminServiceListNumbersHandler.ServeHTTP(w, r)
+		case AdminServiceSetInboundUrlProcedure:
+			adminServiceSetInboundUrlHandler.ServeHTTP(w, r)
+		case AdminServiceSimulateInboundProcedure:
+			adminServiceSimulateInboundHandler.ServeHTTP(w, r)
+		case AdminServiceCreateOptOutProcedure:
+			adminServiceCreateOptOutHandler.ServeHTTP(w, r)
+		case AdminServiceDeleteOptOutProcedure:
+			adminServiceDeleteOptOutHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -298,4 +507,32 @@ func (UnimplementedAdminServiceHandler) ApproveSenderName(context.Context, *conn
 
 func (UnimplementedAdminServiceHandler) RejectSenderName(context.Context, *connect.Request[v1.RejectSenderNameRequest]) (*connect.Response[v1.RejectSenderNameResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.RejectSenderName is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) AssignNumber(context.Context, *connect.Request[v1.AssignNumberRequest]) (*connect.Response[v1.AssignNumberResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.AssignNumber is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ReleaseNumber(context.Context, *connect.Request[v1.ReleaseNumberRequest]) (*connect.Response[v1.ReleaseNumberResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ReleaseNumber is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListNumbers(context.Context, *connect.Request[v1.ListNumbersRequest]) (*connect.Response[v1.ListNumbersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ListNumbers is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SetInboundUrl(context.Context, *connect.Request[v1.SetInboundUrlRequest]) (*connect.Response[v1.SetInboundUrlResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.SetInboundUrl is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SimulateInbound(context.Context, *connect.Request[v1.SimulateInboundRequest]) (*connect.Response[v1.SimulateInboundResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.SimulateInbound is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) CreateOptOut(context.Context, *connect.Request[v1.CreateOptOutRequest]) (*connect.Response[v1.CreateOptOutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.CreateOptOut is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.DeleteOptOut is not implemented"))
 }
