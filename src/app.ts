@@ -14,7 +14,7 @@ import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
 import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
-import { healthRoutes } from "./lifecycle/health.ts";
+import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
@@ -58,6 +58,8 @@ export interface Service {
   store: Store;
   /** The metrics, when METRICS_PORT is not 0; main.ts serves them on that port. */
   metrics: Metrics | undefined;
+  /** Readiness with its details, for the operator: main.ts serves it on METRICS_PORT. */
+  health: () => Promise<HealthReport>;
 }
 
 /** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
@@ -255,7 +257,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   registerNotFoundHandler(app);
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-  healthRoutes(app, { db, carrier: () => background.carrier(), draining });
+  const health = healthRoutes(app, { db, carrier: () => background.carrier(), draining });
 
-  return { app, grpc, store, metrics };
+  return { app, grpc, store, metrics, health };
 }

@@ -39,11 +39,14 @@ const database = await startDatabase({ dataDir: ".data", logger: (msg) => consol
 shutdown.add("database", () => database.stop());
 const client = await connect(database.uri);
 shutdown.add("database client", () => client.close());
-const { app, grpc, metrics } = await build({ config, db: client.db(config.mongodbDatabase) });
+const { app, grpc, metrics, health } = await build({
+  config,
+  db: client.db(config.mongodbDatabase),
+});
 shutdown.useLogger(app.log);
 if (metrics) {
   // Added before the service, so closed after it: scrapes still see the instance draining.
-  const server = await serveMetrics(metrics.registry, config.metricsPort, config.host);
+  const server = await serveMetrics(metrics.registry, config.metricsPort, config.host, health);
   shutdown.add("metrics", () => server.close());
   app.log.info({ url: `${server.url}/metrics` }, "Prometheus metrics listening");
 }

@@ -1,7 +1,8 @@
 /**
  * The service as `npm start` runs it with SMS_CARRIER=smpp (build() with the configuration read
  * from the environment), bound to the test SMSC: a message sent through REST ends DELIVERED with
- * its webhooks, and /health shows the binds and the window in use.
+ * its webhooks, and the operator's /health (on the metrics port) shows the binds and the window
+ * in use.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
@@ -16,16 +17,20 @@ let receiver: WebhookReceiver;
 beforeAll(async () => {
   smsc = await startSmsc({ config: { receiptDelayMs: 50 } });
   receiver = await startWebhookReceiver();
-  service = await startService({
-    SMS_RUN_WORKERS: "true",
-    SMS_CARRIER: "smpp",
-    SMS_SMPP_URL: smsc.url,
-    SMS_SMPP_BINDS: "2",
-    SMS_SMPP_WINDOW: "7",
-    SMS_SMPP_TPS: "100",
-    SMS_SMPP_SYSTEM_TYPE: "sms",
-    SMS_WEBHOOK_ALLOW_PRIVATE: "true",
-  });
+  service = await startService(
+    {
+      SMS_RUN_WORKERS: "true",
+      SMS_CARRIER: "smpp",
+      SMS_SMPP_URL: smsc.url,
+      SMS_SMPP_BINDS: "2",
+      SMS_SMPP_WINDOW: "7",
+      SMS_SMPP_TPS: "100",
+      SMS_SMPP_SYSTEM_TYPE: "sms",
+      SMS_WEBHOOK_ALLOW_PRIVATE: "true",
+    },
+    undefined,
+    { metrics: true },
+  );
 });
 
 afterAll(async () => {
@@ -59,11 +64,10 @@ it("delivers a message sent through REST, with its webhooks", async () => {
   expect(binds.map((b) => b.system_type)).toEqual(["sms", "sms"]);
 });
 
-it("shows the binds and the window in use in /health", async () => {
-  await waitFor(
-    async () => (await getJson(`${service.baseUrl}/health`)).body.carrier?.state === "bound",
-  );
-  const { status, body } = await getJson(`${service.baseUrl}/health`);
+it("shows the binds and the window in use in the operator's /health", async () => {
+  const health = () => getJson(service.operatorHealthUrl ?? "");
+  await waitFor(async () => (await health()).body.carrier?.state === "bound");
+  const { status, body } = await health();
   expect(status).toBe(200);
   expect(body).toMatchObject({
     status: "ok",
@@ -81,12 +85,6 @@ it("shows the binds and the window in use in /health", async () => {
   expect(JSON.stringify(body)).not.toContain(smsc.password);
 
   await smsc.drop();
-  await waitFor(
-    async () => (await getJson(`${service.baseUrl}/health`)).body.carrier?.state !== "bound",
-    5_000,
-  );
-  await waitFor(
-    async () => (await getJson(`${service.baseUrl}/health`)).body.carrier?.state === "bound",
-    10_000,
-  );
+  await waitFor(async () => (await health()).body.carrier?.state !== "bound", 5_000);
+  await waitFor(async () => (await health()).body.carrier?.state === "bound", 10_000);
 });

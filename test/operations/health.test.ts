@@ -1,8 +1,10 @@
 /**
  * Liveness and readiness (design, "Operations"; issue 16 item 5): /health/live answers 200 while
  * the process runs; /health/ready (and /health) answers 503 naming what fails while the database
- * is unreachable, while the SMPP carrier has no bind and while draining on shutdown. Every log
- * line written while serving a request carries its reqId.
+ * is unreachable, while the SMPP carrier has no bind and while draining on shutdown. Strangers
+ * may ask PORT, so it names only what fails (issue 25 item 2.8): the SMSC, counters and bind
+ * errors are on METRICS_PORT's /health, the operator's. Every log line written while serving a
+ * request carries its reqId.
  */
 import { type AddressInfo, connect, createServer } from "node:net";
 import { PassThrough } from "node:stream";
@@ -16,7 +18,7 @@ import { getJson, postJson, type RunningService, startService } from "../support
 describe("a healthy instance", () => {
   let service: RunningService;
   beforeAll(async () => {
-    service = await startService();
+    service = await startService({}, undefined, { metrics: true });
   });
   afterAll(() => service?.close());
 
@@ -27,8 +29,12 @@ describe("a healthy instance", () => {
     });
     for (const path of ["/health/ready", "/health"]) {
       const answer = await getJson(`${service.baseUrl}${path}`);
-      expect(answer).toEqual({ status: 200, body: { status: "ok", mongodb: "reachable" } });
+      expect(answer).toEqual({ status: 200, body: { status: "ok" } });
     }
+    expect(await getJson(service.operatorHealthUrl ?? "")).toEqual({
+      status: 200,
+      body: { status: "ok", mongodb: "reachable" },
+    });
   });
 });
 
@@ -48,12 +54,7 @@ describe("with the database unreachable", () => {
     ]);
     expect(live.status).toBe(200);
     for (const answer of [ready, legacy]) {
-      expect(answer.status).toBe(503);
-      expect(answer.body).toMatchObject({
-        status: "unready",
-        failing: ["database"],
-        mongodb: "unreachable",
-      });
+      expect(answer).toEqual({ status: 503, body: { status: "unready", failing: ["database"] } });
     }
     faulty.proxy.restore();
     await eventually(
@@ -64,25 +65,56 @@ describe("with the database unreachable", () => {
 
 describe("with the SMPP carrier unbound", () => {
   let service: RunningService;
+  let port: number;
   beforeAll(async () => {
     // An SMSC address where nothing listens: every bind attempt is refused.
-    service = await startService({
-      SMS_RUN_WORKERS: "true",
-      SMS_CARRIER: "smpp",
-      SMS_SMPP_URL: `smpp://test:secret@127.0.0.1:${await closedPort()}`,
-    });
+    port = await closedPort();
+    service = await startService(
+      {
+        SMS_RUN_WORKERS: "true",
+        SMS_CARRIER: "smpp",
+        SMS_SMPP_URL: `smpp://test:secret@127.0.0.1:${port}`,
+      },
+      undefined,
+      { metrics: true },
+    );
   });
   afterAll(() => service?.close());
 
   it("is live, not ready, naming the carrier", async () => {
     expect((await getJson(`${service.baseUrl}/health/live`)).status).toBe(200);
     const ready = await getJson(`${service.baseUrl}/health/ready`);
-    expect(ready.status).toBe(503);
-    expect(ready.body).toMatchObject({
+    expect(ready).toEqual({ status: 503, body: { status: "unready", failing: ["carrier"] } });
+  });
+
+  it("tells strangers only what fails; the operator's /health has the SMSC, counters and errors", async () => {
+    await eventually(async () => {
+      const details = (await getJson(service.operatorHealthUrl ?? "")).body;
+      return details.carrier?.binds?.[0]?.lastError !== undefined;
+    });
+    const details = (await getJson(service.operatorHealthUrl ?? "")).body;
+    expect(details).toMatchObject({
+      status: "unready",
       failing: ["carrier"],
       mongodb: "reachable",
-      carrier: { name: "smpp", state: "unbound" },
+      carrier: {
+        name: "smpp",
+        state: "unbound",
+        smsc: `smpp://test@127.0.0.1:${port}`,
+        accepted: 0,
+        binds: [expect.objectContaining({ state: expect.any(String), submitted: 0 })],
+      },
     });
+    const lastError = String(details.carrier.binds[0].lastError);
+    expect(lastError).toMatch(/./);
+    for (const path of ["/health", "/health/ready"]) {
+      const response = await fetch(`${service.baseUrl}${path}`);
+      const text = await response.text();
+      expect(JSON.parse(text)).toEqual({ status: "unready", failing: ["carrier"] });
+      for (const secret of ["smpp://", "test@", String(port), lastError, "accepted", "binds"]) {
+        expect(text, `${path} shows ${secret}`).not.toContain(secret);
+      }
+    }
   });
 });
 
@@ -104,11 +136,7 @@ describe("while draining", () => {
     await closed;
     expect(liveAnswer.status).toBe(200);
     expect(readyAnswer.status).toBe(503);
-    expect(JSON.parse(readyAnswer.body)).toMatchObject({
-      status: "unready",
-      failing: ["draining"],
-      draining: true,
-    });
+    expect(JSON.parse(readyAnswer.body)).toEqual({ status: "unready", failing: ["draining"] });
   });
 });
 

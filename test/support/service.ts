@@ -19,6 +19,8 @@ export interface RunningService extends Service {
   grpcUrl: string;
   /** http://127.0.0.1:<port>/metrics, with `options.metrics`. */
   metricsUrl: string | undefined;
+  /** http://127.0.0.1:<port>/health on the metrics port (the operator's details), with `options.metrics`. */
+  operatorHealthUrl: string | undefined;
   admin: ReturnType<typeof createClient<typeof AdminService>>;
   /** Creates an account through AdminService and returns its credentials. */
   createAccount(init?: { credit?: number; statusUrl?: string }): Promise<{
@@ -61,7 +63,9 @@ export async function startService(
   const grpcPort = (service.grpc.address() as AddressInfo).port;
   const baseUrl = `http://127.0.0.1:${port}`;
   let metricsServer: MetricsServer | undefined;
-  if (service.metrics) metricsServer = await serveMetrics(service.metrics.registry, 0, "127.0.0.1");
+  if (service.metrics) {
+    metricsServer = await serveMetrics(service.metrics.registry, 0, "127.0.0.1", service.health);
+  }
   const admin = createClient(
     AdminService,
     createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [] }),
@@ -73,6 +77,7 @@ export async function startService(
     baseUrl,
     grpcUrl: `http://127.0.0.1:${grpcPort}`,
     metricsUrl: metricsServer && `${metricsServer.url}/metrics`,
+    operatorHealthUrl: metricsServer && `${metricsServer.url}/health`,
     admin,
     async createAccount(init = {}) {
       const created = await admin.createAccount(
