@@ -7,7 +7,8 @@
  * body, so the request's path and query (as in the request line, e.g. `/hook?id=7&status=SENT`) take
  * the place of the body. The key is the base64-decoded part of the account's `whsec_...` secret.
  */
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, createSecretKey, randomBytes } from "node:crypto";
+import { sameSecret } from "../store/credentials.ts";
 import { cachePerKey } from "./per-key-cache.ts";
 
 const SECRET_PREFIX = "whsec_";
@@ -105,7 +106,7 @@ export function verifyWebhookSignature(options: VerifyOptions): boolean {
     const [version, value] = candidate.split(",", 2);
     if (version !== "v1" || !value) continue;
     const given = Buffer.from(value, "base64");
-    if (given.length === expected.length && timingSafeEqual(given, expected)) return true;
+    if (sameSecret(given, expected)) return true;
   }
   return false;
 }

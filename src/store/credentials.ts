@@ -17,7 +17,20 @@ export function hashSecret(secret: string): string {
 
 /** Constant-time comparison of a presented secret with a stored hash. */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const presented = Buffer.from(hashSecret(secret));
-  const stored = Buffer.from(storedHash);
-  return presented.length === stored.length && timingSafeEqual(presented, stored);
+  return sameSecret(hashSecret(secret), storedHash);
+}
+
+/**
+ * Whether a presented secret equals the expected one, in a time that tells nothing of either: both
+ * are hashed to SHA-256 digests, 32 bytes whatever their lengths, then compared in constant time.
+ * There is no length check to branch on (one before `timingSafeEqual` tells a guesser the
+ * secret's length). An empty expected secret matches nothing.
+ */
+export function sameSecret(presented: string | Buffer, expected: string | Buffer): boolean {
+  const equal = timingSafeEqual(digest(presented), digest(expected));
+  return equal && expected.length > 0;
+}
+
+function digest(secret: string | Buffer): Buffer {
+  return createHash("sha256").update(secret).digest();
 }
