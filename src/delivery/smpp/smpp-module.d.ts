@@ -29,9 +29,16 @@ declare module "smpp" {
     destination_addr?: string;
     esm_class?: number;
     data_coding?: number | null;
-    /** Decoded by data_coding (0 and 1 through the GSM 03.38 table, 3 Latin-1, 8 UTF-16BE). */
+    /**
+     * The package decodes it by data_coding (0 and 1 through the GSM 03.38 table, 3 Latin-1, 8
+     * UTF-16BE); in a deliver_sm received through codec.ts, the raw bytes (UDH included).
+     */
     short_message?: { message?: string | Buffer; udh?: Buffer[] } | Buffer;
+    /** As `short_message` (raw through codec.ts). */
     message_payload?: { message?: string | Buffer; udh?: Buffer[] } | Buffer;
+    sar_msg_ref_num?: number;
+    sar_total_segments?: number;
+    sar_segment_seqnum?: number;
     receipted_message_id?: string;
     message_state?: number;
     network_error_code?: Buffer;
@@ -55,6 +62,11 @@ declare module "smpp" {
     [option: string]: unknown;
   }
 
+  interface Filter {
+    encode(this: SmppPdu, value: unknown): unknown;
+    decode(this: SmppPdu, value: unknown, skipUdh?: boolean): unknown;
+  }
+
   interface Encoding {
     encode(value: string): Buffer;
     decode(value: Buffer): string;
@@ -68,6 +80,9 @@ declare module "smpp" {
       options?: Record<string, unknown>,
     ) => SmppPdu;
     encodings: { ASCII: Encoding; LATIN1: Encoding; UCS2: Encoding };
+    /** The package's tables of commands and TLVs (codec.ts replaces two decode filters). */
+    commands: Record<string, { params?: Record<string, { filter?: Filter }> }>;
+    tlvs: Record<string, { id: number; filter?: Filter }>;
   }
 
   const smpp: SmppModule;
