@@ -50,6 +50,25 @@ export class LargeBodySlots {
     };
   }
 
+  /**
+   * The slot of one body from `address`, taken when the body is known to be large: at once when
+   * `declaredLength` (Content-Length) says so, else when `admit` sees it grow past 1 MiB. Throws
+   * the refusal when none is free; `release` when the request is over.
+   */
+  forBody(address: string | undefined, declaredLength: number | undefined): BodySlot {
+    let release: (() => void) | undefined;
+    const slot: BodySlot = {
+      admit: (received) => {
+        if (!release && Math.max(received, declaredLength ?? 0) > LARGE_BODY_BYTES) {
+          release = this.take(address);
+        }
+      },
+      release: () => release?.(),
+    };
+    slot.admit(0);
+    return slot;
+  }
+
   /** Slots taken now (for tests and metrics). */
   get inUse(): number {
     return this.taken;
@@ -64,4 +83,10 @@ function refusal(code: Code, why: string): ConnectError {
   );
   error.metadata.set("retry-after", "1");
   return error;
+}
+
+export interface BodySlot {
+  /** `received` bytes of the body are in: takes the slot once it is large, or throws. */
+  admit(received: number): void;
+  release(): void;
 }

@@ -1,102 +1,105 @@
 import { isUtf8 } from "node:buffer";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
-import { isWellFormedUnicode } from "../domain/unicode-text.ts";
+import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import { readBody } from "../request-bodies/body-reading.ts";
+import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
+import { parseJsonObject } from "../request-bodies/json-parse-pool.ts";
+import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 
-// Bodies are read as bytes and checked before decoding: text must be valid UTF-8, never silently
-// repaired with U+FFFD. JSON can still smuggle in what UTF-8 cannot carry, a `\ud800` escape of a
-// lone surrogate; that is refused too, since storing it would turn it into U+FFFD. Both parsers
-// fail with a RequestParseError, rendered as errors.request.
+// Bodies are read as bytes and checked before decoding (request-bodies/json-decoding.ts: UTF-8,
+// lone surrogates, prototype keys). JSON is scanned as it arrives: nesting and value counts past
+// BODY_SHAPE_LIMITS end the read before anything is parsed. Bodies over 1 MiB take a slot of
+// LargeBodySlots (per client address and in all) before they are read, and are parsed off the
+// main thread. Parse failures are RequestParseErrors, rendered as errors.request.
 
 export class RequestParseError extends Error {
-  readonly statusCode = 400;
+  readonly statusCode: number = 400;
 }
 
 export const FORM = "application/x-www-form-urlencoded";
 
-export function registerBodyParsers(app: FastifyInstance): void {
-  // `__proto__` and `constructor.prototype` keys are dropped, like any unknown parameter: valid
-  // JSON is read as JSON, and nothing in a body can reach an object's prototype.
-  const parseJson = app.getDefaultJsonParser("remove", "remove");
+/** Forms are small on every route (at most 100 short parameters), /sms-batch's limit or not. */
+const FORM_MAX_BYTES = 1024 * 1024;
+
+class FormTooLarge extends RequestParseError {
+  override readonly statusCode = 413;
+}
+
+export function registerBodyParsers(
+  app: FastifyInstance,
+  options: { largeBodies?: LargeBodySlots } = {},
+): void {
+  const { largeBodies } = options;
   app.removeContentTypeParser(["application/json", "text/plain"]);
+  const slots = new WeakMap<FastifyRequest, BodySlot>();
+  if (largeBodies) {
+    // Before any byte of the body is read: a declared large body without a slot is refused at
+    // once (an oversize one is left to the 413). The slot is held until the answer is out.
+    app.addHook("onRequest", async (request, reply) => {
+      const declared = declaredLength(request);
+      if (declared === undefined && request.headers["transfer-encoding"] === undefined) return;
+      if ((declared ?? 0) > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) return;
+      const slot = largeBodies.forBody(request.ip, declared);
+      reply.raw.once("close", slot.release);
+      slots.set(request, slot);
+    });
+  }
+  // The route's known parameters, from its body schema, once per route.
+  const knownByRoute = new WeakMap<object, KnownFields | undefined>();
+  const knownFields = (request: FastifyRequest) => {
+    const schema = request.routeOptions.schema?.body;
+    if (!schema) return undefined;
+    if (!knownByRoute.has(schema)) knownByRoute.set(schema, knownFieldsOf(schema));
+    return knownByRoute.get(schema);
+  };
 
-  app.addContentTypeParser(
-    "application/json",
-    { parseAs: "buffer" },
-    (request: FastifyRequest, body: Buffer, done) => {
-      if (!isUtf8(body)) {
-        return done(new RequestParseError("the body is not valid UTF-8"), undefined);
-      }
-      const text = body.toString("utf8");
-      parseJson(request, text, (error, value) => {
-        if (error) {
-          return done(
-            new RequestParseError(`the body is not valid JSON: ${error.message}`),
-            undefined,
-          );
-        }
-        if (value === null || typeof value !== "object" || Array.isArray(value)) {
-          return done(new RequestParseError("the body must be a JSON object"), undefined);
-        }
-        if (SURROGATE_ESCAPE.test(text) && !stringsAreUnicode(value)) {
-          return done(
-            new RequestParseError("the body is not valid UTF-8 text: it escapes a lone surrogate"),
-            undefined,
-          );
-        }
-        done(null, withoutNulls(value as Record<string, unknown>));
-      });
-    },
-  );
+  app.addContentTypeParser("application/json", (request: FastifyRequest, payload, done) => {
+    const scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS);
+    const slot = slots.get(request);
+    readBody(payload, {
+      limit: request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? FORM_MAX_BYTES,
+      declaredLength: declaredLength(request),
+      tooLarge: () => new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(),
+      wrongLength: () => new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
+      inspect: (chunk, received) => {
+        slot?.admit(received);
+        const violation = scanner.feed(chunk);
+        if (violation) throw new RequestParseError(violation);
+      },
+    })
+      .then((bytes) => parseJsonObject(bytes, knownFields(request)))
+      .then(
+        (result) =>
+          result.ok ? done(null, result.value) : done(new RequestParseError(result.message)),
+        (error: Error) => done(error),
+      );
+  });
 
-  app.addContentTypeParser(FORM, { parseAs: "buffer" }, (_request, body: Buffer, done) => {
-    try {
-      done(null, parseForm(body));
-    } catch (error) {
-      done(error as Error, undefined);
-    }
+  app.addContentTypeParser(FORM, (request: FastifyRequest, payload, done) => {
+    const limit = Math.min(request.routeOptions.bodyLimit ?? FORM_MAX_BYTES, FORM_MAX_BYTES);
+    readBody(payload, {
+      limit,
+      declaredLength: declaredLength(request),
+      tooLarge: () =>
+        new FormTooLarge(`a form body is larger than the limit of ${limit} bytes; send JSON`),
+      wrongLength: () => new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
+    }).then(
+      (bytes) => {
+        try {
+          done(null, parseForm(bytes));
+        } catch (error) {
+          done(error as Error);
+        }
+      },
+      (error: Error) => done(error),
+    );
   });
 }
 
-/**
- * JSON encoders commonly write an unset optional field as `null`: a null parameter is taken as
- * absent, in the body and in the objects of a top-level array (the messages of a batch). A
- * required parameter that is null is then reported as missing ("cannot be empty").
- */
-function withoutNulls(body: Record<string, unknown>): Record<string, unknown> {
-  for (const key of Object.keys(body)) {
-    const value = body[key];
-    if (value === null) delete body[key];
-    else if (Array.isArray(value)) {
-      // for…in rather than Object.entries: no array per message of a 10000-message batch.
-      for (const item of value) {
-        if (item === null || typeof item !== "object" || Array.isArray(item)) continue;
-        const fields = item as Record<string, unknown>;
-        for (const field in fields) if (fields[field] === null) delete fields[field];
-      }
-    }
-  }
-  return body;
-}
-
-/** A `\uD800`-`\uDFFF` escape: only bodies holding one need the walk below. */
-const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
-
-/** Iterative: a body nested thousands deep must not overflow the stack. */
-function stringsAreUnicode(root: unknown): boolean {
-  const pending: unknown[] = [root];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value === "string") {
-      if (!isWellFormedUnicode(value)) return false;
-    } else if (value !== null && typeof value === "object") {
-      for (const [key, item] of Object.entries(value)) {
-        if (!isWellFormedUnicode(key)) return false;
-        pending.push(item);
-      }
-    }
-  }
-  return true;
+function declaredLength(request: FastifyRequest): number | undefined {
+  const header = request.headers["content-length"];
+  return header === undefined ? undefined : Number(header);
 }
 
 /**

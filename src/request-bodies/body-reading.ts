@@ -1,0 +1,73 @@
+import type { Readable } from "node:stream";
+
+// Reading a request body ourselves, chunk by chunk, instead of letting Fastify collect it: each
+// chunk is checked as it arrives (size, the body's shape, a slot for a large body), and the first
+// check that fails ends the read there. The stream is paused: the rest of the body is never read,
+// and the answer closes the connection (Fastify sets Connection: close after a parser's error).
+
+export interface BodyReadOptions {
+  /** Bytes the route takes at most. */
+  limit: number;
+  /** Content-Length, when the request declared one. */
+  declaredLength: number | undefined;
+  /** The error for a body over `limit`. */
+  tooLarge: () => Error;
+  /** The error for a body that ended before or after its Content-Length. */
+  wrongLength: () => Error;
+  /** Looks at each chunk as it arrives (a shape scanner); throws to end the read. */
+  inspect?: (chunk: Buffer, received: number) => void;
+}
+
+/** The whole body, or the first error of a check. */
+export function readBody(stream: Readable, options: BodyReadOptions): Promise<Buffer> {
+  const { limit, declaredLength } = options;
+  return new Promise((resolve, reject) => {
+    if (declaredLength !== undefined && declaredLength > limit) {
+      reject(options.tooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const stop = () => {
+      stream.off("data", onData);
+      stream.off("end", onEnd);
+      stream.off("error", onError);
+    };
+    const fail = (error: Error) => {
+      stop();
+      stream.pause();
+      reject(error);
+    };
+    function onData(chunk: Buffer | string) {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      received += bytes.length;
+      if (received > limit) return fail(options.tooLarge());
+      try {
+        options.inspect?.(bytes, received);
+      } catch (error) {
+        return fail(error as Error);
+      }
+      chunks.push(bytes);
+    }
+    function onEnd() {
+      stop();
+      if (declaredLength !== undefined && received !== declaredLength) {
+        reject(options.wrongLength());
+        return;
+      }
+      // Always a copy of its own: the body may move to a worker thread.
+      resolve(Buffer.concat(chunks, received));
+    }
+    function onError(error: Error & { statusCode?: number }) {
+      stop();
+      if (!(typeof error.statusCode === "number" && error.statusCode >= 400)) {
+        error.statusCode = 400;
+      }
+      reject(error);
+    }
+    stream.on("data", onData);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+    stream.resume();
+  });
+}
