@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import {
   AddressBlockedError,
@@ -10,7 +13,7 @@ import {
   parseRetrySchedule,
   retryDelayMs,
 } from "../../src/notifier/retry-schedule.ts";
-import { notificationUrl, receiverKey } from "../../src/notifier/sending.ts";
+import { notificationUrl, receiverKey, WebhookSender } from "../../src/notifier/sending.ts";
 import {
   generateWebhookSecret,
   signWebhook,
@@ -168,6 +171,48 @@ describe("address guard", () => {
       guardedLookup(true)("localhost", {}, (err, address) => resolve(err ?? address)),
     );
     expect(typeof allowed).toBe("string");
+  });
+
+  it("refuses in the lookup whatever family or form the socket asks for", async () => {
+    for (const options of [{ family: 4 }, { family: "IPv4" }, { all: false }, undefined]) {
+      const error = await new Promise<unknown>((resolve) =>
+        guardedLookup(false)("localhost", options, (err) => resolve(err)),
+      );
+      expect(error, JSON.stringify(options)).toBeInstanceOf(AddressBlockedError);
+      expect((error as Error).message).not.toMatch(/127\.0\.0\.1|loopback|localhost/);
+    }
+  });
+
+  it("follows no redirect: a 3xx is the attempt's answer, its Location is never asked", async () => {
+    const target = await startWebhookReceiver();
+    const redirecting = http.createServer((_request, response) => {
+      response.writeHead(302, { location: `${target.baseUrl}/elsewhere`, "content-length": "0" });
+      response.end();
+    });
+    redirecting.listen(0, "127.0.0.1");
+    await once(redirecting, "listening");
+    const { port } = redirecting.address() as AddressInfo;
+    const quiet = () => undefined;
+    const sender = new WebhookSender({
+      logger: { debug: quiet, info: quiet, warn: quiet, error: quiet },
+      timeoutMs: 5_000,
+      maxSockets: 2,
+      allowPrivate: true,
+      userAgent: "test",
+    });
+    try {
+      const result = await sender.attempt(
+        new URL(`http://127.0.0.1:${port}/hook`),
+        "msg_1",
+        undefined,
+      );
+      expect(result).toMatchObject({ httpStatus: 302, error: "HTTP 302" });
+      expect(target.requests).toHaveLength(0);
+    } finally {
+      sender.destroy();
+      redirecting.close();
+      await target.close();
+    }
   });
 });
 
