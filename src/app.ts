@@ -249,6 +249,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
         directory,
         store,
         sessions: DashboardSessions.open(store.db, () => store.clock.now()),
+        limits,
         config,
       }),
     { prefix: "/dashboard" },

@@ -5,11 +5,12 @@ import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
 import { creditOf, recentStatusCounts } from "../store/account-summary.ts";
 import { type Dashboard, serviceErrors } from "./page-kit.ts";
+import { RecentCounts } from "./recent-counts.ts";
 import { sessionCall } from "./session.ts";
 import { creditText, ownerTypeName, purposeName, STATUS_MEANINGS } from "./wording.ts";
 
-// The account's own pages: the overview (credit, the last 24 hours by status), its sender names
-// (request, list, delete) and its settings.
+// The account's own pages: the overview (credit, the last 24 hours by status, counted at most
+// every few seconds: recent-counts.ts), its sender names (request, list, delete) and its settings.
 
 /** Each status count of the overview stops here: the overview stays fast at any volume. */
 const COUNT_CAP = 1_000_000;
@@ -28,14 +29,25 @@ const text = (value: unknown): string => (typeof value === "string" ? value : ""
 export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
   const { clients, store, config } = dashboard.deps;
 
+  const options = { maxTimeMS: config.requestTimeoutMs };
+  const recentCounts = new RecentCounts((accountId) =>
+    // Messages are stamped on the database server's clock.
+    recentStatusCounts(
+      store,
+      accountId,
+      new Date(store.clock.nowMs() - DAY_MS),
+      COUNT_CAP,
+      options,
+    ),
+  );
+
   app.get(
     "/overview",
     dashboard.signedIn(async (_request, reply, account) => {
-      const options = { maxTimeMS: config.requestTimeoutMs };
-      const since = new Date(Date.now() - DAY_MS);
+      // The credit is read on every view: it is one document, and a view after a send shows it.
       const [credit, counts] = await Promise.all([
         creditOf(store, account.apiKey, options),
-        recentStatusCounts(store, account.apiKey, since, COUNT_CAP, options),
+        recentCounts.get(account.apiKey),
       ]).catch((error: unknown) => {
         throw asUnavailable(error);
       });

@@ -63,6 +63,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
       return async (request, reply) => {
         const account = await signedInAccount(request, deps);
         if (!account) return reply.redirect("/dashboard/sign-in", 303);
+        // Over the limit: the services' RESOURCE_EXHAUSTED, shown by the error page as a 429.
+        deps.limits?.admitAccount(account.apiKey);
         return handler(request, reply, account);
       };
     },

@@ -1,6 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config/config.ts";
+import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { forwardServiceHeaders } from "../rest/call-options.ts";
 import { HTTP_STATUS } from "../rest/error-handler.ts";
 import { restParameter } from "../rest/parameter-names.ts";
@@ -20,6 +21,8 @@ export interface DashboardDeps {
   store: Store;
   /** The sessions on the server: signing out ends them on every instance. */
   sessions: DashboardSessions;
+  /** The account's request limit, which every signed-in page counts toward like a request. */
+  limits: RateLimits | undefined;
   config: Pick<
     Config,
     "dashboardSessionKey" | "dashboardSessionMinutes" | "production" | "requestTimeoutMs"

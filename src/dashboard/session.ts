@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { fromAddress } from "../rate-limits/client-address.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
 import { AUTHENTICATED_ACCOUNT, basicAuthorization } from "../services/authentication.ts";
+import { COUNTED_REQUEST } from "../services/call-guards.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
 import type { DashboardSessions } from "../store/dashboard-sessions.ts";
 
@@ -14,7 +15,8 @@ import type { DashboardSessions } from "../store/dashboard-sessions.ts";
 // session, so a copy of the cookie is refused on every instance from then on. Every page
 // then calls the services as that account, handing them the account the sign-in proved (the
 // context value the call guards set after authenticating), so each call is still admitted by the
-// address's failed-authentication limit and counted against the account's request limit.
+// address's failed-authentication limit; the page itself is counted against the account's request
+// limit once, like a REST request.
 
 declare module "@fastify/secure-session" {
   interface SessionData {
@@ -160,9 +162,14 @@ export function signInCall(
   };
 }
 
-/** A service call made for the signed-in `account`. */
+/**
+ * A service call made for the signed-in `account`, by a page that was counted against the
+ * account's request limit already (`Dashboard.signedIn`): one page is one request, however many
+ * calls it makes.
+ */
 export function sessionCall(request: FastifyRequest, account: AccountView): CallOptions {
   const contextValues = fromAddress(request.ip);
   contextValues.set(AUTHENTICATED_ACCOUNT, account);
+  contextValues.set(COUNTED_REQUEST, true);
   return { contextValues };
 }

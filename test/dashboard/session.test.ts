@@ -4,6 +4,7 @@ import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COOKIE_NAME } from "../../src/dashboard/session.ts";
 import { DashboardSessions } from "../../src/store/dashboard-sessions.ts";
+import { page, postForm, postFromPage, signIn, signInForm } from "../support/dashboard-forms.ts";
 import { type TestDatabase, testDatabase } from "../support/database.ts";
 import { type RunningService, startService } from "../support/service.ts";
 
@@ -33,53 +34,6 @@ afterAll(async () => {
   await service?.close();
   await database?.close();
 });
-
-/** A browser's visit to the sign-in form: its cookie and the form's CSRF token. */
-async function signInForm(baseUrl: string): Promise<{ cookie: string; token: string }> {
-  const response = await fetch(`${baseUrl}/dashboard/sign-in`);
-  const html = await response.text();
-  const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
-  const cookie = (response.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  expect(token).not.toBe("");
-  expect(cookie).toMatch(new RegExp(`^${COOKIE_NAME}=`));
-  return { cookie, token };
-}
-
-/** Signs in through the form, as a browser does; returns the signed-in session's cookie. */
-async function signIn(baseUrl: string): Promise<string> {
-  const { cookie, token } = await signInForm(baseUrl);
-  const response = await postForm(`${baseUrl}/dashboard/sign-in`, cookie, {
-    _csrf: token,
-    ...account,
-  });
-  expect(response.status).toBe(303);
-  const signedIn = (response.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  expect(signedIn).toMatch(new RegExp(`^${COOKIE_NAME}=`));
-  return signedIn;
-}
-
-function page(baseUrl: string, cookie: string, path: string) {
-  return fetch(`${baseUrl}/dashboard${path}`, { redirect: "manual", headers: { cookie } });
-}
-
-/** Presses a button of the overview's sign-out form (`action`), with the page's CSRF token. */
-async function postFromPage(baseUrl: string, cookie: string, action: string) {
-  const overview = await page(baseUrl, cookie, "/overview");
-  expect(overview.status).toBe(200);
-  const token = /name="_csrf" value="([^"]+)"/.exec(await overview.text())?.[1] ?? "";
-  // The page's token goes with the cookie it set (the CSRF secret is in the session).
-  const current = overview.headers.get("set-cookie")?.split(";")[0] ?? cookie;
-  return postForm(`${baseUrl}/dashboard${action}`, current, { _csrf: token });
-}
-
-function postForm(url: string, cookie: string, fields: Record<string, string>) {
-  return fetch(url, {
-    method: "POST",
-    redirect: "manual",
-    headers: { "content-type": "application/x-www-form-urlencoded", cookie },
-    body: new URLSearchParams(fields).toString(),
-  });
-}
 
 /**
  * A session cookie as the dashboard would write it, signed in at `signedInAt`, naming a session
@@ -123,7 +77,7 @@ describe("dashboard session", () => {
   });
 
   it("ends the session on sign-out: a copy of the cookie taken before is refused", async () => {
-    const copy = await signIn(service.baseUrl);
+    const copy = await signIn(service.baseUrl, account);
     expect((await page(service.baseUrl, copy, "/overview")).status).toBe(200);
     const signedOut = await postFromPage(service.baseUrl, copy, "/sign-out");
     expect(signedOut.status).toBe(303);
@@ -139,8 +93,8 @@ describe("dashboard session", () => {
   });
 
   it("signs out everywhere: every session of the account ends", async () => {
-    const first = await signIn(service.baseUrl);
-    const second = await signIn(service.baseUrl);
+    const first = await signIn(service.baseUrl, account);
+    const second = await signIn(service.baseUrl, account);
     expect((await page(service.baseUrl, second, "/overview")).status).toBe(200);
     // The button is on every page, in the sign-out form.
     const overview = await (await page(service.baseUrl, first, "/overview")).text();
@@ -154,7 +108,7 @@ describe("dashboard session", () => {
       expect(refused.headers.get("location")).toBe("/dashboard/sign-in");
     }
     // Without its CSRF token, nothing ends.
-    const third = await signIn(service.baseUrl);
+    const third = await signIn(service.baseUrl, account);
     const forged = await postForm(`${service.baseUrl}/dashboard/sign-out-everywhere`, third, {});
     expect(forged.status).toBe(403);
     expect((await page(service.baseUrl, third, "/overview")).status).toBe(200);
@@ -163,7 +117,7 @@ describe("dashboard session", () => {
   it("refuses a signed-out session on another instance of the same database", async () => {
     const other = await startService(ENV, database);
     try {
-      const copy = await signIn(service.baseUrl);
+      const copy = await signIn(service.baseUrl, account);
       expect((await page(other.baseUrl, copy, "/overview")).status).toBe(200);
       expect((await postFromPage(service.baseUrl, copy, "/sign-out")).status).toBe(303);
       const refused = await page(other.baseUrl, copy, "/overview");
