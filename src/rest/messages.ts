@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Batch, SendBatchResponse } from "../../gen/sms/v1/messaging_pb.ts";
 import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
+import { type BatchCounters, batchCounters as countersOf } from "../domain/message-status.ts";
 import { COUNTED_REQUEST } from "../services/call-guards.ts";
+import { BATCH_SUMMARY } from "../services/message-lists.ts";
 import { BATCH_MESSAGE_PAGES } from "../services/page-tokens.ts";
 import { MICROS } from "../store/accounts.ts";
+import type { StatusName } from "../store/documents.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
 import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
@@ -29,7 +32,7 @@ interface SendBatchBody extends Credentials {
   name?: string;
 }
 
-export const STATUS_NAME: Record<MessageStatus, string> = {
+export const STATUS_NAME: Record<MessageStatus, StatusName> = {
   [MessageStatus.UNSPECIFIED]: "ACCEPTED",
   [MessageStatus.ACCEPTED]: "ACCEPTED",
   [MessageStatus.SENT]: "SENT",
@@ -90,9 +93,14 @@ function renderBatch({ batch, errors }: SendBatchResponse) {
   };
 }
 
-/** A batch's counters as the spec names them (REST and the dashboard show the same). */
-export function batchCounters(batch: Batch) {
-  const progress = batch.progress;
+/**
+ * A batch's counters as the spec names them (REST and the dashboard show the same), its progress
+ * from GetBatch unless given.
+ */
+export function batchCounters(
+  batch: Batch,
+  progress: Omit<BatchCounters, "isActive"> | undefined = batch.progress,
+) {
   return {
     totalCount: batch.totalCount,
     acceptedCount: batch.acceptedCount,
@@ -104,17 +112,19 @@ export function batchCounters(batch: Batch) {
 }
 
 function renderBatchInfo(batch: Batch, messages: Message[]) {
+  const rendered = messages.map((m) => ({
+    id: Number(m.id),
+    from: m.sender,
+    to: m.to,
+    status: STATUS_NAME[m.status],
+  }));
+  const progress = countersOf(rendered.map((m) => m.status));
   return {
     id: Number(batch.id),
     name: batch.name,
-    ...batchCounters(batch),
-    messages: messages.map((m) => ({
-      id: Number(m.id),
-      from: m.sender,
-      to: m.to,
-      status: STATUS_NAME[m.status],
-    })),
-    isActive: batch.progress?.isActive ?? false,
+    ...batchCounters(batch, progress),
+    messages: rendered,
+    isActive: progress.isActive,
   };
 }
 
@@ -165,10 +175,10 @@ export function messageRoutes(
     { schema: getBatchSchema },
     async (request, reply) => {
       const id = BigInt(request.params.id);
-      const { batch } = await clients.messaging.getBatch(
-        { id },
-        serviceCall(request, reply, request.query),
-      );
+      // The counters are those of the statuses listed (BATCH_SUMMARY): one read of the messages.
+      const batchCall = serviceCall(request, reply, request.query);
+      batchCall.contextValues?.set(BATCH_SUMMARY, true);
+      const { batch } = await clients.messaging.getBatch({ id }, batchCall);
       if (!batch) throw new Error("GetBatch returned no batch");
       // The spec answers every message inline (at most 10000): the batch's list, in one page.
       const messages: Message[] = [];
@@ -176,6 +186,7 @@ export function messageRoutes(
       do {
         const call = serviceCall(request, reply, request.query);
         call.contextValues?.set(COUNTED_REQUEST, true);
+        call.contextValues?.set(BATCH_SUMMARY, true);
         const page = await clients.messaging.listBatchMessages(
           { batchId: id, pageSize: BATCH_MESSAGE_PAGES.max, pageToken },
           call,

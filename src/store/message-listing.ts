@@ -4,7 +4,8 @@ import type { BatchDoc, MessageDoc, SenderNameDoc, StatusName } from "./document
 
 // The list queries: keyset pages, newest first for messages and batches, each read through an
 // index that starts with the account, so a page reads its own documents and little else at any
-// size (docs/decisions.md, "Contract (issue 12)").
+// size (docs/decisions.md, "Contract (issue 12)"). A page comes in one reply (batchSize): the
+// driver's default first batch of 101 documents would take a getMore for the rest of a larger page.
 
 /** Which of an account's messages a list shows. */
 export interface MessageFilter {
@@ -95,7 +96,13 @@ export function findMessagePage(
 ): Promise<MessageDoc[]> {
   const page = messagePageQuery(filter, after);
   return store.messages
-    .find(page.query, { ...options, ...page.options, projection, limit: limit + 1 })
+    .find(page.query, {
+      ...options,
+      ...page.options,
+      projection,
+      limit: limit + 1,
+      batchSize: limit + 1,
+    })
     .toArray() as Promise<MessageDoc[]>;
 }
 
@@ -117,6 +124,7 @@ export function findBatchMessagePage(
       sort: { _id: 1 },
       hint: "batch_messages",
       limit: limit + 1,
+      batchSize: limit + 1,
     })
     .toArray() as Promise<MessageDoc[]>;
 }
