@@ -12,6 +12,8 @@ import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
+import { http1ServerOptions, limitHttp1 } from "./connections/http1-limits.ts";
+import { http2ServerOptions, limitHttp2 } from "./connections/http2-limits.ts";
 import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
@@ -82,6 +84,11 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),
     bodyLimit: 1024 * 1024,
+    // Header, body-idle, whole-request and keep-alive bounds (connections/http1-limits.ts).
+    ...http1ServerOptions(
+      config.connections,
+      Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs),
+    ),
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
     // lifecycle/draining.ts answers while closing, in the spec's shape.
     return503OnClosing: false,
@@ -92,6 +99,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     ...(tracingActive() && { logController: new TracedLogController() }),
   });
 
+  limitHttp1(app.server, config.connections);
   // First of the onRequest hooks: nothing else runs for a request refused while closing.
   const draining = refuseWhileClosing(app);
   // Then the request's context, which puts its reqId on every log line written while serving it.
@@ -170,11 +178,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       ],
     });
   const grpc = http2.createServer(
+    http2ServerOptions(config.connections),
     connectNodeAdapter({
       ...rpcOptions(),
       contextValues: (request) => fromAddress(request.socket.remoteAddress),
     }),
   );
+  // Idle connections closed, request bodies bounded in time (connections/http2-limits.ts).
+  limitHttp2(grpc, config.connections);
   // Open client sessions (idle HTTP/2 connections) would keep grpc.close() waiting forever.
   const sessions = new Set<http2.ServerHttp2Session>();
   grpc.on("session", (session) => {

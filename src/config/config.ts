@@ -65,6 +65,23 @@ export interface Config {
   dashboardSessionKey: Buffer | undefined;
   /** How long a dashboard sign-in lasts, in minutes. */
   dashboardSessionMinutes: number;
+  /** Time bounds and caps of the connections on PORT and GRPC_PORT (src/connections/). */
+  connections: ConnectionLimits;
+}
+
+export interface ConnectionLimits {
+  /** A request's head must have arrived within this (on GRPC_PORT: a new connection's first stream). */
+  headersTimeoutMs: number;
+  /** Longest pause within a request body. */
+  bodyIdleTimeoutMs: number;
+  /** The whole request, head and body, must have arrived within this. */
+  requestTimeoutMs: number;
+  /** A connection with no request in progress closes after this. */
+  keepAliveTimeoutMs: number;
+  /** Open connections per port; more are closed as they come. */
+  maxConnections: number;
+  /** Streams at once on one HTTP/2 connection (GRPC_PORT). */
+  maxStreamsPerConnection: number;
 }
 
 export interface SmppConfig {
@@ -158,6 +175,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       min: 1,
       max: 7 * 24 * 60,
     }),
+    connections: readConnectionLimits(read, problems),
   };
   if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
   // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
@@ -186,6 +204,26 @@ function readSessionKey(value: string | undefined, problems: string[]): Buffer |
     return undefined;
   }
   return Buffer.from(value, "hex");
+}
+
+function readConnectionLimits(read: EnvReader, problems: string[]): ConnectionLimits {
+  const ms = { min: 100, max: 3_600_000 };
+  const limits: ConnectionLimits = {
+    headersTimeoutMs: read.integer("SMS_HEADERS_TIMEOUT_MS", 10_000, ms),
+    bodyIdleTimeoutMs: read.integer("SMS_BODY_IDLE_TIMEOUT_MS", 10_000, ms),
+    // 96 MiB (the largest batch body) at about 1 MB/s.
+    requestTimeoutMs: read.integer("SMS_REQUEST_RECEIVE_TIMEOUT_MS", 120_000, ms),
+    // Fastify's default: longer than the 60 s idle timeout of common load balancers, so the
+    // balancer, not the service, closes a connection it still means to use.
+    keepAliveTimeoutMs: read.integer("SMS_KEEP_ALIVE_TIMEOUT_MS", 72_000, ms),
+    maxConnections: read.integer("SMS_MAX_CONNECTIONS", 10_000, { min: 1, max: 1_000_000 }),
+    maxStreamsPerConnection: read.integer("SMS_GRPC_MAX_STREAMS", 100, { min: 1, max: 100_000 }),
+  };
+  // Node refuses a headers timeout longer than the request timeout.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    problems.push("SMS_HEADERS_TIMEOUT_MS: must not exceed SMS_REQUEST_RECEIVE_TIMEOUT_MS");
+  }
+  return limits;
 }
 
 function readSmppConfig(read: EnvReader, problems: string[]): SmppConfig | undefined {
