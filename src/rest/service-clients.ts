@@ -10,13 +10,17 @@ import {
   type HandlerContext,
   type Transport,
 } from "@connectrpc/connect";
+import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 
 /** Typed clients of the services on an in-process transport: the REST façade's only way in. */
 export interface ServiceClients {
   messaging: Client<typeof MessagingService>;
   senderNames: Client<typeof SenderNameService>;
+  inbound: Client<typeof InboundService>;
+  optOuts: Client<typeof OptOutService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -79,5 +83,7 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
   return {
     messaging: createClient(MessagingService, transport),
     senderNames: createClient(SenderNameService, transport),
+    inbound: createClient(InboundService, transport),
+    optOuts: createClient(OptOutService, transport),
   };
 }
