@@ -7,8 +7,8 @@
  * treated as `+999…`.
  *
  * `submit` waits `sendDelayMs` per call (a bulk submit is one round trip to the "SMSC"), then
- * answers; with `tps` (SMS_SIM_TPS) it first waits for the throughput the "operator" sold, as a
- * throttled SMSC link does. `window` is the parts it takes in flight (the SMPP window's twin). Receipts become due `receiptDelayMs` after the submission and are kept in their own
+ * answers; with `tps` (SMS_SIM_TPS) it first waits for the throughput the "operator" sold, part by
+ * part, as a throttled SMSC link does. `window` is the parts it takes in flight (the SMPP window's twin). Receipts become due `receiptDelayMs` after the submission and are kept in their own
  * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
  * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
  * instances share the collection; a batch of receipts is claimed (token + claim timeout) before it
@@ -78,8 +78,8 @@ export interface SimulatorCarrierOptions {
   /** Parts in flight at most (the worker's window). Default 500. */
   window?: number;
   /**
-   * Record every submitted part (message id, part index, time) in `simulator_submissions` before
-   * answering, so tests can count what reached the "carrier" (twice, after a crash). Default false.
+   * Record every submitted part (message id, part index, when the throughput admitted it) in
+   * `simulator_submissions` before answering, so tests can count what reached the "carrier" (twice, after a crash). Default false.
    */
   logSubmissions?: boolean;
   /** Delay from submission to receipt (SMS_SIM_RECEIPT_DELAY_MS). Default 500. */
@@ -152,14 +152,38 @@ export class SimulatorCarrier implements Carrier {
     this.logger = options.logger;
   }
 
-  async submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
-    if (this.logSubmissions && parts.length > 0) {
+  /**
+   * Waits until the throughput sold admits `count` parts, part by part as a throttled SMSC link
+   * takes them (a long message too: its parts are spread at the rate, not let through at once);
+   * returns when each was admitted.
+   */
+  private async admit(count: number): Promise<Date[]> {
+    const admitted: Date[] = [];
+    while (admitted.length < count) {
+      const tokens = this.bucket ? this.bucket.available() : count;
+      if (tokens < 1) {
+        await sleep((this.bucket as TokenBucket).msUntil(1));
+        continue;
+      }
+      const n = Math.min(tokens, count - admitted.length);
+      this.bucket?.take(n);
       const at = new Date();
+      for (let i = 0; i < n; i++) admitted.push(at);
+    }
+    return admitted;
+  }
+
+  async submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    const admitted = await this.admit(parts.length);
+    if (this.logSubmissions && parts.length > 0) {
       await this.submissions.insertMany(
-        parts.map((p) => ({ messageId: p.messageId, partIndex: p.partIndex, at })),
+        parts.map((p, i) => ({
+          messageId: p.messageId,
+          partIndex: p.partIndex,
+          at: admitted[i] as Date,
+        })),
       );
     }
-    await this.bucket?.acquire(parts.length);
     if (this.sendDelayMs > 0) await sleep(this.sendDelayMs);
     const now = new Date();
     const dueAt = new Date(now.getTime() + this.receiptDelayMs);

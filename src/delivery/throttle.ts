@@ -37,18 +37,6 @@ export class TokenBucket {
     return missing <= 0 ? 0 : Math.ceil((missing / this.ratePerSecond) * 1000);
   }
 
-  /**
-   * Waits until `n` tokens are available, then takes them. More than the capacity can never be
-   * saved up: then it waits for a full bucket and goes into debt for the rest.
-   */
-  async acquire(n: number): Promise<void> {
-    const needed = Math.min(n, this.capacity);
-    for (let wait = this.msUntil(needed); wait > 0; wait = this.msUntil(needed)) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
-    this.take(n);
-  }
-
   private refill(): void {
     const now = this.now();
     this.tokens = Math.min(

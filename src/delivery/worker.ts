@@ -113,6 +113,8 @@ export class DeliveryWorker {
   private pausedUntil = 0;
   /** Claim rounds running. */
   private roundsRunning = 0;
+  /** The budget a claim round waits for (see the constructor). */
+  private readonly roundMinimum: number;
   private readonly counters: DeliveryWorkerStats = {
     claimed: 0,
     sent: 0,
@@ -153,6 +155,17 @@ export class DeliveryWorker {
       // trips (half a dozen, slower on a loaded database) do not hold the carrier below its rate.
       this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 2));
     }
+    // A round waits for a worthwhile budget (half a bucket, and room for a long message): fewer,
+    // larger claims at the same pace. Never for more than a round can ever get: a bucket below 20
+    // parts/s saves up less than a long message, so its rounds wait for a full bucket, and a
+    // longer message goes alone into the bucket's debt (delivery-rounds.ts).
+    const largestRound = this.bucket
+      ? Math.min(this.claimed.size, Math.floor(this.bucket.capacity))
+      : this.claimed.size;
+    this.roundMinimum = Math.min(
+      largestRound,
+      Math.max(this.bucket ? Math.floor(this.bucket.capacity / 2) : 1, TYPICAL_LONGEST_MESSAGE),
+    );
     this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
     this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);
     this.marks = new LaneMarker(options.store.lanes, (err) =>
@@ -174,7 +187,6 @@ export class DeliveryWorker {
       leaseMs: this.leaseMs,
       lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
       maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2)),
-      largestClaim: this.claimed.size,
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
     });
@@ -243,12 +255,7 @@ export class DeliveryWorker {
         return;
       }
       const budget = this.budget();
-      // Wait for a worthwhile round (half a bucket, and room for a long message): fewer, larger
-      // claims at the same pace.
-      const minimum = Math.min(
-        this.claimed.size,
-        Math.max(this.bucket ? Math.floor(this.bucket.capacity / 2) : 1, TYPICAL_LONGEST_MESSAGE),
-      );
+      const minimum = this.roundMinimum;
       if (budget < minimum) {
         // A full window is woken by the claim that frees it; an empty bucket by a timer.
         if (this.bucket && this.claimed.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
 import { commitBatch } from "../support/batches.ts";
 import { insertAccount, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
+import { worstExcess } from "../support/rates.ts";
 import {
   allFinal,
   deliveryService,
@@ -52,21 +53,6 @@ function submitTimes(log: Pdu[]): Map<number, number[]> {
     times.set(pdu.bind, [...(times.get(pdu.bind) ?? []), pdu.at]);
   }
   return times;
-}
-
-/**
- * The worst excess over a token bucket of `tps` and `burst`: max over i < j of
- * (j - i + 1) - burst - tps x (t_j - t_i). At most 0 for a bucket that held.
- */
-function worstExcess(times: number[], tps: number, burst: number): number {
-  let worst = Number.NEGATIVE_INFINITY;
-  for (let i = 0; i < times.length; i++) {
-    for (let j = i; j < times.length; j++) {
-      const allowed = burst + (tps * (times[j]! - times[i]!)) / 1000;
-      worst = Math.max(worst, j - i + 1 - allowed);
-    }
-  }
-  return worst;
 }
 
 describe("the adapter alone", () => {

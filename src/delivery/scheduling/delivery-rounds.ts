@@ -38,8 +38,6 @@ export interface DeliveryRoundsOptions {
   lanesPerRound: number;
   /** Largest claim (parts) of one lane in one round. */
   maxClaimParts: number;
-  /** Parts claimed at most: a single message larger than this goes alone. */
-  largestClaim: number;
   /** Called with each claim that holds messages, as soon as it is cut to its parts. */
   onClaim: (claim: LaneClaim) => void;
   /** Runs background work (a lane's settling) that the worker's `stop` waits for. */
@@ -111,16 +109,18 @@ export class DeliveryRounds {
 
   /**
    * The claim cut to `parts` parts (the claim counted messages, of up to 10 parts each): the rest
-   * goes back at once, in its place, so the window is never overrun.
+   * goes back at once, in its place, so the round stays within its budget. The first message
+   * always goes, alone if it is larger: a share smaller than a long message (a slow carrier, many
+   * lanes in a round) would otherwise never let it go, and its whole lane behind it. The worker
+   * takes the excess from its next rounds (the bucket's debt, the claimed parts).
    */
   private async withinParts(messages: ClaimedMessage[], parts: number): Promise<ClaimedMessage[]> {
-    const { store, marks, largestClaim } = this.options;
+    const { store, marks } = this.options;
     let total = 0;
     let keep = 0;
     while (keep < messages.length) {
       const next = partsOf(messages[keep] as ClaimedMessage);
-      // A message larger than the whole window could never fit: it goes, alone.
-      if (total + next > parts && (keep > 0 || next <= largestClaim)) break;
+      if (total + next > parts && keep > 0) break;
       total += next;
       keep++;
     }
