@@ -214,12 +214,14 @@ if (runs("2", "3", "5")) {
   }
   log(`figure 2: service ${storeTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
   log(`figure 2: insertMany ${insertTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
-  // Figures 2 and 3: the service's median time within 1.5 x its baseline's.
+  // Figures 2 and 3: the service's median time within `factor` x its baseline's (issue 25: 1.5
+  // for the store, 1.0 for the read, which reads less than the baseline's whole documents).
   const withinBaseline = (
     figure: string,
     times: number[],
     baseline: string,
     baselineTimes: number[],
+    factor: number,
   ) => {
     const value = median(times);
     const base = median(baselineTimes);
@@ -230,8 +232,8 @@ if (runs("2", "3", "5")) {
       baseline: base,
       baselineName: `driver ${baseline}`,
       ratio: value / base,
-      target: `<= 1.5 x ${baseline.split(" ")[0]}`,
-      met: value <= 1.5 * base,
+      target: `<= ${factor.toFixed(1)} x ${baseline.split(" ")[0]}`,
+      met: value <= factor * base,
     });
   };
   withinBaseline(
@@ -239,6 +241,7 @@ if (runs("2", "3", "5")) {
     storeTimes,
     "insertMany of 10000",
     insertTimes,
+    1.5,
   );
 
   const url = `${api.baseUrl}/sms-batch/${batchId}?apiKey=${account.apiKey}&apiSecret=${account.apiSecret}`;
@@ -261,6 +264,7 @@ if (runs("2", "3", "5")) {
     readTimes,
     "find().toArray() of 10000",
     findTimes,
+    1.0,
   );
 
   // 5: peak resident memory added while a 10000-message batch of 3-part texts is accepted.
