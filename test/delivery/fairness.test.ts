@@ -104,6 +104,45 @@ describe("fair delivery between accounts", () => {
   }
 });
 
+describe("an account's own batches", () => {
+  it("take turns: a small batch sent while the same account's big batch drains goes out within the next rounds", async () => {
+    const run = nextRun++;
+    const account = `own-${run}`;
+    const bigBatch = nextTestId();
+    const big = batchOf(account, 400, bigBatch);
+    await insertMessages(fixture.store, big);
+    await commitBatch(fixture.store, bigBatch, account);
+    const { carrier, worker } = instance(`own-${run}`, `receipts_own_${run}`, 200);
+    await worker.start();
+    try {
+      const bigIds = big.map((m) => m.id);
+      const batchSubmitted = () =>
+        carrier.submissions.countDocuments({ messageId: { $in: bigIds } });
+      await eventually(async () => (await batchSubmitted()) >= 20);
+      const before = await batchSubmitted();
+      const smallBatch = nextTestId();
+      const small = Array.from({ length: 5 }, (_, i) =>
+        testMessage(account, `+4917300000${i}`, { batchId: smallBatch }),
+      );
+      const smallIds = await insertMessages(fixture.store, small);
+      await commitBatch(fixture.store, smallBatch, account);
+      worker.wake();
+      const all = [...bigIds, ...smallIds];
+      await eventually(() => allSubmitted(carrier, all), 30_000);
+      const order = await submissionOrder(carrier, all);
+      // Within the next rounds (half a second of the carrier's throughput each, 100 parts), long
+      // before the big batch is done; in turn order only behind it, its 400th message.
+      const positions = smallIds.map((id) => order.indexOf(id));
+      expect(before).toBeLessThan(300);
+      expect(Math.max(...positions)).toBeLessThan(before + 100);
+      expect(new Set(order).size).toBe(order.length);
+      expect(order.length).toBe(all.length);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
 describe("priority within an account", () => {
   it("OTP first, then single sends, then batch messages", async () => {
     const run = nextRun++;

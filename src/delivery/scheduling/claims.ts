@@ -17,6 +17,16 @@ export interface ClaimOptions {
   commits: BatchCommits;
   /** Further conditions, e.g. the account of the lane being served. */
   filter?: Filter<MessageDoc>;
+  /** Reads the candidates in the order they are worked; default: earliest due first. */
+  candidates?: (read: CandidateRead) => Promise<MessageDoc[]>;
+}
+
+/** What a claim's read of its candidates is given: up to `limit` due at `now`, among `filter`. */
+export interface CandidateRead {
+  filter: Filter<MessageDoc>;
+  projection: Record<string, 1>;
+  limit: number;
+  now: Date;
 }
 
 export interface WorkQueue {
@@ -29,7 +39,8 @@ export interface WorkQueue {
 }
 
 /**
- * Claims up to `limit` due messages: read the due candidates (earliest due first), then one
+ * Claims up to `limit` due messages: read the due candidates (earliest due first, or in the order
+ * `options.candidates` gives), then one
  * updateMany that re-checks due-ness per document and pushes the due time to the lease's end (so
  * two instances never claim the same message). When the update took every candidate, the read is
  * what was claimed (the fields a claim reads change only with the due time the update re-checked);
@@ -43,12 +54,15 @@ export async function claimDue<T extends { _id: number; batchId?: number }>(
 ): Promise<T[]> {
   const { now, limit, leaseMs, token } = options;
   if (limit <= 0) return [];
-  const fields = { ...projection, batchId: 1 };
-  const candidates = await messages
-    .find({ ...options.filter, [queue.due]: { $lte: now } }, { projection: fields })
-    .sort({ [queue.due]: 1 })
-    .limit(limit)
-    .toArray();
+  const fields: Record<string, 1> = { ...projection, batchId: 1 };
+  const read: CandidateRead = { filter: options.filter ?? {}, projection: fields, limit, now };
+  const candidates = options.candidates
+    ? await options.candidates(read)
+    : await messages
+        .find({ ...read.filter, [queue.due]: { $lte: now } }, { projection: fields })
+        .sort({ [queue.due]: 1 })
+        .limit(limit)
+        .toArray();
   if (candidates.length === 0) return [];
   const ids = candidates.map((d) => d._id);
   const until = new Date(now.getTime() + leaseMs);

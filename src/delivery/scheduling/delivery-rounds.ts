@@ -2,7 +2,8 @@
  * One claim round of delivery work, fair between accounts (design "Scheduling: fair and
  * prioritized"): turns on the due account lanes, least recently served first (lanes.ts), each an
  * equal share of the round's parts; what lanes with little work leave goes to the busier ones.
- * Within a lane, messages come in `deliveryAt` order (domain/delivery-priority.ts). The worker
+ * Within a lane, messages come in `deliveryAt` order (domain/delivery-priority.ts), and the
+ * account's batches take turns (batch-turns.ts). The worker
  * decides how many parts a round may claim (its pacing) and works the claims it is handed.
  */
 import { BatchCommits } from "../../store/batch-commits.ts";
@@ -15,6 +16,7 @@ import {
 } from "../delivery-claims.ts";
 import { releaseDeliveries } from "../delivery-queue.ts";
 import { partsOf } from "../submission.ts";
+import { BatchTurns } from "./batch-turns.ts";
 import { nextDueAt } from "./claims.ts";
 import type { FairLanes, LaneMarker, Turn } from "./lanes.ts";
 
@@ -46,10 +48,12 @@ export interface DeliveryRoundsOptions {
 
 export class DeliveryRounds {
   private readonly commits: BatchCommits;
+  private readonly batchTurns: BatchTurns;
   private claimSeq = 0;
 
   constructor(private readonly options: DeliveryRoundsOptions) {
     this.commits = new BatchCommits(options.store.batches);
+    this.batchTurns = new BatchTurns(options.store.messages, DELIVERY_QUEUE);
   }
 
   /** One round of `budget` parts in all; returns the parts claimed. */
@@ -91,6 +95,7 @@ export class DeliveryRounds {
       token,
       commits: this.commits,
       filter: { accountId: turn.key },
+      candidates: (read) => this.batchTurns.candidates(turn.key, read),
     });
     // A lane with less work than its share is settled beside the round, not in its way.
     if (messages.length < share) this.options.track(this.settle(turn));

@@ -1,0 +1,164 @@
+/**
+ * Turns between an account's batches (design "Scheduling: fair and prioritized": within the batch
+ * class, an account's active batches take turns). A lane's claim takes its account's due work in
+ * `deliveryAt` order, and every message of a batch has the same `deliveryAt` (the batch's accept
+ * time, less its class's head start: domain/delivery-priority.ts). Without turns a batch sent after
+ * a 10000-message batch of the same account waits behind all of it.
+ *
+ * Each distinct due rank is a group: a batch (or one message that was due long enough to come
+ * after one). When a turn's first read ends inside a batch, the account's further due groups are
+ * found one index seek each (the next rank after the last one found, on the account's due index)
+ * and the rest of the turn's share is dealt between them and that batch, round robin from the group
+ * after the one that was dealt last (per account, in this process); what a group has not got goes
+ * to that batch, which was read far enough already. The claim interleaves the groups, so each gets
+ * its parts to the carrier in the same stretch of time. Work before that batch in the order (OTP,
+ * single sends, older work) keeps its place ahead of all of them.
+ *
+ * A turn's extra cost is one query beside its read, and only while two or more groups are due, one
+ * seek per further group (at most `MAX_GROUPS` per turn) and one read per group served.
+ */
+import type { Collection, Filter } from "mongodb";
+import type { MessageDoc } from "../../store/documents.ts";
+import type { CandidateRead, WorkQueue } from "./claims.ts";
+
+/** Groups served in one turn at most: an account with more takes them in rotation. */
+const MAX_GROUPS = 8;
+/** Accounts whose rotation is remembered at most (a turn without groups forgets its account). */
+const MAX_CURSORS = 10_000;
+
+export class BatchTurns {
+  /** Per account: the rank (ms) of the group that was dealt the last slot of its last turn. */
+  private readonly cursors = new Map<string, number>();
+
+  constructor(
+    private readonly messages: Collection<MessageDoc>,
+    private readonly queue: Pick<WorkQueue, "due">,
+  ) {}
+
+  /** The candidates of a turn of `account`'s lane, in the order they go to the carrier. */
+  async candidates(account: string, read: CandidateRead): Promise<MessageDoc[]> {
+    const due = this.queue.due;
+    const dueNow = { ...read.filter, [due]: { $lte: read.now } } as Filter<MessageDoc>;
+    const [head, latest] = await Promise.all([
+      this.messages
+        .find(dueNow, { projection: read.projection })
+        .sort({ [due]: 1 })
+        .limit(read.limit)
+        .toArray(),
+      this.rankAfter(read.filter, undefined, read.now, -1),
+    ]);
+    const last = head.at(-1);
+    const openRank = last?.[due]?.getTime();
+    if (
+      head.length < read.limit ||
+      last?.batchId === undefined ||
+      openRank === undefined ||
+      latest === undefined ||
+      latest <= openRank
+    ) {
+      this.cursors.delete(account);
+      return head;
+    }
+    const openFrom = head.findIndex((doc) => doc[due]?.getTime() === openRank);
+    const prefix = head.slice(0, openFrom);
+    const open = head.slice(openFrom);
+    const cursor = this.cursors.get(account);
+    const ranks = [openRank, ...(await this.furtherRanks(read.filter, openRank, latest, cursor))];
+    const slots = read.limit - prefix.length;
+    const start = Math.max(0, cursor === undefined ? 0 : ranks.findIndex((r) => r > cursor));
+    const shares = ranks.map(() => 0);
+    for (let slot = 0; slot < slots; slot++) {
+      const group = (start + slot) % ranks.length;
+      shares[group] = (shares[group] ?? 0) + 1;
+      if (slot === slots - 1) this.remember(account, ranks[group] as number);
+    }
+    const further = await Promise.all(
+      ranks.slice(1).map((rank, i) =>
+        (shares[i + 1] ?? 0) > 0
+          ? this.messages
+              .find({ ...read.filter, [due]: new Date(rank) } as Filter<MessageDoc>, {
+                projection: read.projection,
+              })
+              .limit(shares[i + 1] ?? 0)
+              .toArray()
+          : Promise.resolve([]),
+      ),
+    );
+    const taken = further.reduce((sum, docs) => sum + docs.length, 0);
+    const groups = [open.slice(0, slots - taken), ...further];
+    return [...prefix, ...interleave(groups, start)];
+  }
+
+  /**
+   * Due ranks after `openRank` up to `latest`, at most MAX_GROUPS - 1, the first after `cursor`
+   * (wrapping round to just after `openRank`): an account with more groups than a turn serves has
+   * them served in rotation. Ascending.
+   */
+  private async furtherRanks(
+    filter: Filter<MessageDoc>,
+    openRank: number,
+    latest: number,
+    cursor: number | undefined,
+  ): Promise<number[]> {
+    const found: number[] = [];
+    const fromCursor = cursor !== undefined && cursor > openRank && cursor < latest;
+    // First the ranks after the cursor, then (wrapped) those between the open rank and it.
+    const stretches: [number, number][] = fromCursor
+      ? [
+          [cursor, latest],
+          [openRank, cursor],
+        ]
+      : [[openRank, latest]];
+    for (const [after, upTo] of stretches) {
+      let from = after;
+      while (found.length < MAX_GROUPS - 1) {
+        const next = await this.rankAfter(filter, from, new Date(upTo), 1);
+        if (next === undefined) break;
+        found.push(next);
+        from = next;
+        if (next >= upTo) break;
+      }
+    }
+    return found.sort((a, b) => a - b);
+  }
+
+  /**
+   * The first due rank after `after` (exclusive) and up to `upTo`, in `direction` (1: the lowest,
+   * -1: the highest); undefined when there is none.
+   */
+  private async rankAfter(
+    filter: Filter<MessageDoc>,
+    after: number | undefined,
+    upTo: Date,
+    direction: 1 | -1,
+  ): Promise<number | undefined> {
+    const due = this.queue.due;
+    const range = after === undefined ? { $lte: upTo } : { $gt: new Date(after), $lte: upTo };
+    const [doc] = await this.messages
+      .find({ ...filter, [due]: range } as Filter<MessageDoc>, {
+        projection: { _id: 0, [due]: 1 },
+      })
+      .sort({ [due]: direction })
+      .limit(1)
+      .toArray();
+    return doc?.[due]?.getTime();
+  }
+
+  private remember(account: string, rank: number): void {
+    if (this.cursors.size >= MAX_CURSORS && !this.cursors.has(account)) this.cursors.clear();
+    this.cursors.set(account, rank);
+  }
+}
+
+/** The groups' messages taking turns, one each, from group `start` on. */
+function interleave<T>(groups: readonly T[][], start: number): T[] {
+  const out: T[] = [];
+  const longest = Math.max(0, ...groups.map((g) => g.length));
+  for (let i = 0; i < longest; i++) {
+    for (let k = 0; k < groups.length; k++) {
+      const item = groups[(start + k) % groups.length]?.[i];
+      if (item !== undefined) out.push(item);
+    }
+  }
+  return out;
+}
