@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import http2 from "node:http2";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
@@ -20,6 +19,7 @@ import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
 import { fromAddress } from "./rate-limits/client-address.ts";
+import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
@@ -34,7 +34,9 @@ import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
 import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
+import { guardFastifyBodies, rpcBodies } from "./rpc/guarded-bodies.ts";
 import { rpcHandlerOptions } from "./rpc/handler-options.ts";
+import { guardedNodeAdapter } from "./rpc/node-adapter.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
@@ -122,6 +124,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     logger: app.log,
     metrics,
   });
+  // Bodies over 1 MiB read at once, per client address and in all, on both ports.
+  const largeBodies = new LargeBodySlots();
   const limits = new RateLimits({
     requestsPerSecond: config.rateLimitRps,
     authFailuresPerMinute: config.authFailuresPerMin,
@@ -166,7 +170,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     Math.min(30_000, config.settleAfterMs / 4),
   );
 
-  // Both Connect adapters: read limits per method, credentials checked before a body is read.
+  // Both Connect adapters: read limits per method, credentials checked before a body is read,
+  // then the body checked as it arrives (rpc/guarded-bodies.ts).
+  const rpcBody = rpcBodies(largeBodies, config.bodyLimitBytes);
   const rpcOptions = () =>
     rpcHandlerOptions({
       routes: serviceRoutes,
@@ -179,10 +185,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     });
   const grpc = http2.createServer(
     http2ServerOptions(config.connections),
-    connectNodeAdapter({
-      ...rpcOptions(),
-      contextValues: (request) => fromAddress(request.socket.remoteAddress),
-    }),
+    guardedNodeAdapter(
+      { ...rpcOptions(), contextValues: (request) => fromAddress(request.socket.remoteAddress) },
+      (request, response) => rpcBody(request, response, request.socket.remoteAddress),
+    ),
   );
   // Idle connections closed, request bodies bounded in time (connections/http2-limits.ts).
   limitHttp2(grpc, config.connections);
@@ -238,6 +244,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     // What reaches a Connect path on PORT without being a Connect call is answered like REST.
     registerErrorHandler(rpc);
     refuseForeignRequests(rpc);
+    guardFastifyBodies(rpc, rpcBody);
     await rpc.register(fastifyConnectPlugin, {
       ...rpcOptions(),
       contextValues: (request) => fromAddress(request.ip),
@@ -245,7 +252,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   });
 
   await app.register(async (rest) => {
-    registerBodyParsers(rest);
+    registerBodyParsers(rest, { largeBodies });
     registerErrorHandler(rest);
     const clients = inProcessClients(serviceRoutes);
     messageRoutes(rest, clients, config.bodyLimitBytes);

@@ -7,9 +7,14 @@ export const CLIENT_ADDRESS = createContextKey<string | undefined>(undefined, {
   description: "the caller's network address",
 });
 
-/** Context values of one call from `address`; IPv4 in IPv6 (`::ffff:1.2.3.4`) is the IPv4 one. */
+/** A socket's address as the limits key it: IPv4 in IPv6 (`::ffff:1.2.3.4`) is the IPv4 one. */
+export function clientAddress(address: string | undefined): string | undefined {
+  return address?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");
+}
+
+/** Context values of one call from `address`. */
 export function fromAddress(address: string | undefined): ContextValues {
   const values = createContextValues();
-  values.set(CLIENT_ADDRESS, address?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ""));
+  values.set(CLIENT_ADDRESS, clientAddress(address));
   return values;
 }

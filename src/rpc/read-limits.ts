@@ -10,6 +10,13 @@ import { RPC_READ_MAX_BYTES } from "../domain/limits.ts";
 
 type Impl = (...args: never[]) => unknown;
 
+const SEND_BATCH_PATH = `/${MessagingService.typeName}/${MessagingService.method.sendBatch.name}`;
+
+/** The read limit of the method at `path` (a request's URL, query and all). */
+export function readMaxBytesOf(path: string, batchReadMaxBytes: number): number {
+  return path.split("?")[0] === SEND_BATCH_PATH ? batchReadMaxBytes : RPC_READ_MAX_BYTES;
+}
+
 /** `routes` as given, each method registered on its own with its read limit. */
 export function withReadLimits(
   routes: (router: ConnectRouter) => void,
