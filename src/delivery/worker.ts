@@ -29,7 +29,7 @@ import { ReceiptHandler } from "./receipts.ts";
 import { accountsWithOverdueWork } from "./scheduling/claims.ts";
 import { DeliveryRounds, type LaneClaim } from "./scheduling/delivery-rounds.ts";
 import { FairLanes, LaneMarker } from "./scheduling/lanes.ts";
-import { LeaseKeeper } from "./scheduling/lease-keeper.ts";
+import { DEFAULT_LEASE_MS, LeaseKeeper } from "./scheduling/lease-keeper.ts";
 import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
 import { TokenBucket, Window } from "./throttle.ts";
@@ -49,7 +49,7 @@ export interface DeliveryWorkerOptions {
   instanceId: string;
   /** How often due work is looked for without a wake-up. Default 250. */
   pollIntervalMs?: number;
-  /** Claim lease, renewed every third of it while the work runs. Default 30000. */
+  /** Claim lease, renewed every third of it while the work runs. Default 30000 (DEFAULT_LEASE_MS). */
   leaseMs?: number;
   /** When the carrier cannot be reached, submissions pause this long. Default 5000. */
   submitRetryMs?: number;
@@ -131,7 +131,7 @@ export class DeliveryWorker {
     this.logger = options.logger;
     this.instanceId = options.instanceId;
     this.pollIntervalMs = options.pollIntervalMs ?? 250;
-    this.leaseMs = options.leaseMs ?? 30_000;
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
     const { window, partsPerSecond } = this.carrier.limits;
     this.window = new Window(Math.max(1, window));

@@ -2,6 +2,7 @@
  * The notifier's options and their defaults (README "Configuration" for the environment variables
  * that set some of them in the service).
  */
+import { DEFAULT_LEASE_MS } from "../delivery/scheduling/lease-keeper.ts";
 import type { Logger } from "../logger.ts";
 import type { ChangeStreamMetrics } from "../metrics/change-stream.ts";
 import type { WebhookMetrics } from "../metrics/webhooks.ts";
@@ -53,7 +54,10 @@ export interface NotifierOptions {
   overdueSweepMs?: number;
   /** Work due for longer than this with its lane unmarked is repaired by that sweep. Default 5000. */
   overdueGraceMs?: number;
-  /** Claim lease, renewed every third of it while the work is here. Default 60000. */
+  /**
+   * Claim lease, renewed every third of it while the work is here. Default 30000, the delivery
+   * worker's (DEFAULT_LEASE_MS): a dead instance's notifications come back with its deliveries.
+   */
   leaseMs?: number;
   /** Messages per claim round at most. Default 512. */
   chunkSize?: number;
@@ -100,7 +104,7 @@ export function resolveNotifierOptions(options: NotifierOptions): ResolvedNotifi
     sweepIntervalMs,
     overdueSweepMs: options.overdueSweepMs ?? 5_000,
     overdueGraceMs: options.overdueGraceMs ?? 5_000,
-    leaseMs: options.leaseMs ?? 60_000,
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     chunkSize,
     lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
     watch: options.watch ?? true,

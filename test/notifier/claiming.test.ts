@@ -4,12 +4,15 @@
  */
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DEFAULT_LEASE_MS } from "../../src/delivery/scheduling/lease-keeper.ts";
 import {
   claimDueNotifications,
   NotificationClaimer,
   type NotificationClaimerOptions,
 } from "../../src/notifier/claiming.ts";
+import { resolveNotifierOptions } from "../../src/notifier/options.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
+import { ServerClock } from "../../src/store/server-clock.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";
 import { commitBatch } from "../support/batches.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";
@@ -169,6 +172,67 @@ describe("claimed work's leases", () => {
       filter: { accountId: a.id },
     });
     expect(again.map((m) => m._id)).toEqual([released]);
+  });
+});
+
+describe("a dead notifier's claims", () => {
+  it("are taken over once its short lease runs out; a live notifier's are not", async () => {
+    const lease = 800;
+    const deadAccount = await account(3, 1_000);
+    const liveAccount = await account(3, 1_000);
+    const dead = claimer({ instanceId: "dead", leaseMs: lease });
+    const live = claimer({ instanceId: "live", leaseMs: lease });
+    live.start();
+    await dead.lanes.markDue([deadAccount.id, liveAccount.id], fixture.store.clock.now());
+    // Each takes one account's lane (the other skipped), then the first dies: never renewed.
+    const deadRound = await dead.claimRound(10, unlimited, new Set([liveAccount.id]));
+    const liveRound = await live.claimRound(10, unlimited, new Set([deadAccount.id]));
+    expect(deadRound.messages.map((m) => m._id).sort()).toEqual(deadAccount.ids.sort());
+    expect(liveRound.messages.map((m) => m._id).sort()).toEqual(liveAccount.ids.sort());
+    await dead.stop();
+
+    // A survivor keeps claiming: it gets the dead one's work after its lease (a generous bound),
+    // never the live one's, whose slow receiver holds it for many leases.
+    const survivor = claimer({ instanceId: "survivor", leaseMs: lease });
+    survivor.start();
+    const taken: number[] = [];
+    const started = Date.now();
+    while (taken.length < deadAccount.ids.length && Date.now() - started < 15_000) {
+      const round = await survivor.claimRound(10, unlimited, new Set());
+      taken.push(...round.messages.map((m) => m._id));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(taken.sort()).toEqual(deadAccount.ids.sort());
+    await new Promise((resolve) => setTimeout(resolve, 3 * lease));
+    const late = await survivor.claimRound(10, unlimited, new Set());
+    expect(late.messages).toHaveLength(0);
+    const held = await fixture.store.messages.find({ _id: { $in: liveAccount.ids } }).toArray();
+    for (const doc of held) expect(doc.notifyLease?.owner).toBe(liveRound.token);
+  });
+
+  it("come back with its delivery claims under the defaults", async () => {
+    const { leaseMs } = resolveNotifierOptions({
+      store: fixture.store,
+      logger,
+      instanceId: "defaults",
+    });
+    const a = await account(2, 1_000);
+    const dead = claimer({ instanceId: "dead-default", leaseMs });
+    await dead.lanes.markDue([a.id], fixture.store.clock.now());
+    expect((await dead.claimRound(10, unlimited, new Set())).messages).toHaveLength(2);
+    await dead.stop();
+    // An instance that looks a delivery lease (and a second) later, as a survivor would, finds a
+    // crashed instance's deliveries due again: its notifications too.
+    const later = new ServerClock(fixture.store.db, () => Date.now() + DEFAULT_LEASE_MS + 1_000);
+    const again = await claimDueNotifications(fixture.store.messages, {
+      now: later.now(),
+      limit: 10,
+      leaseMs,
+      token: "survivor-default:1",
+      commits: new BatchCommits(fixture.store.batches),
+      filter: { accountId: a.id },
+    });
+    expect(again.map((m) => m._id).sort()).toEqual(a.ids.sort());
   });
 });
 

@@ -12,6 +12,14 @@ import { idsIn } from "../../store/id-ranges.ts";
 import type { ServerClock } from "../../store/server-clock.ts";
 import type { WorkQueue } from "./claims.ts";
 
+/**
+ * The claim lease of both queues, delivery and notifications, by default: longer than an election
+ * plus server selection, and the same for both, so a dead instance's webhooks come back with its
+ * deliveries (issue 25: a 60 s notification lease held the DELIVERED webhooks of a killed
+ * instance's messages for a minute after the survivor had delivered them).
+ */
+export const DEFAULT_LEASE_MS = 30_000;
+
 export interface LeaseKeeperOptions {
   messages: Collection<MessageDoc>;
   queue: Pick<WorkQueue, "due" | "lease">;
