@@ -30,6 +30,8 @@ import {
   registerNotFoundHandler,
 } from "./rest/error-handler.ts";
 import { messageRoutes } from "./rest/messages.ts";
+import { inboundRoutes } from "./rest/inbound.ts";
+import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
@@ -44,9 +46,11 @@ import { DashboardSessions } from "./store/dashboard-sessions.ts";
 import { durable, openStore, type Store } from "./store/database.ts";
 import { ensureIndexes } from "./store/indexes.ts";
 import { MessageWriter } from "./store/message-writer.ts";
+import { numbersCollection } from "./store/numbers.ts";
 import { IdAllocator } from "./store/sequences.ts";
 import { TracedLogController, traceCalls, traceRequests } from "./tracing/request-spans.ts";
 import { tracingActive } from "./tracing/tracing.ts";
+import { twoWay } from "./two-way.ts";
 
 export interface BuildOptions {
   config: Config;
@@ -109,7 +113,11 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   if (tracingActive()) traceRequests(app);
   metrics?.requests.observe(app);
 
-  const directory = new AccountDirectory(store.accounts, store.senderNames);
+  const directory = new AccountDirectory(
+    store.accounts,
+    store.senderNames,
+    numbersCollection(store.db),
+  );
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
     app.log.warn({ err }, "confirming charges failed; the settler will"),
   );
@@ -117,12 +125,21 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const lanes = new LaneMarker(store.lanes, (err) =>
     app.log.warn({ err }, "marking lanes failed; the overdue sweep will"),
   );
+  const schedule = async (accountId: string, deliveryAt: Date, acceptedAt: Date) => {
+    lanes.mark(accountId, "delivery", deliveryAt);
+    lanes.mark(accountId, "notify", acceptedAt);
+    await lanes.flush();
+    background.wake();
+  };
+  // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
+  const twoWayParts = twoWay(store, config, schedule);
   const background = await startBackgroundWork({
     config,
     store,
     instanceId,
     logger: app.log,
     metrics,
+    screen: twoWayParts.screen,
   });
   // Bodies over 1 MiB read at once, per client address and in all, on both ports.
   const largeBodies = new LargeBodySlots();
@@ -131,6 +148,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     authFailuresPerMinute: config.authFailuresPerMin,
   });
   const serviceRoutes = routes({
+    ...twoWayParts.serviceDeps,
     store,
     directory,
     messageIds: new IdAllocator(store.counters, "message"),
@@ -144,12 +162,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       maxParts: config.maxParts,
       pricePerPartMicros: config.pricePerPartMicros,
     },
-    onAccepted: async (accountId, deliveryAt, acceptedAt) => {
-      lanes.mark(accountId, "delivery", deliveryAt);
-      lanes.mark(accountId, "notify", acceptedAt);
-      await lanes.flush();
-      background.wake();
-    },
+    onAccepted: schedule,
     adminToken: config.adminToken,
     idempotency: new IdempotencyKeys(idempotencyKeys, (err) =>
       app.log.warn({ err }, "recording an idempotent answer failed; its key frees up when stale"),
@@ -257,6 +270,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     const clients = inProcessClients(serviceRoutes);
     messageRoutes(rest, clients, config.bodyLimitBytes);
     senderNameRoutes(rest, clients);
+    inboundRoutes(rest, clients);
+    optOutRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.

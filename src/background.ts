@@ -3,7 +3,7 @@ import type { Config } from "./config/config.ts";
 import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
 import { SmppCarrier } from "./delivery/smpp/adapter.ts";
-import { DeliveryWorker } from "./delivery/worker.ts";
+import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import type { Store } from "./store/database.ts";
@@ -23,6 +23,8 @@ export async function startBackgroundWork(deps: {
   instanceId: string;
   logger: FastifyBaseLogger;
   metrics?: Metrics | undefined;
+  /** The delivery worker's last check before the carrier (opt-outs). */
+  screen?: DeliveryWorkerOptions["screen"];
 }): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
   if (!config.runWorkers)
@@ -55,7 +57,13 @@ export async function startBackgroundWork(deps: {
   }
   // Counted and timed as the worker hands parts over (metrics/carrier.ts).
   if (deps.metrics) carrier = deps.metrics.carrier(carrier);
-  const worker = new DeliveryWorker({ store, carrier, logger, instanceId });
+  const worker = new DeliveryWorker({
+    store,
+    carrier,
+    logger,
+    instanceId,
+    ...(deps.screen && { screen: deps.screen }),
+  });
   const notifier = new Notifier({
     store,
     logger: deps.logger.child({ component: "notifier" }),

@@ -70,6 +70,11 @@ export interface SubmissionDeps {
   recorder: SubmissionRecorder;
   /** Told of each run of messages submitted, with the promise of their outcome's record. */
   submitting?: (messages: readonly ClaimedMessage[], recorded: Promise<void>) => void;
+  /**
+   * The last check before the carrier, after the claim: answers the ids of claimed messages it
+   * withdrew (their recipient opted out: SEND_ERROR, refunded; services/opt-out-rules.ts).
+   */
+  screen?: (messages: readonly ClaimedMessage[]) => Promise<ReadonlySet<number>>;
 }
 
 export async function workClaim(
@@ -104,7 +109,9 @@ export async function workClaim(
     const classes = classesOf(claim.messages);
     outcome.expired = await expireMessages(deps.messages, toExpire, now, classes);
   }
-  if (toSubmit.length > 0) await submit(deps, toSubmit, outcome, release, logger);
+  const withdrawn = toSubmit.length > 0 && deps.screen ? await deps.screen(toSubmit) : undefined;
+  const submitting = withdrawn?.size ? toSubmit.filter((m) => !withdrawn.has(m._id)) : toSubmit;
+  if (submitting.length > 0) await submit(deps, submitting, outcome, release, logger);
   await releaseDeliveries(deps.messages, releases);
   return outcome;
 }

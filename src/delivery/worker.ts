@@ -30,7 +30,7 @@ import { accountsWithOverdueWork } from "./scheduling/claims.ts";
 import { DeliveryRounds, type LaneClaim } from "./scheduling/delivery-rounds.ts";
 import { FairLanes, LaneMarker } from "./scheduling/lanes.ts";
 import { DEFAULT_LEASE_MS, LeaseKeeper } from "./scheduling/lease-keeper.ts";
-import { type ClaimOutcome, partsOf, workClaim } from "./submission.ts";
+import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
@@ -67,6 +67,8 @@ export interface DeliveryWorkerOptions {
   maxClaimParts?: number;
   /** How often accounts with overdue work have their lanes marked again (crash repair). Default 5000. */
   overdueSweepMs?: number;
+  /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
+  screen?: SubmissionDeps["screen"];
 }
 
 export interface DeliveryWorkerStats {
@@ -101,6 +103,7 @@ export class DeliveryWorker {
   /** Parts claimed and not yet recorded (the window and the claims waiting for it). */
   private readonly claimed: Window;
   private readonly recorder: SubmissionRecorder;
+  private readonly screen: SubmissionDeps["screen"];
   private readonly bucket: TokenBucket | undefined;
   private readonly receipts: ReceiptHandler;
   private running = false;
@@ -133,6 +136,7 @@ export class DeliveryWorker {
     this.pollIntervalMs = options.pollIntervalMs ?? 250;
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
+    this.screen = options.screen;
     const { window, partsPerSecond } = this.carrier.limits;
     this.window = new Window(Math.max(1, window));
     const ahead =
@@ -314,6 +318,7 @@ export class DeliveryWorker {
         window: this.window,
         recorder: this.recorder,
         submitting: (submitted, recorded) => this.receipts.awaitRecording(submitted, recorded),
+        ...(this.screen && { screen: this.screen }),
       },
       { token, messages, now: this.store.clock.now() },
       this.logger,

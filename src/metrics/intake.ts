@@ -4,7 +4,7 @@ import { Counter, type Registry } from "prom-client";
 // accounts out of labels (per-account traffic is the dashboard's and the database's).
 
 /** Why messages were refused at intake. */
-export type RejectionReason = "invalid" | "credit" | "busy";
+export type RejectionReason = "invalid" | "credit" | "busy" | "opted_out";
 
 export interface IntakeMetrics {
   accepted(messages: number, parts: number, chargedMicros: number): void;
@@ -25,7 +25,7 @@ export function intakeMetrics(registry: Registry): IntakeMetrics {
   });
   const messagesRejected = new Counter({
     name: "sms_messages_rejected_total",
-    help: "Messages refused: invalid fields, not enough credit, or the account busy",
+    help: "Messages refused: invalid fields, not enough credit, the account busy, or the recipient opted out",
     labelNames: ["reason"],
     registers,
   });

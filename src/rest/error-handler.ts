@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { TTL_ERROR, tooLong } from "../domain/limits.ts";
-import { fieldErrorsOf } from "../services/errors.ts";
+import { errorReasonOf, fieldErrorsOf } from "../services/errors.ts";
 import { forwardServiceHeaders } from "./call-options.ts";
 import { restParameter } from "./parameter-names.ts";
 
@@ -35,6 +35,16 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.Unavailable]: 503,
 };
 
+/**
+ * Refusals whose HTTP status is not their code's: a send to an opted-out number is a bad `to`
+ * (400, design "Scope and effect"), not a payment matter; an opt-out the caller may not lift
+ * conflicts with the list's state (409).
+ */
+export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {
+  RECIPIENT_OPTED_OUT: 400,
+  OPT_OUT_NOT_REMOVABLE: 409,
+};
+
 interface AjvError {
   instancePath: string;
   keyword: string;
@@ -45,7 +55,8 @@ interface AjvError {
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((thrown: FastifyError | ConnectError, request, reply) => {
     if (thrown instanceof ConnectError) {
-      const status = HTTP_STATUS[thrown.code];
+      const reason = errorReasonOf(thrown);
+      const status = (reason && HTTP_STATUS_BY_REASON[reason]) || HTTP_STATUS[thrown.code];
       if (status) {
         const errors: FieldErrorList = {};
         for (const { field, message } of fieldErrorsOf(thrown)) {
@@ -220,6 +231,11 @@ function describe(
     case "maxLength":
     case "pattern":
       return [field, limitMessage(field, name, error)];
+    case "format":
+      if (error.params.format === "date-time") {
+        return [field, `${name} must be a date-time such as 2025-06-01T12:00:00Z`];
+      }
+      return [field, `${name} must be ${article(String(error.params.format))}`];
     case "enum":
       return [
         field,

@@ -30,7 +30,7 @@ const phoneNumber = {
 const senderField = {
   type: ["string", "null"],
   description:
-    "The service's shared sender literal or an approved sender name of the account. Default: the account's default sender name, else the shared sender literal. null or empty: the default",
+    "The service's shared sender literal, an approved sender name of the account or a number assigned to it. Default: the account's default sender name, else the shared sender literal. null or empty: the default",
 } as const;
 
 const statusCallback = {
@@ -47,7 +47,7 @@ const messageStatus = {
 export const sendMessageSchema = {
   summary: "Send one message",
   description:
-    "Form or JSON body; apiKey and apiSecret are body parameters. The account is charged per part before the message is stored; a request that fails stores and charges nothing. Unknown parameters are ignored; a null or empty optional parameter is the same as an absent one.",
+    "Form or JSON body; apiKey and apiSecret are body parameters. The account is charged per part before the message is stored; a request that fails stores and charges nothing. A recipient on the account's opt-out list (it sent STOP, or the account listed it) is refused with 400 and `errors.to`. Unknown parameters are ignored; a null or empty optional parameter is the same as an absent one.",
   tags: ["messages"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
   headers: idempotencyHeaders,
@@ -107,7 +107,7 @@ export const sendMessageSchema = {
 export const sendBatchSchema = {
   summary: "Send a batch of up to 10000 messages",
   description:
-    "JSON body only; apiKey and apiSecret are body parameters. Invalid messages are rejected by their 0-based index while the others are accepted (HTTP 200, `errors` lists them). The whole batch is charged at once: without enough credit for every accepted part nothing is stored. Error values on this endpoint are strings, not arrays.",
+    "JSON body only; apiKey and apiSecret are body parameters. Invalid messages, and messages to recipients on the account's opt-out list, are rejected by their 0-based index while the others are accepted (HTTP 200, `errors` lists them). The whole batch is charged at once: without enough credit for every accepted part nothing is stored. Error values on this endpoint are strings, not arrays.",
   tags: ["batches"],
   consumes: ["application/json"],
   headers: idempotencyHeaders,

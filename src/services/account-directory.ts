@@ -1,5 +1,6 @@
 import type { Collection } from "mongodb";
 import type { AccountDoc, SenderNameDoc } from "../store/documents.ts";
+import type { NumberDoc } from "../store/numbers.ts";
 
 export interface AccountView {
   apiKey: string;
@@ -10,6 +11,8 @@ export interface AccountView {
   approvedSenders: ReadonlySet<string>;
   /** Approved names whose purpose is OTP: their messages are delivered first. */
   otpSenders: ReadonlySet<string>;
+  /** Numbers assigned to the account (store/numbers.ts): it may send from them. */
+  numbers: ReadonlySet<string>;
 }
 
 /**
@@ -23,6 +26,7 @@ export class AccountDirectory {
   constructor(
     private readonly accounts: Collection<AccountDoc>,
     private readonly senderNames: Collection<SenderNameDoc>,
+    private readonly numbers?: Collection<NumberDoc>,
     private readonly ttlMs = 2000,
   ) {}
 
@@ -41,7 +45,7 @@ export class AccountDirectory {
   }
 
   private async load(apiKey: string): Promise<AccountView | null> {
-    const [account, approved] = await Promise.all([
+    const [account, approved, numbers] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
         { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1 } },
@@ -49,6 +53,7 @@ export class AccountDirectory {
       this.senderNames
         .find({ accountId: apiKey, pending: false }, { projection: { name: 1, purpose: 1 } })
         .toArray(),
+      this.numbers?.find({ accountId: apiKey }, { projection: { _id: 1 } }).toArray() ?? [],
     ]);
     if (!account) return null;
     const view: AccountView = {
@@ -56,6 +61,7 @@ export class AccountDirectory {
       secretHash: account.secretHash,
       approvedSenders: new Set(approved.map((s) => s.name)),
       otpSenders: new Set(approved.filter((s) => s.purpose === "OTP").map((s) => s.name)),
+      numbers: new Set(numbers.map((n) => n._id)),
     };
     if (account.statusUrl) view.statusUrl = account.statusUrl;
     if (account.defaultSender) view.defaultSender = account.defaultSender;

@@ -2,11 +2,13 @@ import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
 import { type Account, AccountSchema, type AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { assignedNumberForm } from "../domain/assigned-numbers.ts";
 import { addCredit, createAccount, updateAccount } from "../store/accounts.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
+import { numbersCollection } from "../store/numbers.ts";
 import type { AccountDirectory } from "./account-directory.ts";
-import { twoWayAdmin } from "./admin-two-way.ts";
+import { type TwoWayAdminDeps, twoWayAdmin } from "./admin-two-way.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import {
@@ -18,7 +20,7 @@ import {
 } from "./errors.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
-export interface AdminDeps {
+export interface AdminDeps extends TwoWayAdminDeps {
   store: Store;
   directory: AccountDirectory;
   adminToken: string;
@@ -33,6 +35,7 @@ function accountMessage(doc: AccountDoc): Account {
     statusUrl: doc.statusUrl ?? "",
     defaultSender: doc.defaultSender ?? "",
     createTime: timestampFromDate(doc.createdAt),
+    inboundUrl: doc.inboundUrl ?? "",
   });
 }
 
@@ -66,24 +69,28 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
 
   async function checkSender(apiKey: string, sender: string): Promise<void> {
     if (!sender || sender === deps.sharedSender) return;
-    const [approved, account] = await Promise.all([
+    const [approved, account, owned] = await Promise.all([
       store.senderNames.countDocuments(
         { accountId: apiKey, name: sender, pending: false },
         { limit: 1 },
       ),
       store.accounts.countDocuments({ _id: apiKey }, { limit: 1 }),
+      numbersCollection(store.db).countDocuments(
+        { _id: assignedNumberForm(sender) ?? sender, accountId: apiKey },
+        { limit: 1 },
+      ),
     ]);
     // An unknown account is the first thing wrong, whatever the name.
     if (!account) throw accountNotFound(apiKey);
-    if (!approved) {
+    if (!approved && !owned) {
       throw invalidArgument({
-        sender_name: `${sender} is neither the shared sender ${deps.sharedSender} nor an approved sender name of the account`,
+        sender_name: `${sender} is neither the shared sender ${deps.sharedSender}, an approved sender name of the account nor a number assigned to it`,
       });
     }
   }
 
   return {
-    ...twoWayAdmin(),
+    ...twoWayAdmin(deps, { message: accountMessage, found }),
 
     async createAccount(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);

@@ -45,6 +45,13 @@ export type Reason =
   | "ACCOUNT_BUSY"
   | "DATABASE_UNAVAILABLE"
   | "OUTCOME_UNKNOWN"
+  | "RECIPIENT_OPTED_OUT"
+  | "OPT_OUT_NOT_FOUND"
+  | "OPT_OUT_NOT_REMOVABLE"
+  | "INBOUND_MESSAGE_NOT_FOUND"
+  | "NUMBER_NOT_FOUND"
+  | "NUMBER_ASSIGNED_ELSEWHERE"
+  | "SIMULATOR_ONLY"
   | "LARGE_BODIES_LIMITED";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */

@@ -1,3 +1,4 @@
+import { isOwnNumber } from "../domain/assigned-numbers.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { segmentText, textErrorMessage } from "../domain/segments.ts";
 import type { AccountView } from "./account-directory.ts";
@@ -39,7 +40,7 @@ export function resolveSender(
   }
   if (senderAllowed(from, account, policy)) return { sender: from };
   return {
-    error: `from must be the shared sender ${policy.sharedSender} or an approved sender name of the account`,
+    error: `from must be the shared sender ${policy.sharedSender}, an approved sender name of the account or a number assigned to it`,
   };
 }
 
@@ -54,7 +55,12 @@ function withError(
 }
 
 function senderAllowed(name: string, account: AccountView, policy: IntakePolicy): boolean {
-  return name === policy.sharedSender || account.approvedSenders.has(name);
+  return (
+    name === policy.sharedSender ||
+    account.approvedSenders.has(name) ||
+    // A number the operator assigned needs no approval (design "Two-way messaging": "Numbers").
+    (account.numbers.size > 0 && isOwnNumber(name, account.numbers))
+  );
 }
 
 export function checkMessage(

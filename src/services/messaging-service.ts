@@ -1,10 +1,5 @@
-import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import {
-  type BatchMessageError,
-  BatchMessageErrorSchema,
-  type MessagingService,
-} from "../../gen/sms/v1/messaging_pb.ts";
+import type { BatchMessageError, MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { deliveryClass } from "../domain/delivery-priority.ts";
 import {
   BATCH_MAX_MESSAGES,
@@ -25,6 +20,7 @@ import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
+import { mergeByIndex, rejection, withoutOptedOut } from "./batch-rejections.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import {
@@ -43,6 +39,13 @@ import {
 } from "./message-intake.ts";
 import { BATCH_SUMMARY, batchNotFound, messageLists } from "./message-lists.ts";
 import { batchResource, messageResource } from "./message-resources.ts";
+import { recipientOptedOut } from "./opt-out-resources.ts";
+
+export type OptedOutCheck = (
+  accountId: string,
+  numbers: string[],
+  options: { maxTimeMS: number; signal: AbortSignal },
+) => Promise<ReadonlySet<string>>;
 
 export interface MessagingDeps {
   store: Store;
@@ -64,6 +67,11 @@ export interface MessagingDeps {
   onAccepted?: (accountId: string, deliveryAt: Date, acceptedAt: Date) => Promise<void> | void;
   /** Counts what is accepted, refused and charged (metrics/intake.ts); none when absent. */
   intake?: IntakeMetrics;
+  /**
+   * The canonical (`+`) numbers among `numbers` on the account's opt-out list, which are refused
+   * before anything is stored or charged (services/opt-out-rules.ts); none refused when absent.
+   */
+  optedOut?: OptedOutCheck;
 }
 
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
@@ -133,7 +141,19 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         throw invalidArgument(errors);
       }
       const message = checked.message;
-      const id = await deps.messageIds.take(1 + (message.parts?.length ?? 0));
+      // The list is read while the id is taken: one round trip, not two.
+      const [refused, id] = await Promise.all([
+        deps.optedOut?.(
+          account.apiKey,
+          [message.to],
+          deadlineOf(ctx, timeouts.requestMs).options(),
+        ),
+        deps.messageIds.take(1 + (message.parts?.length ?? 0)),
+      ]);
+      if (refused && refused.size > 0) {
+        deps.intake?.rejected("opted_out", 1, message.partCount);
+        throw recipientOptedOut();
+      }
       const segments = segmentDocs(message.parts, id + 1);
       const now = store.clock.now();
       // The request's trace, which the message's delivery and webhooks join (tracing on only).
@@ -197,10 +217,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         throw invalidArgument(requestErrors);
       }
 
-      const accepted: CheckedMessage[] = [];
-      const rejected: BatchMessageError[] = [];
+      let accepted: CheckedMessage[] = [];
+      let rejected: BatchMessageError[] = [];
+      const acceptedAt: number[] = [];
       let idCount = 0;
-      let partTotal = 0;
       req.messages.forEach((input, index) => {
         const checked = checkMessage(
           { to: input.to, from: input.sender || req.sender, text: input.text },
@@ -212,16 +232,32 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           return;
         }
         accepted.push(checked.message);
+        acceptedAt.push(index);
         idCount += 1 + (checked.message.parts?.length ?? 0);
-        partTotal += checked.message.partCount;
       });
 
       if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
       const now = store.clock.now();
-      const [batchId, firstId] = await Promise.all([
+      // Ids are reserved for every valid message while the opt-out list is read; those of
+      // opted-out messages stay unused.
+      const [batchId, firstId, refused] = await Promise.all([
         reserveIds(store.counters, "batch", 1),
         idCount > 0 ? reserveIds(store.counters, "message", idCount) : Promise.resolve(0),
+        accepted.length > 0
+          ? deps.optedOut?.(
+              account.apiKey,
+              accepted.map((m) => m.to),
+              deadlineOf(ctx, timeouts.requestMs).options(),
+            )
+          : undefined,
       ]);
+      if (refused && refused.size > 0) {
+        const split = withoutOptedOut(accepted, acceptedAt, refused);
+        accepted = split.accepted;
+        rejected = mergeByIndex(rejected, split.rejected);
+        deps.intake?.rejected("opted_out", split.rejected.length, split.parts);
+      }
+      const partTotal = accepted.reduce((sum, m) => sum + m.partCount, 0);
       const batchDoc = {
         _id: batchId,
         accountId: account.apiKey,
@@ -325,18 +361,6 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       return { message: messageResource(doc) };
     },
   };
-}
-
-/** A rejected message of a batch: its errors with their proto paths in the request. */
-function rejection(index: number, errors: FieldMessages): BatchMessageError {
-  return create(BatchMessageErrorSchema, {
-    index,
-    text: Object.values(errors).join("; "),
-    fieldViolations: Object.entries(errors).map(([field, description]) => ({
-      field: `messages[${index}].${field}`,
-      description,
-    })),
-  });
 }
 
 function segmentDocs(parts: string[] | undefined, firstId: number): SegmentDoc[] | undefined {

@@ -1,13 +1,19 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
+import type { OptOutStore } from "../store/opt-outs.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
 import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
 import { withDeadlines } from "./database-deadlines.ts";
 import { guarded } from "./guarded.ts";
+import { createInboundService } from "./inbound-service.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
+import type { OptOutRules } from "./opt-out-rules.ts";
+import { createOptOutService } from "./opt-out-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
 export type ServiceDeps = MessagingDeps &
@@ -16,6 +22,9 @@ export type ServiceDeps = MessagingDeps &
     limits?: RateLimits;
     /** Replays of keyed SendMessage, SendBatch and CreateSenderName; none when absent. */
     idempotency?: IdempotentCalls;
+    /** The opt-out lists and what they do (two-way messaging). */
+    optOuts: OptOutStore;
+    optOutRules: OptOutRules;
   };
 
 /**
@@ -41,6 +50,22 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
       withDeadlines(
         SenderNameService,
         guarded(SenderNameService, createSenderNameService(deps), account),
+        timeoutMs,
+      ),
+    );
+    router.service(
+      InboundService,
+      withDeadlines(
+        InboundService,
+        guarded(InboundService, createInboundService(deps), account),
+        timeoutMs,
+      ),
+    );
+    router.service(
+      OptOutService,
+      withDeadlines(
+        OptOutService,
+        guarded(OptOutService, createOptOutService({ ...deps, rules: deps.optOutRules }), account),
         timeoutMs,
       ),
     );

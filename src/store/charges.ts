@@ -254,6 +254,11 @@ export async function settleAbandonedCharges(
         }
         continue;
       }
+      if (charge.kind === "refund") {
+        if ((await settleWithdrawal(collections, account._id, charge)) !== undefined)
+          result.refunded++;
+        continue;
+      }
       const committed = await collections.batches.countDocuments(
         { _id: charge.ref },
         { limit: 1, ...DURABLE_READ },
@@ -268,4 +273,33 @@ export async function settleAbandonedCharges(
     }
   }
   return result;
+}
+
+/**
+ * Settles a pending refund (store/withdrawals.ts): gives back the price of the messages that it
+ * withdrew (marked with its `ref`), nothing for the others (they were sent, or withdrawn by
+ * another refund), and removes it. Applies once, like every settlement. Returns the withdrawn
+ * ids, or undefined when the refund was settled already.
+ */
+export async function settleWithdrawal(
+  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  apiKey: string,
+  charge: PendingCharge,
+): Promise<number[] | undefined> {
+  const priced = chargedMessages(charge);
+  const withdrawn = new Set(
+    (
+      await collections.messages
+        .find(
+          { _id: { $in: priced.map((m) => m.id) }, withdrawal: charge.ref },
+          { projection: { _id: 1 }, ...DURABLE_READ },
+        )
+        .toArray()
+    ).map((m) => m._id),
+  );
+  const refundMicros = priced
+    .filter((m) => withdrawn.has(m.id))
+    .reduce((sum, m) => sum + m.amountMicros, 0);
+  const settled = await settleCharge(collections.accounts, apiKey, charge, refundMicros);
+  return settled ? [...withdrawn] : undefined;
 }

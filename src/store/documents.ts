@@ -18,6 +18,10 @@ export interface AccountDoc {
   creditMicros: number;
   statusUrl?: string;
   defaultSender?: string;
+  /** Receives the account's inbound messages (design "Two-way messaging"). */
+  inboundUrl?: string;
+  /** The account's own replies to the opt-out words; the defaults where absent. */
+  keywordReplies?: Partial<Record<"STOP" | "START" | "HELP", string>>;
   /** Debits not yet confirmed by their stored messages; see store/charges.ts. */
   pendingCharges: PendingCharge[];
   createdAt: Date;
@@ -25,12 +29,14 @@ export interface AccountDoc {
 
 /**
  * One debit not yet confirmed: a batch, or the single sends of one account written together (one
- * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account.
+ * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account. A
+ * "refund" is the other way round: credit to give back for accepted messages withdrawn before
+ * submission (their recipient opted out), settled by store/withdrawals.ts.
  */
 export interface PendingCharge {
-  /** Batch id for a batch; for single sends, the first message id of the group. */
+  /** Batch id for a batch; for single sends, the first message id of the group; a refund's own. */
   ref: number;
-  kind: "message" | "batch";
+  kind: "message" | "batch" | "refund";
   /** The whole debit. */
   amountMicros: number;
   /** When the debit was issued (server clock): the settler waits for it to age past its cutoff. */
@@ -109,6 +115,13 @@ export interface MessageDoc {
   deliveredParts?: string[];
   /** The carrier's refusal, recorded with SEND_ERROR. */
   sendError?: string;
+  /**
+   * The refund that withdrew it (SEND_ERROR before submission, its recipient opted out): the
+   * `ref` of the account's pending refund that gives its credit back (store/withdrawals.ts).
+   */
+  withdrawal?: number;
+  /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */
+  keywordReply?: "STOP" | "START" | "HELP";
   /**
    * The trace context of the request that accepted the message, when tracing is on: its
    * submissions and webhook attempts are spans of that trace (src/tracing/work-spans.ts).

@@ -2,6 +2,7 @@ import type { Store } from "./database.ts";
 import { ensureInboundMessageIndexes } from "./inbound-messages.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
+import { ensureOptOutIndexes, openOptOuts } from "./opt-outs.ts";
 import { SEQUENCES } from "./sequences.ts";
 
 /**
@@ -36,5 +37,6 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // Two-way messaging: numbers and inbound messages.
     ensureNumberIndexes(store.db),
     ensureInboundMessageIndexes(store.db),
+    ensureOptOutIndexes(openOptOuts(store.db)),
   ]);
 }

@@ -121,7 +121,7 @@ describe.each(transports)("over %s", (_name, transport) => {
           text: "text cannot be empty",
           ttl_seconds: "ttl must be an integer from 1 to 21600 seconds",
           sender:
-            "from must be the shared sender SMSINFO or an approved sender name of the account",
+            "from must be the shared sender SMSINFO, an approved sender name of the account or a number assigned to it",
         },
       });
       expect(
@@ -251,7 +251,7 @@ describe.each(transports)("over %s", (_name, transport) => {
         fields: {
           name: "name must be at most 20 characters",
           sender:
-            "from must be the shared sender SMSINFO or an approved sender name of the account",
+            "from must be the shared sender SMSINFO, an approved sender name of the account or a number assigned to it",
         },
       });
       const tooMany = Array.from({ length: 10_001 }, () => ({ to: "+4915112345678", text: "x" }));

@@ -207,7 +207,7 @@ describe("whole-request errors: {errors: {parameter: message}}, values are strin
     expect(status).toBe(400);
     expect(body).toEqual({
       errors: {
-        from: "from must be the shared sender SMSINFO or an approved sender name of the account",
+        from: "from must be the shared sender SMSINFO, an approved sender name of the account or a number assigned to it",
         statusCallback: "statusCallback must be an absolute http or https URL",
       },
     });
@@ -256,7 +256,7 @@ describe("from", () => {
     expect(body.errors).toEqual([
       {
         index: 4,
-        text: "from must be the shared sender SMSINFO or an approved sender name of the account",
+        text: "from must be the shared sender SMSINFO, an approved sender name of the account or a number assigned to it",
       },
     ]);
     const got = await info(body.id, owner);

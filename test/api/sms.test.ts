@@ -235,7 +235,7 @@ describe("from", () => {
       expect(body).toEqual({
         errors: {
           from: [
-            "from must be the shared sender SMSINFO or an approved sender name of the account",
+            "from must be the shared sender SMSINFO, an approved sender name of the account or a number assigned to it",
           ],
         },
       });

@@ -37,14 +37,16 @@ export type ListInboundMessagesRequest = Message<"sms.v1.ListInboundMessagesRequ
   pageToken: string;
 
   /**
-   * Only messages from this handset number (with or without `+`); empty for any. `from` in JSON.
+   * Only messages from this handset number, compared exactly (international numbers are kept
+   * with `+`); empty for any. `from` in JSON.
    *
    * @generated from field: string sender = 3 [json_name = "from"];
    */
   sender: string;
 
   /**
-   * Only messages sent to this number of the account (with or without `+`); empty for any.
+   * Only messages sent to this number of the account, as assigned (`+` and digits, or a short
+   * code); empty for any.
    *
    * @generated from field: string to = 4;
    */

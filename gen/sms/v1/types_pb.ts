@@ -349,7 +349,8 @@ export type InboundMessage = Message$1<"sms.v1.InboundMessage"> & {
   id: bigint;
 
   /**
-   * The handset's number, in international form with `+`. `from` in JSON.
+   * The handset's number: `+` and digits when the carrier gave it in international form, else as
+   * the carrier gave it. `from` in JSON.
    *
    * @generated from field: string sender = 2 [json_name = "from"];
    */

@@ -311,7 +311,8 @@ export type SetDefaultSenderRequest = Message<"sms.admin.v1.SetDefaultSenderRequ
   apiKey: string;
 
   /**
-   * The shared sender literal or an approved sender name of the account; empty to clear.
+   * The shared sender literal, an approved sender name of the account or a number assigned to
+   * it; empty to clear.
    *
    * @generated from field: string sender_name = 2;
    */
@@ -495,8 +496,8 @@ export type AssignNumberRequest = Message<"sms.admin.v1.AssignNumberRequest"> & 
   apiKey: string;
 
   /**
-   * Required. An international number (an optional `+`, then 8 to 15 digits, the first not 0;
-   * kept with `+`) or a short code of 3 to 8 digits.
+   * Required. A long code, `+` and 8 to 15 digits (the first not 0), or a short code of 3 to 8
+   * digits. 9 to 15 digits without `+` are taken as a long code and kept with `+`.
    *
    * @generated from field: string number = 2;
    */
@@ -538,7 +539,7 @@ export const AssignNumberResponseSchema: GenMessage<AssignNumberResponse> = /*@_
  */
 export type ReleaseNumberRequest = Message<"sms.admin.v1.ReleaseNumberRequest"> & {
   /**
-   * Required. The number, with or without `+`.
+   * Required. The number, in any form AssignNumber takes.
    *
    * @generated from field: string number = 1;
    */
@@ -699,7 +700,7 @@ export type SimulateInboundRequest = Message<"sms.admin.v1.SimulateInboundReques
   sender: string;
 
   /**
-   * Required. A number assigned to an account, with or without `+`.
+   * Required. A number assigned to an account, as AssignNumber keeps it.
    *
    * @generated from field: string to = 2;
    */

@@ -29,9 +29,11 @@ type ListInboundMessagesRequest struct {
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Empty for the first page, else `next_page_token` of the previous page, with the same filters.
 	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	// Only messages from this handset number (with or without `+`); empty for any. `from` in JSON.
+	// Only messages from this handset number, compared exactly (international numbers are kept
+	// with `+`); empty for any. `from` in JSON.
 	Sender string `protobuf:"bytes,3,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
-	// Only messages sent to this number of the account (with or without `+`); empty for any.
+	// Only messages sent to this number of the account, as assigned (`+` and digits, or a short
+	// code); empty for any.
 	To string `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
 	// Only messages received at or after this time.
 	StartTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`

@@ -1062,7 +1062,8 @@ type InboundMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Positive integer id, from its own sequence.
 	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	// The handset's number, in international form with `+`. `from` in JSON.
+	// The handset's number: `+` and digits when the carrier gave it in international form, else as
+	// the carrier gave it. `from` in JSON.
 	Sender string `protobuf:"bytes,2,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
 	// The account's number it was sent to: `+` and digits, or a short code of 3 to 8 digits.
 	To string `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`

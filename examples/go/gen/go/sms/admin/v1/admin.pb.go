@@ -560,7 +560,8 @@ type SetDefaultSenderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. The account's API key.
 	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
-	// The shared sender literal or an approved sender name of the account; empty to clear.
+	// The shared sender literal, an approved sender name of the account or a number assigned to
+	// it; empty to clear.
 	SenderName    string `protobuf:"bytes,2,opt,name=sender_name,json=senderName,proto3" json:"sender_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -929,8 +930,8 @@ type AssignNumberRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. The account's API key. NOT_FOUND (reason ACCOUNT_NOT_FOUND) for an unknown one.
 	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
-	// Required. An international number (an optional `+`, then 8 to 15 digits, the first not 0;
-	// kept with `+`) or a short code of 3 to 8 digits.
+	// Required. A long code, `+` and 8 to 15 digits (the first not 0), or a short code of 3 to 8
+	// digits. 9 to 15 digits without `+` are taken as a long code and kept with `+`.
 	Number        string `protobuf:"bytes,2,opt,name=number,proto3" json:"number,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1029,7 +1030,7 @@ func (x *AssignNumberResponse) GetNumber() *AssignedNumber {
 // Takes a number from its account.
 type ReleaseNumberRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Required. The number, with or without `+`.
+	// Required. The number, in any form AssignNumber takes.
 	Number        string `protobuf:"bytes,1,opt,name=number,proto3" json:"number,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1343,7 +1344,7 @@ type SimulateInboundRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Required. The handset's number: an optional `+`, then 8 to 15 digits. `from` in JSON.
 	Sender string `protobuf:"bytes,1,opt,name=sender,json=from,proto3" json:"sender,omitempty"`
-	// Required. A number assigned to an account, with or without `+`.
+	// Required. A number assigned to an account, as AssignNumber keeps it.
 	To string `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
 	// Required. The text, at most 10 parts long (see sms.v1.Segment).
 	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`

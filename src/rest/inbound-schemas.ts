@@ -1,0 +1,94 @@
+// JSON Schemas of the inbound-message operations (see message-schemas.ts for why schemas).
+
+import { ALWAYS, credentials, errorResponses } from "./common-schemas.ts";
+
+const inboundMessage = {
+  type: "object",
+  required: ["id", "from", "to", "text", "parts", "receivedAt"],
+  properties: {
+    id: { type: "integer" },
+    from: {
+      type: "string",
+      description:
+        "The handset: + and digits when the carrier gave the number in international form, else as the carrier gave it",
+    },
+    to: { type: "string", description: "The account's number it was sent to, as assigned" },
+    text: { type: "string" },
+    parts: {
+      type: "integer",
+      description: "Parts it came in; for an incomplete message, the parts that came",
+    },
+    receivedAt: { type: "string", format: "date-time" },
+    optOutType: {
+      type: "string",
+      enum: ["STOP", "START", "HELP"],
+      description:
+        "Present when the whole text was an opt-out word: STOP opted the sender out of the account's messages, START lifted it, HELP was answered",
+    },
+    incomplete: {
+      type: "boolean",
+      description: "Present (true) when parts never came: the text is what came",
+    },
+  },
+} as const;
+
+export const listInboundSchema = {
+  summary: "List inbound messages",
+  description:
+    "Messages handsets sent to the account's numbers, newest first, at most 100 a page. apiKey and apiSecret are query parameters; filters combine with AND.",
+  tags: ["inbound"],
+  querystring: {
+    type: "object",
+    required: ["apiKey", "apiSecret"],
+    properties: {
+      ...credentials,
+      from: { type: "string", description: "Only messages from this handset number, exactly" },
+      to: { type: "string", description: "Only messages to this number of the account" },
+      since: {
+        type: "string",
+        format: "date-time",
+        description: "Only messages received at or after this time (RFC 3339)",
+      },
+      pageToken: {
+        type: "string",
+        description:
+          "nextPageToken of the previous page, with the same filters; absent for the first",
+      },
+    },
+  },
+  response: {
+    200: {
+      description: "A page of inbound messages",
+      type: "object",
+      required: ["inbound", "nextPageToken"],
+      properties: {
+        inbound: { type: "array", items: inboundMessage },
+        nextPageToken: { type: "string", description: "Empty on the last page" },
+      },
+    },
+    ...errorResponses("arrays", ALWAYS, {
+      400: { since: ["since must be a date-time such as 2025-06-01T12:00:00Z"] },
+    }),
+  },
+} as const;
+
+export const getInboundSchema = {
+  summary: "Read an inbound message",
+  description:
+    "apiKey and apiSecret are query parameters. Another account's message is answered like an unknown one (404).",
+  tags: ["inbound"],
+  params: {
+    type: "object",
+    required: ["id"],
+    properties: {
+      id: { type: "string", pattern: "^[1-9][0-9]{0,15}$", description: "Inbound message id" },
+    },
+  },
+  querystring: { type: "object", required: ["apiKey", "apiSecret"], properties: credentials },
+  response: {
+    200: { ...inboundMessage, description: "The inbound message" },
+    ...errorResponses("arrays", [...ALWAYS, 404], {
+      404: { id: ["no inbound message with id 42"] },
+    }),
+  },
+} as const;

@@ -1,0 +1,72 @@
+/**
+ * Withdrawing accepted messages before they reach the carrier, their credit given back: the
+ * messages of a recipient who opted out after they were accepted (design "Two-way messaging":
+ * "SEND_ERROR, its credit refunded").
+ *
+ * Crash safety without transactions, in the order of store/charges.ts: (1) a pending refund is
+ * pushed on the account (no credit yet), (2) the messages still ACCEPTED become SEND_ERROR marked
+ * with the refund's `ref`, each with its webhook, (3) the refund is settled: the price of the
+ * messages marked with its ref is credited and the record removed, in one update that applies
+ * once. A crash after (1) leaves the record to the settler (settleAbandonedCharges), which does (3)
+ * once no write of (2) can land; a message withdrawn by two refunds at once is marked by one only.
+ */
+import { randomInt } from "node:crypto";
+import type { Collection, Filter } from "mongodb";
+import { settleWithdrawal } from "./charges.ts";
+import { backgroundWriteOptions } from "./deadline.ts";
+import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
+import { changeStatus } from "./status-changes.ts";
+
+/** What a withdrawn message records as its send error. */
+export const OPTED_OUT_ERROR = "the recipient opted out before the message was sent";
+
+export interface Withdrawable {
+  _id: number;
+  parts: number;
+}
+
+/**
+ * Withdraws those of `messages` (one account's) that are still ACCEPTED and match `filter`, and
+ * refunds them at `pricePerPartMicros` per part. Returns the ids withdrawn.
+ */
+export async function withdrawMessages(
+  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  accountId: string,
+  messages: readonly Withdrawable[],
+  pricePerPartMicros: number,
+  now: Date,
+  filter: Filter<MessageDoc> = {},
+): Promise<number[]> {
+  if (messages.length === 0) return [];
+  const priced = messages.map((m) => ({
+    id: m._id,
+    amountMicros: Math.max(1, m.parts) * pricePerPartMicros,
+  }));
+  const refund: PendingCharge = {
+    // Unique enough to tell two refunds of one account apart (2^47 values).
+    ref: randomInt(2 ** 47),
+    kind: "refund",
+    amountMicros: priced.reduce((sum, m) => sum + m.amountMicros, 0),
+    at: now,
+    messages: priced,
+  };
+  await collections.accounts.updateOne(
+    { _id: accountId },
+    { $push: { pendingCharges: refund } },
+    backgroundWriteOptions(),
+  );
+  // Replies to opt-out words are never withdrawn: they confirm the block they pass.
+  await changeStatus(
+    collections.messages,
+    priced.map((m) => m.id),
+    ["ACCEPTED"],
+    {
+      status: "SEND_ERROR",
+      set: { sendError: OPTED_OUT_ERROR, withdrawal: refund.ref },
+      unset: ["deliveryAt", "deliveryLease"],
+    },
+    now,
+    { filter: { keywordReply: { $exists: false }, ...filter } },
+  );
+  return (await settleWithdrawal(collections, accountId, refund)) ?? [];
+}
