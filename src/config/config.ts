@@ -1,4 +1,5 @@
 import { parseSmppUrl, type SmppEndpoint } from "../delivery/smpp/endpoint.ts";
+import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../inbound/alphabets.ts";
 import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
 // Configuration from environment variables, validated once at start. Every bad value is reported
 // with its variable name and what was expected, all at once.
@@ -57,6 +58,10 @@ export interface Config {
   carrier: "simulator" | "smpp";
   /** With `carrier: "smpp"`. */
   smpp: SmppConfig | undefined;
+  /** How long the parts of a long inbound message wait for the rest (SMS_MO_REASSEMBLY_S). */
+  moReassemblyS: number;
+  /** What an MO's data_coding 0 means: the carrier's default alphabet (SMS_MO_DEFAULT_ALPHABET). */
+  moDefaultAlphabet: DefaultAlphabet;
   /**
    * The key that encrypts and signs the dashboard's session cookies (32 bytes, given as 64 hex
    * digits). Unset: a random key per start, so sessions end with the process and are not shared
@@ -170,6 +175,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
+    // Kannel's default (sms-combine-concatenated-mo-timeout).
+    moReassemblyS: read.integer("SMS_MO_REASSEMBLY_S", 1800, { min: 1, max: 7 * 86_400 }),
+    moDefaultAlphabet: read.oneOf("SMS_MO_DEFAULT_ALPHABET", DEFAULT_ALPHABETS, "gsm7"),
     dashboardSessionKey: readSessionKey(read.secret("SMS_DASHBOARD_SESSION_KEY"), problems),
     dashboardSessionMinutes: read.integer("SMS_DASHBOARD_SESSION_MINUTES", 60, {
       min: 1,

@@ -11,19 +11,19 @@ export interface ReceivedPart {
   payload: Buffer;
 }
 
-export interface Assembly {
+export interface Assembly<P extends ReceivedPart = ReceivedPart> {
   /** The parts' payloads in order, each place once. */
   payload: Buffer;
   /** Distinct places received. */
   received: number;
   complete: boolean;
   /** The parts used, in order (the first received of each place). */
-  used: ReceivedPart[];
+  used: P[];
 }
 
 /** Assembles the parts received so far, in the order received: a repeated place keeps its first. */
-export function assemble(parts: readonly ReceivedPart[], total: number): Assembly {
-  const bySeq = new Map<number, ReceivedPart>();
+export function assemble<P extends ReceivedPart>(parts: readonly P[], total: number): Assembly<P> {
+  const bySeq = new Map<number, P>();
   for (const part of parts) {
     if (part.seq < 1 || part.seq > total || bySeq.has(part.seq)) continue;
     bySeq.set(part.seq, part);

@@ -1,11 +1,6 @@
-import {
-  type Collection,
-  type Db,
-  type Filter,
-  type IndexDescription,
-  MongoBulkWriteError,
-} from "mongodb";
+import type { Collection, Db, Filter, IndexDescription } from "mongodb";
 import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import { duplicateKeyIndexes } from "./write-outcomes.ts";
 
 /**
  * Inbound (mobile-originated) messages, whole: one document per message however many parts it
@@ -188,19 +183,8 @@ async function insertReportingDuplicates(
     await collection.insertMany(docs, { ordered: false });
     return [];
   } catch (error) {
-    if (!(error instanceof MongoBulkWriteError)) throw error;
-    const list: unknown = error.writeErrors;
-    const errors = (Array.isArray(list) ? list : list ? [list] : []) as {
-      index: number;
-      code: number;
-    }[];
-    // The server answered for every document (an unordered insert goes on past a refusal);
-    // `insertedCount` is not compared: the emulator reports every document as inserted.
-    const certain =
-      errors.length > 0 &&
-      errors.every((e) => e.code === 11000) &&
-      error.result.getWriteConcernError() === undefined;
-    if (!certain) throw error;
-    return errors.map((e) => e.index);
+    const duplicates = duplicateKeyIndexes(error);
+    if (!duplicates) throw error;
+    return duplicates;
   }
 }

@@ -1,5 +1,6 @@
 import type { Store } from "./database.ts";
 import { ensureInboundMessageIndexes } from "./inbound-messages.ts";
+import { ensureInboundPartIndexes } from "./inbound-parts.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs.ts";
@@ -38,5 +39,6 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ensureNumberIndexes(store.db),
     ensureInboundMessageIndexes(store.db),
     ensureOptOutIndexes(openOptOuts(store.db)),
+    ensureInboundPartIndexes(store.db),
   ]);
 }

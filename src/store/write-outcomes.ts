@@ -91,6 +91,19 @@ export function insertOutcome(error: unknown, count: number): BulkOutcome {
   return { refused, othersStored: complete };
 }
 
+/**
+ * The positions an unordered `insertMany` that threw `error` refused as duplicate keys, when the
+ * server answered for every document and refused only those; undefined otherwise (the outcome
+ * is unknown, or something else was refused). `insertedCount` is not compared: the emulator
+ * reports every document as inserted.
+ */
+export function duplicateKeyIndexes(error: unknown): number[] | undefined {
+  if (!(error instanceof MongoBulkWriteError) || hasWriteConcernErrors(error)) return undefined;
+  const errors = writeErrorsOf(error);
+  if (errors.length === 0 || errors.some((e) => e.code !== DUPLICATE_KEY)) return undefined;
+  return errors.map((e) => e.index);
+}
+
 /** True when a bulk error may hide an applied write: a lost answer, an unconfirmed write concern. */
 function unknownBulkOutcome(error: MongoBulkWriteError): boolean {
   const errors = writeErrorsOf(error);

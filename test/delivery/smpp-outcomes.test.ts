@@ -155,13 +155,13 @@ describe("outcomes over SMPP", () => {
     await waitFor(async () => (await smsc.receipts()).length === 0, 10_000, "receipts answered");
   });
 
-  it("acknowledges and logs a mobile-originated message", async () => {
+  it("acknowledges and logs a mobile-originated message when the carrier has no inbound intake", async () => {
     const result = await smsc.mo("4915112345678", "SMSINFO", "STOP ads, bitte", { waitMs: 5_000 });
     expect(result.status).toBe(0);
     await waitFor(() => log.text().includes("mobile-originated"), 5_000);
     const record = log.records.find((r) => r.msg.includes("mobile-originated"));
     expect(record?.obj).toMatchObject({
-      from: "4915112345678",
+      from: "+4915112345678",
       to: "SMSINFO",
       text: "STOP ads, bitte",
     });

@@ -3,10 +3,11 @@
  * validity, concatenation), receipt parsing and the stat/err mapping, the SMPP URL, its
  * configuration, and the receipt inbox's holding rules (with a fake handler).
  */
-import smpp from "smpp";
+
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
 import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
+import smpp from "../../src/delivery/smpp/codec.ts";
 import {
   concatenationReference,
   destinationAddress,
@@ -19,7 +20,6 @@ import { describeEndpoint, parseSmppUrl } from "../../src/delivery/smpp/endpoint
 import { ReceiptInbox } from "../../src/delivery/smpp/receipt-inbox.ts";
 import {
   deliverSmText,
-  isReceipt,
   parseReceipt,
   reasonOfError,
   receiptOutcome,
@@ -127,12 +127,6 @@ describe("receipts", () => {
   const text = (id: string, stat: string, err = "000") =>
     `id:${id} sub:001 dlvrd:001 submit date:2501011200 done date:2501011201 stat:${stat} err:${err} text:hello`;
 
-  it("tells receipts (esm_class bit 0x04) from mobile-originated messages", () => {
-    expect(isReceipt({ esm_class: 0x04 })).toBe(true);
-    expect(isReceipt({ esm_class: 0x44 })).toBe(true);
-    expect(isReceipt({ esm_class: 0 })).toBe(false);
-  });
-
   it("takes the id from receipted_message_id, else from the text, exactly as written", () => {
     const withTlv = deliverSm({
       short_message: Buffer.from(text("ignored", "DELIVRD")),
@@ -149,7 +143,7 @@ describe("receipts", () => {
     });
   });
 
-  it("undoes the smpp package's GSM decoding of data_coding 0 for every ASCII byte", () => {
+  it("reads data_coding 0 and 1 receipts byte per character (never through the GSM table), 8 as UTF-16BE", () => {
     const bytes = Buffer.from(
       Array.from({ length: 0x60 }, (_, i) => i + 0x20).filter((b) => b !== 0x7f),
     );
@@ -157,6 +151,11 @@ describe("receipts", () => {
     expect(deliverSmText(pdu)).toBe(bytes.toString("latin1"));
     const ia5 = deliverSm({ short_message: bytes, data_coding: 1 });
     expect(deliverSmText(ia5)).toBe(bytes.toString("latin1"));
+    const ucs2 = deliverSm({
+      short_message: Buffer.from("00690064003a00410042", "hex"),
+      data_coding: 8,
+    });
+    expect(parseReceipt(ucs2)?.carrierId).toBe("AB");
   });
 
   it("reads stat from message_state when the text has none", () => {

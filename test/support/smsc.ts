@@ -123,11 +123,55 @@ export interface PendingReceipt {
   last_status: number | null;
 }
 
+export interface MoPartResult {
+  /** 1-based place of the part in its message. */
+  part: number;
+  /** Tracks the part in GET /mo (with resend). */
+  id: number;
+  bind: number | null;
+  sequence: number | null;
+  /** The response's command_status, or null when none came within waitMs. */
+  status: number | null;
+}
+
 export interface MoResult {
   bind: number;
   sequence: number;
-  /** The deliver_sm_resp's command_status, or null when none came within waitMs. */
+  /** The first part's response status (deliver_sm_resp or data_sm_resp), or null when none came within waitMs. */
   status: number | null;
+  /** Every part sent, in the order sent. */
+  parts: MoPartResult[];
+}
+
+/** How POST /mo sends (test/smsc/README.md). */
+export interface MoOptions {
+  /** deliver_sm (default) or data_sm (the message in message_payload). */
+  command?: "deliver_sm" | "data_sm";
+  /** Any data_coding with `hex`; 0, 1, 3 or 8 with a text. Default 3 when Latin-1 fits, else 8. */
+  dataCoding?: number;
+  /** The message's bytes instead of the text (the text argument is then ignored). */
+  hex?: string;
+  /** Cut the bytes at these offsets into parts, concatenated by a UDH (8- or 16-bit reference) or SAR TLVs. */
+  cuts?: number[];
+  concat?: "udh8" | "udh16" | "sar";
+  ref?: number;
+  /** The 1-based parts in the order to send them, repeats allowed. Default 1..n. */
+  order?: number[];
+  /** Bits or'ed into esm_class (the UDHI bit is set for a UDH). */
+  esmClass?: number;
+  /** Sends each part again every resendUnackedMs until answered with 0 or ESME_RX_R_APPN. */
+  resend?: boolean;
+  waitMs?: number;
+  systemId?: string;
+}
+
+/** A part sent with `resend`: its answers so far. */
+export interface TrackedMoPart {
+  id: number;
+  seq: number;
+  attempts: number;
+  statuses: number[];
+  done: boolean;
 }
 
 export interface StartSmscOptions {
@@ -159,13 +203,10 @@ export interface TestSmsc {
   pdus(filter?: { since?: number; command?: string | string[] }): Promise<Pdu[]>;
   /** Clears the PDU log, the first-refusal state of 8/9 numbers, pending receipts and the TPS windows. */
   reset(): Promise<void>;
-  /** Sends a mobile-originated deliver_sm (esm_class 0) on a receiving bind; waits for its response. */
-  mo(
-    from: string,
-    to: string,
-    text: string,
-    options?: { dataCoding?: 0 | 3 | 8; waitMs?: number },
-  ): Promise<MoResult>;
+  /** Sends a mobile-originated message (its parts, in order) on a receiving bind; waits for each response. */
+  mo(from: string, to: string, text: string, options?: MoOptions): Promise<MoResult>;
+  /** The parts sent with `resend` and their answers. */
+  moParts(): Promise<TrackedMoPart[]>;
   binds(): Promise<SmscBind[]>;
   receipts(): Promise<PendingReceipt[]>;
   /** The SMSC unbinds (unbind PDU, then closes) one bind or all; returns the binds concerned. */
@@ -226,7 +267,13 @@ export async function startSmsc(options: StartSmscOptions = {}): Promise<TestSms
       await call("POST", "/reset");
     },
     mo: (from, to, text, moOptions = {}) =>
-      call<MoResult>("POST", "/mo", { from, to, text, ...moOptions }),
+      call<MoResult>("POST", "/mo", {
+        from,
+        to,
+        ...(moOptions.hex === undefined && { text }),
+        ...moOptions,
+      }),
+    moParts: () => call<TrackedMoPart[]>("GET", "/mo"),
     binds: () => call<SmscBind[]>("GET", "/binds"),
     receipts: () => call<PendingReceipt[]>("GET", "/receipts"),
     unbind: async (bind) =>

@@ -20,7 +20,7 @@
  * to be submitted when a bind is up again. Parts of that call the SMSC had already accepted are
  * then submitted again too: at most the call's parts, which the worker keeps within its window.
  *
- * Receipts and mobile-originated messages: incoming.ts.
+ * Receipts and mobile-originated messages (deliver_sm, data_sm): incoming.ts.
  */
 
 import type { Logger } from "../../logger.ts";
@@ -36,7 +36,7 @@ import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
 import { ESME_RMSGQFUL, ESME_RTHROTTLED, statusName } from "./command-status.ts";
 import { type Concatenation, submitSmFields } from "./encoding.ts";
 import { describeEndpoint, type SmppEndpoint } from "./endpoint.ts";
-import { IncomingPdus } from "./incoming.ts";
+import { type InboundParts, IncomingPdus } from "./incoming.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
 
 export interface SmppCarrierOptions {
@@ -67,6 +67,10 @@ export interface SmppCarrierOptions {
   backoffInitialMs?: number;
   backoffMaxMs?: number;
   connectTimeoutMs?: number;
+  /** Mobile-originated messages go to this intake (src/inbound/intake.ts); else acknowledged and logged. */
+  inbound?: InboundParts | undefined;
+  /** An MO waits this long for others to be stored with it in one batch. Default 5. */
+  moCollectMs?: number;
   /** tls.connect options for smpps:// (e.g. `ca`); the system's CAs by default. */
   tlsOptions?: Record<string, unknown>;
   /** The clock of `CarrierPart.expiresAt` (the database server's), in ms. Default Date.now. */
@@ -137,7 +141,13 @@ export class SmppCarrier implements Carrier {
       batchSize: 500,
       collectMs: options.receiptCollectMs ?? 50,
     });
-    this.incoming = new IncomingPdus(this.inbox, options.logger);
+    this.incoming = new IncomingPdus({
+      receipts: this.inbox,
+      inbound: options.inbound,
+      carrier: this.endpointText,
+      moCollectMs: options.moCollectMs ?? 5,
+      logger: options.logger,
+    });
     const { endpoint } = options;
     this.binds = Array.from(
       { length: binds },
@@ -161,7 +171,7 @@ export class SmppCarrier implements Carrier {
           },
           {
             changed: () => this.bindsChanged(),
-            deliverSm: (pdu, respond) => this.incoming.deliverSm(pdu, respond),
+            incoming: (pdu, respond) => this.incoming.receive(pdu, respond),
           },
           options.logger,
         ),
@@ -172,6 +182,7 @@ export class SmppCarrier implements Carrier {
     if (this.running) return;
     this.running = true;
     this.inbox.start(onReceipts);
+    this.incoming.start();
     this.logger.info(
       { smsc: this.endpointText, binds: this.binds.length, ...this.limits },
       "smpp: starting",
@@ -185,6 +196,7 @@ export class SmppCarrier implements Carrier {
     clearTimeout(this.pumpTimer);
     for (const call of [...this.calls]) this.fail(call, new CarrierUnavailable("carrier stopped"));
     await this.inbox.stop();
+    await this.incoming.stop();
     await Promise.all(this.binds.map((bind) => bind.stop()));
   }
 

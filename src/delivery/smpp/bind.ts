@@ -44,8 +44,11 @@ export interface BindSettings {
 export interface BindEvents {
   /** The bind came up or went down: the adapter dispatches again. */
   changed(): void;
-  /** A deliver_sm arrived; `respond` answers it on the connection it came on (false: that one is gone). */
-  deliverSm(pdu: SmppPdu, respond: (status?: number) => boolean): void;
+  /**
+   * A deliver_sm or data_sm arrived; `respond` answers it on the connection it came on (false:
+   * that one is gone).
+   */
+  incoming(pdu: SmppPdu, respond: (status?: number) => boolean): void;
 }
 
 /**
@@ -319,7 +322,8 @@ export class SmppBind {
         setTimeout(() => connection.destroy("unbound by the SMSC"), 2_000).unref();
         return;
       case "deliver_sm":
-        this.events.deliverSm(pdu, (status = ESME_ROK) => connection.respond(pdu, status));
+      case "data_sm":
+        this.events.incoming(pdu, (status = ESME_ROK) => connection.respond(pdu, status));
         return;
       case "alert_notification":
         return; // no response exists

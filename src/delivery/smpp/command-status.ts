@@ -4,6 +4,10 @@ export const ESME_ROK = 0x00;
 export const ESME_RINVCMDID = 0x03;
 export const ESME_RMSGQFUL = 0x14;
 export const ESME_RTHROTTLED = 0x58;
+/** deliver_sm_resp of an MO: temporary, the SMSC delivers it again later. */
+export const ESME_RX_T_APPN = 0x64;
+/** deliver_sm_resp of an MO: refused for good (no account owns its destination). */
+export const ESME_RX_R_APPN = 0x66;
 
 const STATUS_NAMES = new Map<number, string>([
   [0x01, "ESME_RINVMSGLEN"],
@@ -23,6 +27,8 @@ const STATUS_NAMES = new Map<number, string>([
   [0x58, "ESME_RTHROTTLED"],
   [0x61, "ESME_RINVSCHED"],
   [0x62, "ESME_RINVEXPIRY"],
+  [0x64, "ESME_RX_T_APPN"],
+  [0x66, "ESME_RX_R_APPN"],
 ]);
 
 /** e.g. `ESME_RSUBMITFAIL (0x45)`, or `status 0x4a` for one without a name here. */

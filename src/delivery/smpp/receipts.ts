@@ -3,8 +3,8 @@
  * is a receipt, the part's id in it, and the mapping of `stat`/`err` to the spec's statuses and
  * non-delivery reasons.
  *
- * - A receipt is a `deliver_sm` with `esm_class` bit 0x04. Any other `deliver_sm` is a
- *   mobile-originated message.
+ * - Which `deliver_sm` or `data_sm` is a receipt: src/inbound/recognition.ts (`esm_class`
+ *   first, TLVs second).
  * - The part is named by the `receipted_message_id` TLV, else by the `id:` of the receipt text;
  *   either is compared exactly as the SMSC wrote the `message_id` of its `submit_sm_resp`.
  * - `stat:DELIVRD` → DELIVERED; `EXPIRED` → Expired; UNDELIV, REJECTD, UNKNOWN, DELETED by `err:`
@@ -12,16 +12,13 @@
  *   full; anything else → Undelivered. Other states (ENROUTE, ACCEPTD) are not final: no receipt.
  *   Without a `stat:` in the text, the `message_state` TLV gives it.
  *
- * Text: the `smpp` package decodes `data_coding` 0 and 1 through the GSM 03.38 table, which turns
- * some ASCII bytes into other characters (`@` → `¡`, `_` → `§`, `$` → `¤`...): its own encoder
- * gives the bytes back (it is the exact inverse for bytes 0x00–0x7F), read as Latin-1.
+ * Text: the raw bytes (codec.ts), read as Latin-1 whatever `data_coding` 0, 1 or 3 says (a
+ * receipt's text is ASCII; read through the GSM 03.38 table, `@` would become `¡`, `_` `§`, `$`
+ * `¤`...), as UTF-16BE with `data_coding` 8.
  */
 
 import type { SmppPdu } from "smpp";
-import smpp from "smpp";
 import type { ReasonName } from "../../store/documents.ts";
-
-export const ESM_CLASS_RECEIPT = 0x04;
 
 /** What a receipt says about its part, before it is matched to a message. */
 export interface ReceiptInfo {
@@ -37,26 +34,19 @@ export type ReceiptOutcome =
   | { status: "DELIVERY_ERROR"; reason: ReasonName }
   | undefined;
 
-export function isReceipt(pdu: Pick<SmppPdu, "esm_class">): boolean {
-  return ((pdu.esm_class ?? 0) & ESM_CLASS_RECEIPT) !== 0;
-}
-
 /** The text of a deliver_sm (short_message, else message_payload), as the SMSC's bytes meant it. */
 export function deliverSmText(pdu: SmppPdu): string {
-  const body = messageBody(pdu.short_message) ?? messageBody(pdu.message_payload) ?? "";
-  if (typeof body !== "string") return body.toString("latin1");
-  const coding = (pdu.data_coding ?? 0) & 0x0f;
-  if (coding === 0 || coding === 1) return smpp.encodings.ASCII.encode(body).toString("latin1");
-  return body;
+  const body = messageBody(pdu.short_message) ?? messageBody(pdu.message_payload);
+  if (!body) return "";
+  return (pdu.data_coding ?? 0) === 8 ? utf16be.decode(body) : body.toString("latin1");
 }
 
-function messageBody(value: SmppPdu["short_message"]): string | Buffer | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (Buffer.isBuffer(value)) return value.length > 0 ? value : undefined;
-  const message = value.message;
-  if (message === undefined || message.length === 0) return undefined;
-  return message;
+/** The raw bytes of a message field (codec.ts keeps them raw); undefined when empty. */
+function messageBody(value: SmppPdu["short_message"]): Buffer | undefined {
+  return Buffer.isBuffer(value) && value.length > 0 ? value : undefined;
 }
+
+const utf16be = new TextDecoder("utf-16be");
 
 /** The `key:value` fields of a receipt text (SMPP 3.4 appendix B); keys lowercased. */
 export function receiptTextFields(text: string): Record<string, string> {
@@ -131,15 +121,4 @@ export function reasonOfError(err: string): ReasonName {
     default:
       return "Undelivered";
   }
-}
-
-/** The text of a mobile-originated deliver_sm, as the `smpp` package decoded it by data_coding. */
-export function moText(pdu: SmppPdu): string {
-  for (const value of [pdu.short_message, pdu.message_payload]) {
-    if (value === undefined || value === null) continue;
-    const message = Buffer.isBuffer(value) ? value : value.message;
-    if (message === undefined || message.length === 0) continue;
-    return typeof message === "string" ? message : `0x${message.toString("hex")}`;
-  }
-  return "";
 }

@@ -15,7 +15,7 @@
  */
 
 import type { SmppPdu, SmppSession } from "smpp";
-import smpp from "smpp";
+import smpp from "./codec.ts";
 
 export class RequestTimeout extends Error {
   constructor(command: string, ms: number) {

@@ -26,7 +26,7 @@ import com.sun.net.httpserver.HttpServer;
 
 /**
  * The HTTP/JSON control interface (see README.md):
- * GET|POST /config, GET /pdus[?since=N][&command=a,b], POST /reset, POST /mo, GET /binds,
+ * GET|POST /config, GET /pdus[?since=N][&command=a,b], POST /reset, POST /mo, GET /mo, GET /binds,
  * GET /receipts, POST /unbind, POST /drop, GET /health.
  */
 final class ControlServer {
@@ -76,19 +76,13 @@ final class ControlServer {
                         json(exchange, 200, Map.of("ok", true));
                     }
                     case "POST /mo" -> {
-                        Map<String, Object> b = body(exchange);
-                        String from = string(b, "from", true);
-                        String to = string(b, "to", true);
-                        String text = string(b, "text", true);
-                        Integer dataCoding = b.get("dataCoding") instanceof Number n ? n.intValue() : null;
-                        long waitMs = b.get("waitMs") instanceof Number n ? n.longValue() : 5_000;
                         try {
-                            json(exchange, 200, smsc.mobileOriginated(from, to, text, dataCoding,
-                                string(b, "systemId", false), waitMs));
+                            json(exchange, 200, smsc.mo.send(MoSender.request(body(exchange))));
                         } catch (IllegalStateException e) {
                             json(exchange, 409, Map.of("error", e.getMessage()));
                         }
                     }
+                    case "GET /mo" -> json(exchange, 200, smsc.mo.tracked());
                     case "GET /binds" -> json(exchange, 200, smsc.binds());
                     case "GET /receipts" -> json(exchange, 200, smsc.pendingReceipts());
                     case "POST /unbind", "POST /drop" -> {
@@ -138,20 +132,6 @@ final class ControlServer {
             throw new IllegalArgumentException("expected a JSON object");
         }
         return map;
-    }
-
-    private static String string(Map<String, Object> body, String key, boolean required) {
-        Object value = body.get(key);
-        if (value == null) {
-            if (required) {
-                throw new IllegalArgumentException(key + " is required");
-            }
-            return null;
-        }
-        if (!(value instanceof String s)) {
-            throw new IllegalArgumentException(key + " must be a string");
-        }
-        return s;
     }
 
     private static Map<String, String> query(String raw) {

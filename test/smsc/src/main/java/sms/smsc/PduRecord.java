@@ -16,6 +16,7 @@ final class PduRecord {
     static final int SUBMIT_SM = 0x00000004;
     static final int DELIVER_SM = 0x00000005;
     static final int DELIVER_SM_RESP = 0x80000005;
+    static final int DATA_SM_RESP = 0x80000103;
     static final int ENQUIRE_LINK_RESP = 0x80000015;
 
     private static final Map<Integer, String> NAMES = Map.ofEntries(

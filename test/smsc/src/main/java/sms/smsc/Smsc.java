@@ -16,7 +16,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -33,7 +32,6 @@ import org.jsmpp.SMPPConstant;
 import org.jsmpp.bean.BroadcastSm;
 import org.jsmpp.bean.CancelBroadcastSm;
 import org.jsmpp.bean.CancelSm;
-import org.jsmpp.bean.DataCoding;
 import org.jsmpp.bean.DataCodings;
 import org.jsmpp.bean.DataSm;
 import org.jsmpp.bean.ESMClass;
@@ -274,7 +272,7 @@ final class Smsc implements TappedConnection.Listener {
     @Override
     public void onPdu(int bind, boolean incoming, byte[] pdu) {
         PduRecord record = log.add(incoming, bind, pdu);
-        if (incoming && record.commandId == PduRecord.DELIVER_SM_RESP) {
+        if (incoming && (record.commandId == PduRecord.DELIVER_SM_RESP || record.commandId == PduRecord.DATA_SM_RESP)) {
             IntConsumer then = awaitingResponse.remove(key(bind, record.sequence));
             if (then != null) {
                 then.accept(record.status);
@@ -549,7 +547,8 @@ final class Smsc implements TappedConnection.Listener {
         }
     }
 
-    private SmscSession pickReceiver(String account) {
+    SmscSession pickReceiver(String requested) {
+        String account = accountOf(requested);
         List<SmscSession> candidates = new ArrayList<>();
         for (SmscSession s : sessions.values()) {
             if (account.equals(s.systemId) && s.getSessionState().isReceivable()) {
@@ -612,62 +611,29 @@ final class Smsc implements TappedConnection.Listener {
     // -------------------------------------------------------------------------------------------
     // control
 
-    /** Sends a mobile-originated deliver_sm on a receiving bind and waits up to waitMs for its response. */
-    Map<String, Object> mobileOriginated(String from, String to, String text, Integer dataCoding, String account,
-        long waitMs) throws Exception {
-        SmscSession target = pickReceiver(account != null ? account : systemId);
-        if (target == null) {
-            throw new IllegalStateException("no receiver or transceiver bind of " + (account != null ? account : systemId));
-        }
-        int dc = dataCoding != null ? dataCoding
-            : StandardCharsets.ISO_8859_1.newEncoder().canEncode(text) ? 3 : 8;
-        byte[] bytes = switch (dc) {
-            case 0, 1 -> text.getBytes(StandardCharsets.US_ASCII);
-            case 3 -> text.getBytes(StandardCharsets.ISO_8859_1);
-            case 8 -> text.getBytes(StandardCharsets.UTF_16BE);
-            default -> throw new IllegalArgumentException("dataCoding must be 0, 3 or 8");
-        };
-        OptionalParameter[] tlvs = new OptionalParameter[0];
-        if (bytes.length > 254) {
-            tlvs = new OptionalParameter[] {new OptionalParameter.OctetString((short) 0x0424, bytes)};
-            bytes = new byte[0];
-        }
-        CompletableFuture<Integer> answered = new CompletableFuture<>();
-        int sequence = target.nextSequence();
-        long key = key(target.bindNumber, sequence);
-        awaitingResponse.put(key, answered::complete);
-        DataCoding coding = DataCodings.newInstance((byte) dc);
-        try {
-            target.sendDeliverSm(sequence, addressTon(from), addressNpi(from), digits(from), addressTon(to),
-                addressNpi(to), digits(to), new ESMClass(0), coding, bytes, tlvs);
-        } catch (Exception e) {
-            awaitingResponse.remove(key);
-            throw e;
-        }
-        Integer status;
-        try {
-            status = answered.get(waitMs, TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            awaitingResponse.remove(key);
-            status = null;
-        }
-        Map<String, Object> result = new LinkedHashMap<>();
-        result.put("bind", target.bindNumber);
-        result.put("sequence", sequence);
-        result.put("status", status);
-        return result;
+    /** Mobile-originated messages: MoSender.java. */
+    final MoSender mo = new MoSender(this);
+
+    /** Waits for the deliver_sm_resp or data_sm_resp of (bind, sequence). */
+    void awaitResponse(SmscSession session, int sequence, IntConsumer then) {
+        awaitingResponse.put(key(session.bindNumber, sequence), then);
     }
 
-    private static boolean numeric(String address) {
-        return digits(address).chars().allMatch(Character::isDigit) && !digits(address).isEmpty();
+    void forgetResponse(SmscSession session, int sequence) {
+        awaitingResponse.remove(key(session.bindNumber, sequence));
     }
 
-    private static TypeOfNumber addressTon(String address) {
-        return numeric(address) ? TypeOfNumber.INTERNATIONAL : TypeOfNumber.ALPHANUMERIC;
+    ScheduledExecutorService timer() {
+        return timer;
     }
 
-    private static NumberingPlanIndicator addressNpi(String address) {
-        return numeric(address) ? NumberingPlanIndicator.ISDN : NumberingPlanIndicator.UNKNOWN;
+    ExecutorService workers() {
+        return workers;
+    }
+
+    /** The account MO go to: the given system_id, else the one this SMSC accepts. */
+    String accountOf(String account) {
+        return account != null ? account : systemId;
     }
 
     /** Clears the PDU log, the 8/9 numbers' first refusals, pending receipts and the rate windows. */
@@ -677,6 +643,7 @@ final class Smsc implements TappedConnection.Listener {
         }
         receipts.clear();
         awaitingResponse.clear();
+        mo.reset();
         refusedOnce.clear();
         for (SmscSession s : sessions.values()) {
             s.clearRate();

@@ -62,6 +62,15 @@ final class SmscSession extends SMPPServerSession {
             shortMessage, optionalParameters);
     }
 
+    /** Writes a data_sm (its message in message_payload) without waiting for the response. */
+    void sendDataSm(int sequenceNumber, TypeOfNumber sourceTon, NumberingPlanIndicator sourceNpi, String source,
+        TypeOfNumber destTon, NumberingPlanIndicator destNpi, String destination, ESMClass esmClass,
+        DataCoding dataCoding, OptionalParameter... optionalParameters) throws PDUStringException, IOException {
+        ensureReceivable("data_sm");
+        pduSender().sendDataSm(connection().getOutputStream(), sequenceNumber, "", sourceTon, sourceNpi, source,
+            destTon, destNpi, destination, esmClass, new RegisteredDelivery(0), dataCoding, optionalParameters);
+    }
+
     /** Sends enquire_link and waits for its response (up to the transaction timer). */
     void enquireLinkNow() throws ResponseTimeoutException, InvalidResponseException, IOException {
         sendEnquireLink();
