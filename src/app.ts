@@ -185,7 +185,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
 
   // Both Connect adapters: read limits per method, credentials checked before a body is read,
   // then the body checked as it arrives (rpc/guarded-bodies.ts).
-  const rpcBody = rpcBodies(largeBodies, config.bodyLimitBytes);
+  const rpcBody = rpcBodies(largeBodies, config.bodyLimitBytes, serviceRoutes);
   const rpcOptions = () =>
     rpcHandlerOptions({
       routes: serviceRoutes,

@@ -2,33 +2,39 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip } from "node:zlib";
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { DescMessage } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { clientAddress } from "../rate-limits/client-address.ts";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
+import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
 import { readMaxBytesOf } from "./read-limits.ts";
 
 // The body of a Connect, gRPC or gRPC-Web call as connect-es reads it, after the request gate, with
 // checks as the bytes arrive (connect-es reads a JSON message whole, then JSON.parse blocks the
 // loop for as long as it takes: 2 to 12 s for 16 MB of nested arrays in a field it then ignores):
 // - every call over 1 MiB takes a slot of LargeBodySlots, or is refused before more is read;
-// - a JSON message (Connect's application/json, gRPC and gRPC-Web's +json envelopes), decompressed
-//   when it is compressed, goes through the shape scanner: nesting or values past the limits are
-//   INVALID_ARGUMENT there, and the rest is never read.
-// Binary protobuf is not scanned: protobuf-es decodes it in one pass, nesting bounded at 100.
+// - each message (Connect's whole body, gRPC and gRPC-Web's envelopes), inflated when compressed,
+//   goes through a shape scanner, JSON (json-shape.ts) or binary (protobuf-shape.ts): nesting or
+//   values past the limits are INVALID_ARGUMENT there, and the rest is never read.
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
 
 type Framing = "whole" | "enveloped";
 
-function jsonFraming(contentType: string | undefined): Framing | undefined {
-  const type = contentType?.split(";")[0]?.trim().toLowerCase();
-  if (type === "application/json") return "whole";
-  if (type === "application/grpc+json" || type === "application/grpc-web+json") return "enveloped";
+/** How a call's messages are framed and encoded, from its content type; undefined: not scanned. */
+function codecOf(contentType: string | undefined): { framing: Framing; json: boolean } | undefined {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (type === "application/json") return { framing: "whole", json: true };
+  if (type === "application/proto") return { framing: "whole", json: false };
+  const grpc = /^application\/grpc(?:-web)?(?:\+(proto|json))?$/.exec(type);
+  if (grpc) return { framing: "enveloped", json: grpc[1] === "json" };
   return undefined;
 }
+
+type Scanner = { feed(chunk: Uint8Array): string | undefined };
 
 function header(request: NodeRequest, name: string): string | undefined {
   const value = request.headers[name];
@@ -43,32 +49,61 @@ function header(request: NodeRequest, name: string): string | undefined {
 export function guardedBody(
   request: NodeRequest,
   response: NodeResponse,
-  deps: { slots: LargeBodySlots; address: string | undefined; readMaxBytes: number },
+  deps: {
+    slots: LargeBodySlots;
+    address: string | undefined;
+    readMaxBytes: number;
+    /** The method's request message, for binary bodies. */
+    input: DescMessage | undefined;
+  },
 ): AsyncIterable<Uint8Array> | undefined {
   if (request.method !== "POST") return undefined;
-  const framing = jsonFraming(header(request, "content-type"));
+  const codec = codecOf(header(request, "content-type"));
+  const input = deps.input;
+  const scanner: (() => Scanner) | undefined = codec?.json
+    ? () => new JsonShapeScanner(BODY_SHAPE_LIMITS)
+    : input && (() => new ProtobufShapeScanner(input, BODY_SHAPE_LIMITS));
   const encoding =
-    framing === "whole" ? header(request, "content-encoding") : header(request, "grpc-encoding");
+    codec?.framing === "whole"
+      ? header(request, "content-encoding")
+      : header(request, "grpc-encoding");
   const declared = header(request, "content-length");
   return {
     [Symbol.asyncIterator]: () =>
       checkedChunks(request, response, {
         ...deps,
-        framing,
-        encoding: encoding?.trim().toLowerCase(),
+        messages:
+          codec && scanner
+            ? new Messages(
+                codec.framing,
+                scanner,
+                encoding?.trim().toLowerCase(),
+                deps.readMaxBytes,
+              )
+            : undefined,
         declaredLength: declared === undefined ? undefined : Number(declared),
       }),
   };
 }
 
-/** For both ports: the guarded body of a call to `path`, with the read limit of its method. */
-export function rpcBodies(slots: LargeBodySlots, batchReadMaxBytes: number) {
-  return (request: NodeRequest, response: NodeResponse, address: string | undefined) =>
-    guardedBody(request, response, {
+/** For both ports: the guarded body of a call, with its method's read limit and request type. */
+export function rpcBodies(
+  slots: LargeBodySlots,
+  batchReadMaxBytes: number,
+  routes: (router: ConnectRouter) => void,
+) {
+  const router = createConnectRouter();
+  routes(router);
+  const inputs = new Map(router.handlers.map((h) => [h.requestPath, h.method.input]));
+  return (request: NodeRequest, response: NodeResponse, address: string | undefined) => {
+    const path = request.url?.split("?")[0] ?? "";
+    return guardedBody(request, response, {
       slots,
       address: clientAddress(address),
-      readMaxBytes: readMaxBytesOf(request.url ?? "", batchReadMaxBytes),
+      readMaxBytes: readMaxBytesOf(path, batchReadMaxBytes),
+      input: inputs.get(path),
     });
+  };
 }
 
 /**
@@ -91,18 +126,13 @@ async function* checkedChunks(
   options: {
     slots: LargeBodySlots;
     address: string | undefined;
-    readMaxBytes: number;
-    framing: Framing | undefined;
-    encoding: string | undefined;
+    messages: Messages | undefined;
     declaredLength: number | undefined;
   },
 ): AsyncGenerator<Uint8Array> {
   const slot = options.slots.forBody(options.address, options.declaredLength);
   response.once("close", slot.release);
-  const messages =
-    options.framing === undefined
-      ? undefined
-      : new JsonMessages(options.framing, options.encoding, options.readMaxBytes);
+  const messages = options.messages;
   // Read by hand: a for-await that ends early would destroy the request, and with it the socket
   // the answer is to go out on. What is left unread stays unread; HTTP/1.1 closes after the answer.
   const source = request[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -126,22 +156,23 @@ async function* checkedChunks(
   }
 }
 
-/** The JSON messages of a body, each scanned as its bytes arrive (inflated first if need be). */
-class JsonMessages {
-  private message: JsonMessage | undefined;
+/** The messages of a body, each scanned as its bytes arrive (inflated first if need be). */
+class Messages {
+  private message: Message | undefined;
   private header = Buffer.alloc(0);
   /** Bytes of the current envelope's message still to come. */
   private remaining = 0;
 
   constructor(
     private readonly framing: Framing,
+    private readonly scanner: () => Scanner,
     private readonly encoding: string | undefined,
     private readonly readMaxBytes: number,
   ) {}
 
   async write(chunk: Buffer): Promise<void> {
     if (this.framing === "whole") {
-      this.message ??= new JsonMessage(this.encoding, this.readMaxBytes);
+      this.message ??= this.newMessage(this.encoding);
       return this.message.write(chunk);
     }
     // Envelopes: a flags byte (bit 0: compressed), a 4-byte big-endian length, the message.
@@ -162,7 +193,7 @@ class JsonMessages {
       const flags = this.header.readUInt8(0);
       this.remaining = this.header.readUInt32BE(1);
       this.header = Buffer.alloc(0);
-      this.message = new JsonMessage(flags & 1 ? this.encoding : undefined, this.readMaxBytes);
+      this.message = this.newMessage(flags & 1 ? this.encoding : undefined);
       if (this.remaining === 0) await this.finishMessage();
     }
   }
@@ -171,20 +202,24 @@ class JsonMessages {
     if (this.framing === "whole") await this.message?.end();
   }
 
+  private newMessage(encoding: string | undefined): Message {
+    return new Message(this.scanner(), encoding, this.readMaxBytes);
+  }
+
   private async finishMessage(): Promise<void> {
     await this.message?.end();
     this.message = undefined;
   }
 }
 
-/** One JSON message: its bytes, inflated when compressed, through the shape scanner. */
-class JsonMessage {
-  private readonly scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS);
+/** One message: its bytes, inflated when compressed, through a shape scanner. */
+class Message {
   private readonly inflater: Transform | undefined;
   private inflated = 0;
   private failure: ConnectError | undefined;
 
   constructor(
+    private readonly scanner: Scanner,
     encoding: string | undefined,
     private readonly readMaxBytes: number,
   ) {

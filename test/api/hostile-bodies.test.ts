@@ -185,6 +185,23 @@ describe("Connect and gRPC JSON: a deep unknown field is INVALID_ARGUMENT", () =
   });
 });
 
+describe("binary protobuf is counted before it is decoded", () => {
+  it("Connect SendBatch of 8 million empty messages: invalid_argument before the rest is sent", async () => {
+    const body = Buffer.alloc(16 * 1024 * 1024);
+    for (let i = 0; i < body.length; i += 2) body[i] = 0x0a; // messages, length 0
+    const post = partialPost(SEND_BATCH, body, 1024 * 1024, {
+      headers: { "content-type": "application/proto", authorization: auth() },
+    });
+    const answer = await post.answer;
+    post.close();
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({
+      code: "invalid_argument",
+      message: "the message holds more than 100000 fields",
+    });
+  });
+});
+
 describe("bodies over 1 MiB are bounded per client address and in all", () => {
   const large = Buffer.alloc(50 * 1024 * 1024, " ");
 
