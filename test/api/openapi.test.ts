@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sendBatchSchema, sendMessageSchema } from "../../src/rest/message-schemas.ts";
+import { createOptOutSchema } from "../../src/rest/opt-out-schemas.ts";
 import { createSenderNameSchema } from "../../src/rest/sender-name-schemas.ts";
 import { type RunningService, startService } from "../support/service.ts";
 
@@ -46,9 +47,15 @@ describe("the document", () => {
         .map(([path, method]) => `${method.toUpperCase()} ${path}`)
         .sort(),
     ).toEqual([
+      "DELETE /opt-outs/{number}",
       "DELETE /sender_names/{name}",
+      "GET /inbound",
+      "GET /inbound/{id}",
+      "GET /opt-outs",
+      "GET /opt-outs/changes",
       "GET /sender_names",
       "GET /sms-batch/{id}",
+      "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
       "POST /sms-batch",
@@ -107,6 +114,10 @@ describe("request bodies and parameters", () => {
       FORM,
     ]);
     expect(Object.keys(doc.paths["/sms-batch"].post.requestBody.content)).toEqual([JSON_TYPE]);
+    expect(Object.keys(doc.paths["/opt-outs"].post.requestBody.content).sort()).toEqual([
+      JSON_TYPE,
+      FORM,
+    ]);
   });
 
   it("the body schemas are the ones the routes validate with", () => {
@@ -114,6 +125,7 @@ describe("request bodies and parameters", () => {
       ["/sms", sendMessageSchema],
       ["/sms-batch", sendBatchSchema],
       ["/sender_names", createSenderNameSchema],
+      ["/opt-outs", createOptOutSchema],
     ] as const) {
       for (const media of Object.values<{ schema: { required: string[]; properties: object } }>(
         doc.paths[path].post.requestBody.content,
@@ -143,6 +155,8 @@ describe("request bodies and parameters", () => {
       doc.paths["/sms-batch/{id}"].get,
       doc.paths["/sender_names"].get,
       doc.paths["/sender_names/{name}"].delete,
+      doc.paths["/inbound/{id}"].get,
+      doc.paths["/opt-outs/{number}"].delete,
     ]) {
       const query = operation.parameters.filter((p: { in: string }) => p.in === "query");
       expect(query.map((p: { name: string; required: boolean }) => [p.name, p.required])).toEqual([
@@ -150,6 +164,36 @@ describe("request bodies and parameters", () => {
         ["apiSecret", true],
       ]);
     }
+  });
+
+  it("the two-way lists take their filters and page tokens as optional query parameters", () => {
+    const query = (operation: any) =>
+      operation.parameters
+        .filter((p: { in: string }) => p.in === "query")
+        .map((p: { name: string; required: boolean }) => [p.name, p.required]);
+    expect(query(doc.paths["/inbound"].get)).toEqual([
+      ["apiKey", true],
+      ["apiSecret", true],
+      ["from", false],
+      ["to", false],
+      ["since", false],
+      ["pageToken", false],
+    ]);
+    const since = doc.paths["/inbound"].get.parameters.find(
+      (p: { name: string }) => p.name === "since",
+    );
+    expect(since.schema).toMatchObject({ type: "string", format: "date-time" });
+    expect(query(doc.paths["/opt-outs"].get)).toEqual([
+      ["apiKey", true],
+      ["apiSecret", true],
+      ["pageToken", false],
+    ]);
+    expect(query(doc.paths["/opt-outs/changes"].get)).toEqual([
+      ["apiKey", true],
+      ["apiSecret", true],
+      ["number", false],
+      ["pageToken", false],
+    ]);
   });
 });
 
@@ -174,6 +218,26 @@ describe("responses", () => {
     ]);
     const info = doc.paths["/sms-batch/{id}"].get.responses["200"].content[JSON_TYPE].schema;
     expect(info.required).toContain("isActive");
+    const inbound = doc.paths["/inbound"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(inbound.required).toEqual(["inbound", "nextPageToken"]);
+    expect(Object.keys(inbound.properties.inbound.items.properties)).toEqual([
+      "id",
+      "from",
+      "to",
+      "text",
+      "parts",
+      "receivedAt",
+      "optOutType",
+      "incomplete",
+    ]);
+    const optOuts = doc.paths["/opt-outs"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(optOuts.required).toEqual(["optOuts", "nextPageToken"]);
+    expect(Object.keys(optOuts.properties.optOuts.items.properties)).toEqual([
+      "number",
+      "source",
+      "keyword",
+      "createTime",
+    ]);
   });
 
   it("documents the error shapes: arrays of messages; strings or arrays on POST /sms-batch", () => {
@@ -195,6 +259,32 @@ describe("responses", () => {
     expect(statuses(doc.paths["/sms-batch/{id}"].get)).toEqual(reading);
     expect(statuses(doc.paths["/sender_names/{name}"].delete)).toEqual(reading);
     expect(statuses(doc.paths["/sender_names"].get)).toEqual(["200", "400", "401", "429", "503"]);
+    expect(statuses(doc.paths["/inbound/{id}"].get)).toEqual(reading);
+    for (const listing of [
+      doc.paths["/inbound"].get,
+      doc.paths["/opt-outs"].get,
+      doc.paths["/opt-outs/changes"].get,
+    ]) {
+      expect(statuses(listing)).toEqual(["200", "400", "401", "429", "503"]);
+    }
+    expect(statuses(doc.paths["/opt-outs"].post)).toEqual([
+      "200",
+      "400",
+      "401",
+      "413",
+      "429",
+      "503",
+    ]);
+    // A handset's STOP is not the account's to remove: 409.
+    expect(statuses(doc.paths["/opt-outs/{number}"].delete)).toEqual([
+      "200",
+      "400",
+      "401",
+      "404",
+      "409",
+      "429",
+      "503",
+    ]);
   });
 
   it("every error status has an example in its own shape", () => {
