@@ -132,7 +132,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     background.wake();
   };
   // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
-  const twoWayParts = twoWay(store, config, schedule);
+  const twoWayParts = twoWay(store, config, schedule, app.log.child({ component: "inbound" }));
   const background = await startBackgroundWork({
     config,
     store,
@@ -140,6 +140,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     logger: app.log,
     metrics,
     screen: twoWayParts.screen,
+    inbound: twoWayParts.inbound,
   });
   // Bodies over 1 MiB read at once, per client address and in all, on both ports.
   const largeBodies = new LargeBodySlots();

@@ -4,6 +4,7 @@ import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
 import { SmppCarrier } from "./delivery/smpp/adapter.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
+import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import type { Store } from "./store/database.ts";
@@ -25,6 +26,8 @@ export async function startBackgroundWork(deps: {
   metrics?: Metrics | undefined;
   /** The delivery worker's last check before the carrier (opt-outs). */
   screen?: DeliveryWorkerOptions["screen"];
+  /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
+  inbound?: InboundIntake | undefined;
 }): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
   if (!config.runWorkers)
@@ -43,6 +46,7 @@ export async function startBackgroundWork(deps: {
       concatenation: smpp.concatenation,
       // expiresAt is on the database server's clock: the validity left is measured on it too.
       now: () => store.clock.nowMs(),
+      ...(deps.inbound && { inbound: (parts) => (deps.inbound as InboundIntake).take(parts) }),
       logger,
     });
   } else {
@@ -78,12 +82,14 @@ export async function startBackgroundWork(deps: {
   });
   await worker.start();
   await notifier.start();
+  deps.inbound?.start();
   return {
     wake: () => worker.wake(),
     carrier: () => ({ name: carrier.name, ...carrier.status?.() }),
     // The worker first, so its last status changes are still notified by a running notifier.
     stop: async () => {
       await worker.stop();
+      await deps.inbound?.stop();
       await notifier.stop();
     },
   };

@@ -1,5 +1,7 @@
 import type { Config } from "./config/config.ts";
 import type { ClaimedMessage } from "./delivery/delivery-claims.ts";
+import { InboundIntake } from "./inbound/intake.ts";
+import type { Logger } from "./logger.ts";
 import { OptOutRules } from "./services/opt-out-rules.ts";
 import type { Store } from "./store/database.ts";
 import { type OptOutStore, openOptOuts } from "./store/opt-outs.ts";
@@ -11,19 +13,22 @@ export type Schedule = (accountId: string, deliveryAt: Date, acceptedAt: Date) =
 export interface TwoWay {
   optOuts: OptOutStore;
   rules: OptOutRules;
+  /** Mobile-originated messages: stored, then handed to the opt-out rules (src/inbound/). */
+  inbound: InboundIntake;
   /** What the services take (services/routes.ts). */
   serviceDeps: {
     optOuts: OptOutStore;
     optOutRules: OptOutRules;
     optedOut: OptOutRules["refusedAmong"];
     carrier: Config["carrier"];
+    inbound: InboundIntake;
   };
   /** The delivery worker's last check before the carrier. */
   screen: (messages: readonly ClaimedMessage[]) => Promise<ReadonlySet<number>>;
 }
 
 /** The opt-out side of two-way messaging, assembled for app.ts (design "Two-way messaging"). */
-export function twoWay(store: Store, config: Config, schedule: Schedule): TwoWay {
+export function twoWay(store: Store, config: Config, schedule: Schedule, logger: Logger): TwoWay {
   const optOuts = openOptOuts(store.db);
   const rules = new OptOutRules({
     store,
@@ -33,14 +38,26 @@ export function twoWay(store: Store, config: Config, schedule: Schedule): TwoWay
     pricePerPartMicros: config.pricePerPartMicros,
     onQueued: schedule,
   });
+  const inbound = new InboundIntake({
+    db: store.db,
+    now: () => store.clock.now(),
+    ids: new IdAllocator(store.counters, "inbound"),
+    logger,
+    // A STOP is on the list before its deliver_sm_resp: the intake answers after the hook.
+    onInbound: (message) => rules.applyInbound(message),
+    reassemblyMs: config.moReassemblyS * 1000,
+    defaultAlphabet: config.moDefaultAlphabet,
+  });
   return {
     optOuts,
     rules,
+    inbound,
     serviceDeps: {
       optOuts,
       optOutRules: rules,
       optedOut: (accountId, numbers, options) => rules.refusedAmong(accountId, numbers, options),
       carrier: config.carrier,
+      inbound,
     },
     screen: (messages) => rules.screen(messages),
   };
