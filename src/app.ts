@@ -5,7 +5,7 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
-import { startBackgroundWork } from "./background.ts";
+import { type BackgroundWork, startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
@@ -68,6 +68,12 @@ export interface Service {
   metrics: Metrics | undefined;
   /** Readiness with its details, for the operator: main.ts serves it on METRICS_PORT. */
   health: () => Promise<HealthReport>;
+  /**
+   * Starts the background work this instance runs (delivery worker and carrier, notifier, the
+   * settler of abandoned charges). main.ts calls it once every port listens, so a start that
+   * fails has started none of it; not at all after close().
+   */
+  startBackground: () => Promise<void>;
 }
 
 /** Assembles the service on a database without listening, so tests can use real sockets on port 0. */
@@ -129,19 +135,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     lanes.mark(accountId, "delivery", deliveryAt);
     lanes.mark(accountId, "notify", acceptedAt);
     await lanes.flush();
-    background.wake();
+    background?.wake();
   };
   // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
-  const twoWayParts = twoWay(store, config, schedule, app.log.child({ component: "inbound" }));
-  const background = await startBackgroundWork({
-    config,
-    store,
-    instanceId,
-    logger: app.log,
-    metrics,
-    screen: twoWayParts.screen,
-    inbound: twoWayParts.inbound,
-  });
+  const twoWayParts = twoWay(store, config, schedule);
+  // Set by startBackground(), once the ports listen.
+  let background: BackgroundWork | undefined;
+  let settleTimer: NodeJS.Timeout | undefined;
+  let closing = false;
   // Bodies over 1 MiB read at once, per client address and in all, on both ports.
   const largeBodies = new LargeBodySlots();
   const limits = new RateLimits({
@@ -173,16 +174,30 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     ...(metrics && { intake: metrics.intake }),
   });
 
-  // Charges a crash left pending are settled: confirmed or refunded. Checked every 30 s, or
-  // a quarter of the cutoff when that is shorter (tests shorten SMS_SETTLE_AFTER_MS).
-  const settleTimer = setInterval(
-    () => {
-      settleAbandonedCharges(store, config.settleAfterMs, store.clock.now()).catch((err) =>
-        app.log.warn({ err }, "settling abandoned charges failed"),
-      );
-    },
-    Math.min(30_000, config.settleAfterMs / 4),
-  );
+  const startBackground = async () => {
+    if (closing || background) return;
+    const started = await startBackgroundWork({
+      config,
+      store,
+      instanceId,
+      logger: app.log,
+      metrics,
+      screen: twoWayParts.screen,
+    });
+    // A close that began meanwhile has passed the step that stops it.
+    if (closing) return started.stop();
+    background = started;
+    // Charges a crash left pending are settled: confirmed or refunded. Checked every 30 s, or
+    // a quarter of the cutoff when that is shorter (tests shorten SMS_SETTLE_AFTER_MS).
+    settleTimer = setInterval(
+      () => {
+        settleAbandonedCharges(store, config.settleAfterMs, store.clock.now()).catch((err) =>
+          app.log.warn({ err }, "settling abandoned charges failed"),
+        );
+      },
+      Math.min(30_000, config.settleAfterMs / 4),
+    );
+  };
 
   // Both Connect adapters: read limits per method, credentials checked before a body is read,
   // then the body checked as it arrives (rpc/guarded-bodies.ts).
@@ -223,6 +238,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // Both ports stop taking work at once; the HTTP/1.1 port drains meanwhile (onClose runs after).
   let closeDeadline = Number.POSITIVE_INFINITY;
   app.addHook("preClose", async () => {
+    closing = true;
     // The steps below finish before the process's forced exit (lifecycle/shutdown.ts) comes.
     closeDeadline = Date.now() + config.shutdownGraceMs * 0.9;
     void closeGrpc();
@@ -232,7 +248,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     await runCloseSteps(
       [
         { name: "gRPC port", run: closeGrpc },
-        { name: "background work", run: background.stop },
+        { name: "background work", run: async () => background?.stop() },
         { name: "charge confirmations", run: () => confirmations.flush() },
       ],
       closeDeadline,
@@ -292,7 +308,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   registerNotFoundHandler(app);
 
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
-  const health = healthRoutes(app, { db, carrier: () => background.carrier(), draining });
+  const health = healthRoutes(app, { db, carrier: () => background?.carrier(), draining });
 
-  return { app, grpc, store, metrics, health };
+  return { app, grpc, store, metrics, health, startBackground };
 }

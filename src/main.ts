@@ -1,21 +1,24 @@
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { build } from "./app.ts";
-import { ConfigError, loadConfig } from "./config/config.ts";
+import { type Config, ConfigError, loadConfig } from "./config/config.ts";
 import { Shutdown } from "./lifecycle/shutdown.ts";
+import { listenOn, startStep, startupFailure } from "./lifecycle/start-up.ts";
 import { serveMetrics } from "./metrics/server.ts";
 import { connect } from "./store/database.ts";
 import { startDatabase } from "./store/embedded-mongo.ts";
 import { startTracing } from "./tracing/tracing.ts";
 
-// Wires configuration to build() and listens. Everything else lives in build().
+// Wires configuration to build() and listens. Everything else lives in build(). Every port
+// listens before any background work starts (the carrier's binds, the delivery worker, the
+// notifier), so a start that fails, said in one line, has sent nothing anywhere.
 
-let config: ReturnType<typeof loadConfig>;
+let config: Config;
 try {
   config = loadConfig();
 } catch (error) {
   if (error instanceof ConfigError) {
-    console.error(error.message);
+    console.error(`invalid configuration: ${error.problems.join("; ")}`);
     process.exit(1);
   }
   throw error;
@@ -25,44 +28,61 @@ try {
 const shutdown = new Shutdown(config.shutdownGraceMs);
 shutdown.listen();
 
-// Before anything else, so every span has a provider; flushed last (closed after the rest).
-let stopTracing: ReturnType<typeof startTracing>;
 try {
-  stopTracing = startTracing(process.env);
+  await start(config);
 } catch (error) {
-  console.error((error as Error).message);
-  process.exit(1);
+  await shutdown.fail(startupFailure(error));
 }
-if (stopTracing) shutdown.add("tracing", stopTracing);
 
-const database = await startDatabase({ dataDir: ".data", logger: (msg) => console.error(msg) });
-shutdown.add("database", () => database.stop());
-const client = await connect(database.uri);
-shutdown.add("database client", () => client.close());
-const { app, grpc, metrics, health } = await build({
-  config,
-  db: client.db(config.mongodbDatabase),
-});
-shutdown.useLogger(app.log);
-if (metrics) {
-  // Added before the service, so closed after it: scrapes still see the instance draining.
-  const server = await serveMetrics(metrics.registry, config.metricsPort, config.host, health);
-  shutdown.add("metrics", () => server.close());
-  app.log.info({ url: `${server.url}/metrics` }, "Prometheus metrics listening");
-}
-// Stops accepting on both ports, lets in-flight requests finish, then stops background work.
-shutdown.add("service", () => app.close());
-if (!config.mongodbUri) {
-  app.log.info(
-    { database: database.kind, description: database.description },
-    "using the embedded database",
+async function start(config: Config): Promise<void> {
+  // Before anything else, so every span has a provider; flushed last (closed after the rest).
+  const stopTracing = await startStep("tracing (the OTEL_* variables)", () =>
+    startTracing(process.env),
   );
-}
+  if (stopTracing) shutdown.add("tracing", stopTracing);
 
-await app.listen({ port: config.port, host: config.host });
-grpc.listen(config.grpcPort, config.host);
-await once(grpc, "listening");
-app.log.info(
-  { port: (grpc.address() as AddressInfo).port },
-  "gRPC and Connect over HTTP/2 cleartext listening",
-);
+  const source = config.mongodbUri ? "MONGODB_URI" : "the embedded database";
+  const database = await startStep(source, () =>
+    startDatabase({ dataDir: config.dataDir, logger: (msg) => console.error(msg) }),
+  );
+  // Stopped last of all: in its own process group (store/java-tool.ts), a terminal's Ctrl-C
+  // reaches only the service, which drains on the database before it stops it.
+  shutdown.add("database", () => database.stop());
+  const client = await startStep(source, () => connect(database.uri));
+  shutdown.add("database client", () => client.close());
+  const { app, grpc, metrics, health, startBackground } = await startStep(
+    `preparing database ${config.mongodbDatabase} (MONGODB_DATABASE)`,
+    () => build({ config, db: client.db(config.mongodbDatabase) }),
+  );
+  shutdown.useLogger(app.log);
+  if (!config.mongodbUri) {
+    app.log.info(
+      { database: database.kind, description: database.description },
+      "using the embedded database",
+    );
+  }
+
+  if (metrics) {
+    // Added before the service, so closed after it: scrapes still see the instance draining.
+    const server = await listenOn("METRICS_PORT", config.metricsPort, config.host, () =>
+      serveMetrics(metrics.registry, config.metricsPort, config.host, health),
+    );
+    shutdown.add("metrics", () => server.close());
+    app.log.info({ url: `${server.url}/metrics` }, "Prometheus metrics listening");
+  }
+  // Stops accepting on both ports, lets in-flight requests finish, then stops background work.
+  shutdown.add("service", () => app.close());
+  await listenOn("PORT", config.port, config.host, () =>
+    app.listen({ port: config.port, host: config.host }),
+  );
+  await listenOn("GRPC_PORT", config.grpcPort, config.host, () => {
+    grpc.listen(config.grpcPort, config.host);
+    return once(grpc, "listening");
+  });
+  app.log.info(
+    { port: (grpc.address() as AddressInfo).port },
+    "gRPC and Connect over HTTP/2 cleartext listening",
+  );
+
+  await startStep("the delivery worker and notifier (SMS_CARRIER)", startBackground);
+}

@@ -132,7 +132,10 @@ async function startMemoryServer(
   }
   const replSet = await MongoMemoryReplSet.create({
     binary: { systemBinary: binary, version: binaryOptions.version },
-    replSet: { count: 1, storageEngine: "wiredTiger" },
+    // Its own process group, as the emulator's (java-tool.ts): Ctrl-C reaches the service only,
+    // which stops mongod after its drain; mongodb-memory-server's killer process still ends it
+    // if the service dies.
+    replSet: { count: 1, storageEngine: "wiredTiger", spawn: { detached: true } },
     instanceOpts: [{ port, dbPath }],
   });
   await replSet.waitUntilRunning();

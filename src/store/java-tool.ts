@@ -2,7 +2,8 @@
  * Runs a small Java tool of the project (the test database emulator, the test SMSC): starts its
  * jar, waits for the line that says it is ready, and stops it. The JVM watches its stdin: when this
  * process goes away the pipe closes and the JVM exits, so a tool never outlives its parent, and it
- * does not keep this process alive either.
+ * does not keep this process alive either. It runs in a process group of its own, so a signal to
+ * the service's group (Ctrl-C) does not reach it: the service stops it when it is done with it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -32,7 +33,13 @@ export interface RunningJavaTool {
 
 export async function startJavaTool(options: JavaToolOptions): Promise<RunningJavaTool> {
   const { name, log } = options;
-  const child = spawn("java", options.args, { stdio: ["pipe", "pipe", "pipe"], cwd: options.cwd });
+  const child = spawn("java", options.args, {
+    stdio: ["pipe", "pipe", "pipe"],
+    cwd: options.cwd,
+    // Its own process group: a terminal's Ctrl-C goes to the foreground group only, so the tool
+    // (the embedded database above all) lives on while the service drains, and is stopped by it.
+    detached: true,
+  });
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
 

@@ -66,6 +66,8 @@ export async function startService(
   if (service.metrics) {
     metricsServer = await serveMetrics(service.metrics.registry, 0, "127.0.0.1", service.health);
   }
+  // As main.ts does: the background work once every port listens.
+  await service.startBackground();
   const admin = createClient(
     AdminService,
     createConnectTransport({ baseUrl, httpVersion: "1.1", interceptors: [] }),
