@@ -138,7 +138,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     background?.wake();
   };
   // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
-  const twoWayParts = twoWay(store, config, schedule);
+  const twoWayParts = twoWay(store, config, schedule, app.log.child({ component: "inbound" }));
   // Set by startBackground(), once the ports listen.
   let background: BackgroundWork | undefined;
   let settleTimer: NodeJS.Timeout | undefined;
@@ -183,6 +183,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       logger: app.log,
       metrics,
       screen: twoWayParts.screen,
+      inbound: twoWayParts.inbound,
     });
     // A close that began meanwhile has passed the step that stops it.
     if (closing) return started.stop();

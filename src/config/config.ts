@@ -1,6 +1,8 @@
+import { type CarrierPlan, singleCarrierPlan } from "../delivery/routing/carrier-plan.ts";
 import { parseSmppUrl, type SmppEndpoint } from "../delivery/smpp/endpoint.ts";
 import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../inbound/alphabets.ts";
 import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { CarriersFileError, loadCarriersFile } from "./carriers-file.ts";
 // Configuration from environment variables, validated once at start. Every bad value is reported
 // with its variable name and what was expected, all at once.
 
@@ -60,6 +62,13 @@ export interface Config {
   carrier: "simulator" | "smpp";
   /** With `carrier: "smpp"`. */
   smpp: SmppConfig | undefined;
+  /**
+   * Carriers, routes and prices: from SMS_CARRIERS_FILE, else the one carrier above with
+   * SMS_PRICE_PER_PART for every destination (delivery/routing/carrier-plan.ts).
+   */
+  carriers: CarrierPlan;
+  /** `format`: the spec's rule for `to`; `strict`: also valid for its country (libphonenumber). */
+  numberValidation: "format" | "strict";
   /** How long the parts of a long inbound message wait for the rest (SMS_MO_REASSEMBLY_S). */
   moReassemblyS: number;
   /** What an MO's data_coding 0 means: the carrier's default alphabet (SMS_MO_DEFAULT_ALPHABET). */
@@ -178,6 +187,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
+    carriers: undefined as unknown as CarrierPlan, // below, once SMS_SMPP_* are read
+    numberValidation: read.oneOf("SMS_NUMBER_VALIDATION", ["format", "strict"], "format"),
     // Kannel's default (sms-combine-concatenated-mo-timeout).
     moReassemblyS: read.integer("SMS_MO_REASSEMBLY_S", 1800, { min: 1, max: 7 * 86_400 }),
     moDefaultAlphabet: read.oneOf("SMS_MO_DEFAULT_ALPHABET", DEFAULT_ALPHABETS, "gsm7"),
@@ -189,6 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     connections: readConnectionLimits(read, problems),
   };
   if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
+  config.carriers = readCarrierPlan(env, config, problems);
   // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
   // cutoff of twice the longer deadline leaves the other half for clocks and the network.
   const longest = Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs);
@@ -235,6 +247,31 @@ function readConnectionLimits(read: EnvReader, problems: string[]): ConnectionLi
     problems.push("SMS_HEADERS_TIMEOUT_MS: must not exceed SMS_REQUEST_RECEIVE_TIMEOUT_MS");
   }
   return limits;
+}
+
+/** SMS_CARRIERS_FILE, whose problems are reported one per line; else the one-carrier shorthand. */
+function readCarrierPlan(env: NodeJS.ProcessEnv, config: Config, problems: string[]): CarrierPlan {
+  const shorthand = singleCarrierPlan({
+    smpp: config.smpp,
+    simTps: config.simTps,
+    pricePerPartMicros: config.pricePerPartMicros,
+  });
+  const path = env.SMS_CARRIERS_FILE;
+  if (!path) return shorthand;
+  for (const name of ["SMS_CARRIER", "SMS_SMPP_URL"]) {
+    if (env[name]) problems.push(`${name}: not used with SMS_CARRIERS_FILE (give carriers there)`);
+  }
+  try {
+    return loadCarriersFile(path, {
+      pricePerPartMicros: config.pricePerPartMicros,
+      simTps: config.simTps,
+      env,
+    });
+  } catch (error) {
+    if (!(error instanceof CarriersFileError)) throw error;
+    for (const problem of error.problems) problems.push(`SMS_CARRIERS_FILE ${path}: ${problem}`);
+    return shorthand;
+  }
 }
 
 function readSmppConfig(read: EnvReader, problems: string[]): SmppConfig | undefined {
