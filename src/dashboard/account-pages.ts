@@ -10,7 +10,7 @@ import { sessionCall } from "./session.ts";
 import { creditText, ownerTypeName, purposeName, STATUS_MEANINGS } from "./wording.ts";
 
 // The account's own pages: the overview (credit, the last 24 hours by status, counted at most
-// every few seconds: recent-counts.ts), its sender names (request, list, delete) and its settings.
+// every few seconds: recent-counts.ts) and its sender names (request, list, delete).
 
 /** Each status count of the overview stops here: the overview stays fast at any volume. */
 const COUNT_CAP = 1_000_000;
@@ -182,22 +182,5 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
       await clients.senderNames.deleteSenderName({ name }, sessionCall(request, account));
       return reply.redirect(`/dashboard/sender-names?deleted=${encodeURIComponent(name)}`, 303);
     }),
-  );
-
-  app.get(
-    "/settings",
-    dashboard.signedIn(async (_request, reply, account) =>
-      dashboard.render(
-        reply,
-        "settings",
-        {
-          title: "Settings",
-          nav: "settings",
-          statusUrl: account.statusUrl ?? "",
-          defaultSender: account.defaultSender ?? "",
-        },
-        account,
-      ),
-    ),
   );
 }

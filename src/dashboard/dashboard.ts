@@ -7,7 +7,9 @@ import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
+import { inboundPages } from "./inbound-pages.ts";
 import { messagePages } from "./message-pages.ts";
+import { optOutPages } from "./opt-out-pages.ts";
 import {
   type Dashboard,
   type DashboardDeps,
@@ -15,6 +17,7 @@ import {
   serviceErrors,
 } from "./page-kit.ts";
 import { registerSession, signedInAccount } from "./session.ts";
+import { settingsPages } from "./settings-pages.ts";
 import { signInPages } from "./sign-in-pages.ts";
 
 // The account dashboard (design "Account dashboard"): server-rendered pages under /dashboard on
@@ -89,6 +92,9 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   signInPages(app, dashboard);
   accountPages(app, dashboard);
   messagePages(app, dashboard);
+  inboundPages(app, dashboard);
+  optOutPages(app, dashboard);
+  settingsPages(app, dashboard);
 }
 
 function errorPage(

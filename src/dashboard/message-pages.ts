@@ -1,15 +1,23 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { Batch, ListMessagesRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
 import type { Message } from "../../gen/sms/v1/types_pb.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { batchCounters } from "../rest/messages.ts";
-import type { AccountView } from "../services/account-directory.ts";
 import { STATUS_TO_PROTO } from "../services/message-resources.ts";
 import { STATUS_NAMES } from "../store/account-summary.ts";
 import type { StatusName } from "../store/documents.ts";
-import { type Dashboard, type FieldErrorList, serviceErrors } from "./page-kit.ts";
+import {
+  badId,
+  type Dashboard,
+  type FieldErrorList,
+  ID,
+  serviceErrors,
+  fieldText as text,
+  timeFieldError,
+  utcTimeOf,
+} from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
 import { notificationState, reasonOf, STATUS_MEANINGS, statusName, timeText } from "./wording.ts";
 
@@ -30,11 +38,6 @@ interface MessageSearch {
   until: string;
   page: string;
 }
-
-const text = (value: unknown): string => (typeof value === "string" ? value.trim() : "");
-const ID = /^[1-9][0-9]{0,15}$/;
-// What an <input type="datetime-local"> sends, read as UTC.
-const LOCAL_TIME = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?$/;
 
 /** The search form's fields as a ListMessages request, or the spec-shaped errors of the bad ones. */
 export function searchRequest(
@@ -60,11 +63,9 @@ export function searchRequest(
   }
   for (const field of ["from", "until"] as const) {
     if (search[field] === "") continue;
-    const match = LOCAL_TIME.exec(search[field]);
-    const time = match ? new Date(`${match[1]}T${match[2]}${match[3] ?? ":00"}Z`) : undefined;
-    if (!time || Number.isNaN(time.getTime())) {
-      errors[field] = [`${field} must be a date and time, YYYY-MM-DDTHH:MM (UTC)`];
-    } else if (field === "from") request.startTime = timestampFromDate(time);
+    const time = utcTimeOf(search[field]);
+    if (!time) errors[field] = [timeFieldError(field)];
+    else if (field === "from") request.startTime = timestampFromDate(time);
     else request.endTime = timestampFromDate(time);
   }
   return Object.keys(errors).length > 0 ? { errors } : { request };
@@ -81,21 +82,6 @@ function messageRow(message: Message) {
     created: timeText(message.createTime),
     text: message.text,
   };
-}
-
-/** 400 for a path id that cannot be one. */
-function badId(
-  dashboard: Dashboard,
-  reply: FastifyReply,
-  account: AccountView,
-  kind: "message" | "batch",
-) {
-  return dashboard.render(
-    reply.code(400),
-    "error",
-    { title: "Error 400", errors: { id: [`id must be a ${kind} id: a positive integer`] } },
-    account,
-  );
 }
 
 function batchRow(batch: Batch) {

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config/config.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { forwardServiceHeaders } from "../rest/call-options.ts";
-import { HTTP_STATUS } from "../rest/error-handler.ts";
+import { httpStatusOf } from "../rest/error-handler.ts";
 import { restParameter } from "../rest/parameter-names.ts";
 import type { ServiceClients } from "../rest/service-clients.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
@@ -65,7 +65,7 @@ export function serviceErrors(
 ): { status: number; errors: FieldErrorList } {
   if (error instanceof ConnectError) {
     forwardServiceHeaders(error.metadata, reply);
-    const status = HTTP_STATUS[error.code] ?? 500;
+    const status = httpStatusOf(error) ?? 500;
     if (status >= 500 && status !== 503) {
       return { status, errors: { request: ["internal error; please retry later"] } };
     }
@@ -78,4 +78,39 @@ export function serviceErrors(
     return { status, errors };
   }
   throw error;
+}
+
+/** A form or query field as text, trimmed; anything else (absent, repeated) as empty. */
+export const fieldText = (value: unknown): string =>
+  typeof value === "string" ? value.trim() : "";
+
+/** A resource id in a path: a positive integer. */
+export const ID = /^[1-9][0-9]{0,15}$/;
+
+// What an <input type="datetime-local"> sends, read as UTC.
+const LOCAL_TIME = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(:\d{2}(\.\d{1,3})?)?$/;
+
+/** A datetime-local field's value as a UTC time; undefined when it is not one. */
+export function utcTimeOf(value: string): Date | undefined {
+  const match = LOCAL_TIME.exec(value);
+  const time = match ? new Date(`${match[1]}T${match[2]}${match[3] ?? ":00"}Z`) : undefined;
+  return time && !Number.isNaN(time.getTime()) ? time : undefined;
+}
+
+export const timeFieldError = (field: string): string =>
+  `${field} must be a date and time, YYYY-MM-DDTHH:MM (UTC)`;
+
+/** The 400 page of a path id that cannot be one. */
+export function badId(
+  dashboard: Dashboard,
+  reply: FastifyReply,
+  account: AccountView,
+  kind: string,
+): FastifyReply {
+  return dashboard.render(
+    reply.code(400),
+    "error",
+    { title: "Error 400", errors: { id: [`id must be a ${kind} id: a positive integer`] } },
+    account,
+  );
 }

@@ -4,9 +4,12 @@ import {
   MessageStatus,
   NonDeliveryReason,
   NotificationState,
+  OptOutSource,
+  OptOutType,
   SenderNameOwnerType,
   SenderNamePurpose,
 } from "../../gen/sms/v1/types_pb.ts";
+import type { OptOutType as OptOutTypeName } from "../domain/opt-out-keywords.ts";
 import type { ReasonName, StatusName } from "../store/documents.ts";
 
 // How the dashboard words what the services answer: statuses and non-delivery reasons in the
@@ -53,6 +56,33 @@ const NOTIFICATION_STATES: Record<NotificationState, string> = {
   [NotificationState.GAVE_UP]: "gave up",
   [NotificationState.SKIPPED]: "skipped (no status URL)",
 };
+
+/** What an opt-out word in an inbound message did (design "Two-way messaging"). */
+export const OPT_OUT_MEANINGS: Record<OptOutTypeName, string> = {
+  STOP: "an opt-out word: the sender gets no more messages from this account until it sends START",
+  START: "a word that lifts the sender's opt-out",
+  HELP: "a word asking for help: it was answered with the account's help reply",
+};
+
+const OPT_OUT_TYPE_NAMES: Partial<Record<OptOutType, OptOutTypeName>> = {
+  [OptOutType.STOP]: "STOP",
+  [OptOutType.START]: "START",
+  [OptOutType.HELP]: "HELP",
+};
+
+/** STOP, START or HELP; empty for an ordinary answer. */
+export const optOutTypeName = (type: OptOutType): OptOutTypeName | "" =>
+  OPT_OUT_TYPE_NAMES[type] ?? "";
+
+/** Who put a number on the opt-out list, as the account reads it. */
+const OPT_OUT_SOURCES: Record<OptOutSource, string> = {
+  [OptOutSource.UNSPECIFIED]: "",
+  [OptOutSource.KEYWORD]: "the handset",
+  [OptOutSource.API]: "this account",
+  [OptOutSource.OPERATOR]: "the operator",
+};
+
+export const optOutSourceText = (source: OptOutSource): string => OPT_OUT_SOURCES[source] ?? "";
 
 export const statusName = (status: MessageStatus): string => STATUS_NAMES[status] ?? "";
 

@@ -45,6 +45,12 @@ export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {
   OPT_OUT_NOT_REMOVABLE: 409,
 };
 
+/** The HTTP status of a service refusal (REST and the dashboard); undefined for a failure. */
+export function httpStatusOf(error: ConnectError): number | undefined {
+  const reason = errorReasonOf(error);
+  return (reason && HTTP_STATUS_BY_REASON[reason]) || HTTP_STATUS[error.code];
+}
+
 interface AjvError {
   instancePath: string;
   keyword: string;
@@ -55,8 +61,7 @@ interface AjvError {
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((thrown: FastifyError | ConnectError, request, reply) => {
     if (thrown instanceof ConnectError) {
-      const reason = errorReasonOf(thrown);
-      const status = (reason && HTTP_STATUS_BY_REASON[reason]) || HTTP_STATUS[thrown.code];
+      const status = httpStatusOf(thrown);
       if (status) {
         const errors: FieldErrorList = {};
         for (const { field, message } of fieldErrorsOf(thrown)) {

@@ -37,18 +37,31 @@ export function page(baseUrl: string, cookie: string, path: string): Promise<Res
   return fetch(`${baseUrl}/dashboard${path}`, { redirect: "manual", headers: { cookie } });
 }
 
+/**
+ * A signed-in page with forms (`path` under /dashboard): its HTML, its CSRF token, and the cookie
+ * that goes with the token (the CSRF secret is in the session).
+ */
+export async function formPage(
+  baseUrl: string,
+  cookie: string,
+  path: string,
+): Promise<{ html: string; token: string; cookie: string }> {
+  const response = await page(baseUrl, cookie, path);
+  expect(response.status).toBe(200);
+  const html = await response.text();
+  const token = /name="_csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+  expect(token).not.toBe("");
+  return { html, token, cookie: response.headers.get("set-cookie")?.split(";")[0] ?? cookie };
+}
+
 /** Presses a button of the overview's sign-out form (`action`), with the page's CSRF token. */
 export async function postFromPage(
   baseUrl: string,
   cookie: string,
   action: string,
 ): Promise<Response> {
-  const overview = await page(baseUrl, cookie, "/overview");
-  expect(overview.status).toBe(200);
-  const token = /name="_csrf" value="([^"]+)"/.exec(await overview.text())?.[1] ?? "";
-  // The page's token goes with the cookie it set (the CSRF secret is in the session).
-  const current = overview.headers.get("set-cookie")?.split(";")[0] ?? cookie;
-  return postForm(`${baseUrl}/dashboard${action}`, current, { _csrf: token });
+  const overview = await formPage(baseUrl, cookie, "/overview");
+  return postForm(`${baseUrl}/dashboard${action}`, overview.cookie, { _csrf: overview.token });
 }
 
 export function postForm(
