@@ -7,12 +7,12 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import type { Db } from "mongodb";
 import { type BackgroundWork, startBackgroundWork } from "./background.ts";
 import type { Config } from "./config/config.ts";
+import { http1ServerOptions, limitHttp1 } from "./connections/http1-limits.ts";
+import { http2ServerOptions, limitHttp2 } from "./connections/http2-limits.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
-import { http1ServerOptions, limitHttp1 } from "./connections/http1-limits.ts";
-import { http2ServerOptions, limitHttp2 } from "./connections/http2-limits.ts";
 import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
@@ -29,8 +29,8 @@ import {
   registerErrorHandler,
   registerNotFoundHandler,
 } from "./rest/error-handler.ts";
-import { messageRoutes } from "./rest/messages.ts";
 import { inboundRoutes } from "./rest/inbound.ts";
+import { messageRoutes } from "./rest/messages.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
