@@ -202,3 +202,43 @@ describe("POST /sms-batch: parse failures in the array shape, parameters as stri
     expect(answer).toEqual({ status: 401, body: { errors: { request: expect.any(String) } } });
   });
 });
+
+describe("the two-way routes (inbound messages, opt-outs) answer in the spec's shape", () => {
+  it("without credentials: 400 naming both, on every one of them", async () => {
+    for (const [method, path] of [
+      ["GET", "/inbound"],
+      ["GET", "/inbound/1"],
+      ["GET", "/opt-outs"],
+      ["GET", "/opt-outs/changes"],
+      ["DELETE", "/opt-outs/%2B4915112345678"],
+    ] as const) {
+      const response = await fetch(`${service.baseUrl}${path}`, { method });
+      expect(response.status, `${method} ${path}`).toBe(400);
+      expect(await response.json()).toEqual({
+        errors: { apiKey: ["apiKey cannot be empty"], apiSecret: ["apiSecret cannot be empty"] },
+      });
+    }
+  });
+
+  it("POST /opt-outs: a body that cannot be parsed is errors.request, a missing number errors.number", async () => {
+    expect(await rawPost(`${service.baseUrl}/opt-outs`, "application/json", "{")).toEqual({
+      status: 400,
+      body: requestErrors,
+    });
+    const missing = await rawPost(
+      `${service.baseUrl}/opt-outs`,
+      "application/json",
+      JSON.stringify({ apiKey: account.apiKey, apiSecret: account.apiSecret }),
+    );
+    expect(missing).toEqual({
+      status: 400,
+      body: { errors: { number: ["number cannot be empty"] } },
+    });
+    const wrong = await rawPost(
+      `${service.baseUrl}/opt-outs`,
+      "application/x-www-form-urlencoded",
+      `number=%2B4915112345678&apiKey=${account.apiKey}&apiSecret=wrong`,
+    );
+    expect(wrong).toEqual({ status: 401, body: requestErrors });
+  });
+});
