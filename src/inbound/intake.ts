@@ -23,10 +23,15 @@
 import type { Db } from "mongodb";
 import { optOutTypeOf } from "../domain/opt-out-keywords.ts";
 import type { Logger } from "../logger.ts";
-import { type InboundMessageDoc, storeInboundMessages } from "../store/inbound-messages.ts";
+import {
+  type InboundMessageDoc,
+  inboundMessagesByIds,
+  storeInboundMessages,
+} from "../store/inbound-messages.ts";
 import {
   closeParts,
   type InboundPartDoc,
+  messagesOfParts,
   openParts,
   overdueGroups,
   payloadBytes,
@@ -148,12 +153,16 @@ export class InboundIntake {
       stored,
       singles.map((single) => single.doc),
     );
-    this.counts.redelivered += await storeInboundParts(db, pieces, now);
+    const redelivered = await storeInboundParts(db, pieces, now);
+    this.counts.redelivered += redelivered.length;
     const assembled = await this.assembleGroups([...groups.keys()], now, undefined);
+    // A redelivered part of a message stored before: its crash may have come before the hook.
+    const again = await inboundMessagesByIds(db, await messagesOfParts(db, redelivered));
     // To the hook in the order their (last) parts came.
     const order = [
       ...stored.map((message, k) => ({ message, at: singles[k]?.at ?? 0 })),
       ...assembled.map(({ group, message }) => ({ message, at: groups.get(group) ?? 0 })),
+      ...again.map((message) => ({ message, at: parts.length })),
     ].sort((a, b) => a.at - b.at);
     await this.hand(order.map((entry) => entry.message));
     return outcomes;

@@ -122,6 +122,14 @@ export function getInboundMessage(
   );
 }
 
+/** Messages by id, in id order (those of redelivered parts, handed to the hook again). */
+export function inboundMessagesByIds(db: Db, ids: readonly number[]): Promise<InboundMessageDoc[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return inboundMessagesCollection(db)
+    .find({ _id: { $in: [...ids] } }, { sort: { _id: 1 } })
+    .toArray();
+}
+
 /**
  * Stores new messages, each unless an equal MO (same `dedupeKey`) was stored less than
  * REDELIVERY_WINDOW_MS before `now`; answers, for each, the message that holds it: itself, or

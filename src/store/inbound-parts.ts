@@ -49,31 +49,32 @@ export async function ensureInboundPartIndexes(db: Db): Promise<void> {
 /**
  * Stores parts (unordered, one write); a part already stored less than REDELIVERY_WINDOW_MS
  * before `now` is a redelivery and stays as it is, an older equal one is replaced by the new.
- * Answers how many were redeliveries. Throws when the database does not answer for every part.
+ * Answers the ids of those that were redeliveries. Throws when the database does not answer for
+ * every part.
  */
 export async function storeInboundParts(
   db: Db,
   parts: readonly InboundPartDoc[],
   now: Date,
-): Promise<number> {
-  if (parts.length === 0) return 0;
+): Promise<string[]> {
+  if (parts.length === 0) return [];
   const collection = inboundPartsCollection(db);
   let duplicates: InboundPartDoc[];
   try {
     await collection.insertMany(parts as InboundPartDoc[], { ordered: false });
-    return 0;
+    return [];
   } catch (error) {
     duplicates = duplicatesOf(error, parts);
   }
   const cutoff = new Date(now.getTime() - REDELIVERY_WINDOW_MS);
-  let redelivered = 0;
+  const redelivered: string[] = [];
   for (const part of duplicates) {
     // Only an equal part of long ago is replaced; a recent one is this part, delivered again.
     const result = await collection.replaceOne(
       { _id: part._id, receivedAt: { $lt: cutoff } },
       part,
     );
-    if (result.matchedCount === 0) redelivered++;
+    if (result.matchedCount === 0) redelivered.push(part._id);
   }
   return redelivered;
 }
@@ -109,6 +110,18 @@ export async function openParts(
     byGroup.set(doc.group, list);
   }
   return byGroup;
+}
+
+/** The messages these parts already became (a redelivered part of a stored message). */
+export async function messagesOfParts(db: Db, ids: readonly string[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const docs = await inboundPartsCollection(db)
+    .find(
+      { _id: { $in: [...ids] }, inboundId: { $exists: true } },
+      { projection: { inboundId: 1 } },
+    )
+    .toArray();
+  return [...new Set(docs.map((doc) => doc.inboundId as number))];
 }
 
 /** Groups with a part waiting since before `receivedBefore` (at most `limit`). */

@@ -136,9 +136,12 @@ describe("MO intake", () => {
       open: true,
     });
     expect(waiting).toBe(0);
+    // ... but its message goes to the hook again (a crash may have come between the two).
+    const handedBefore = handed.length;
     await intake().take([p1]);
     await intake().sweep();
     expect(await messagesTo("+4930000003")).toHaveLength(1);
+    expect(handed.slice(handedBefore).map((m) => m._id)).toEqual([stored[0]?._id]);
   });
 
   it("delivers parts still missing others after SMS_MO_REASSEMBLY_S as one incomplete message", async () => {
