@@ -59,9 +59,9 @@ const NOTIFICATION_STATES: Record<NotificationState, string> = {
 
 /** What an opt-out word in an inbound message did (design "Two-way messaging"). */
 export const OPT_OUT_MEANINGS: Record<OptOutTypeName, string> = {
-  STOP: "an opt-out word: the sender gets no more messages from this account until it sends START",
-  START: "a word that lifts the sender's opt-out",
-  HELP: "a word asking for help: it was answered with the account's help reply",
+  STOP: "opted the sender out of this account's messages, until it sends START",
+  START: "lifted the sender's opt-out",
+  HELP: "asked for help, answered with the HELP reply (at most once in 5 minutes)",
 };
 
 const OPT_OUT_TYPE_NAMES: Partial<Record<OptOutType, OptOutTypeName>> = {
