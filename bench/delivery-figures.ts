@@ -6,6 +6,7 @@
 //      name; the batch is sent from the shared sender. Both notify the account's one status URL.
 // Value: the probe's p99 from its accept (the 200 of its POST, in this process) to its DELIVERED
 // webhook's arrival (in this process). Target: loaded p99 <= 2 x quiet p99 + 0.5 s.
+// Figure 6b (issue 25) is in own-batches-figure.ts.
 
 import type { MessageDoc } from "../src/store/documents.ts";
 import {
@@ -22,6 +23,7 @@ import {
   startReceiver,
   waitUntil,
 } from "./common.ts";
+import { ownBatchesFigure } from "./own-batches-figure.ts";
 import { percentile, startProcess } from "./processes.ts";
 
 const CARRIER_TPS = 500;
@@ -185,6 +187,10 @@ export async function deliveryFigures(ctx: BenchContext) {
   if (ctx.runs("6")) {
     ctx.log(`figure 6: fairness under a carrier limited to ${CARRIER_TPS} parts/s`);
     await carrierLimitedFigure(ctx, "fairness");
+  }
+  if (ctx.runs("6", "6b")) {
+    ctx.log("figure 6b: an account's small batch beside its own 10000-message batch");
+    await ownBatchesFigure(ctx);
   }
   if (ctx.runs("7")) {
     ctx.log(`figure 7: OTP priority under a carrier limited to ${CARRIER_TPS} parts/s`);

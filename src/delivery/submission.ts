@@ -56,6 +56,11 @@ export function carrierParts(message: ClaimedMessage): CarrierPart[] {
   }));
 }
 
+/** Runs a claim's submissions take the window in, at least (see `submit`). */
+const RUNS_PER_WINDOW = 8;
+/** Parts of the longest message by default (SMS_MAX_PARTS). */
+export const TYPICAL_LONGEST_MESSAGE = 10;
+
 /** Parts a claimed message will take from the window when submitted. */
 export function partsOf(message: Pick<MessageDoc, "parts" | "status">): number {
   return message.status === "ACCEPTED" ? Math.max(1, message.parts) : 0;
@@ -130,7 +135,10 @@ async function submit(
   const giveBack = (message: ClaimedMessage, attempted: boolean) =>
     release(message, placeInQueue(message), attempted);
   // The claim streams through the window: each run of messages goes as soon as its parts fit, and
-  // their parts leave the window once their outcome is recorded.
+  // their parts leave the window once their outcome is recorded. Runs of an eighth of the window at
+  // most: the window turns over run by run, so another claim waiting for it (a newly due account or
+  // batch) goes after one run of each claim ahead of it, not after their whole window's worth.
+  const runLimit = Math.max(TYPICAL_LONGEST_MESSAGE, Math.ceil(deps.window.size / RUNS_PER_WINDOW));
   const groups: Promise<void>[] = [];
   let next = 0;
   while (next < messages.length) {
@@ -146,7 +154,7 @@ async function submit(
     const group = [first];
     for (next++; next < messages.length; next++) {
       const parts = partsOf(messages[next] as ClaimedMessage);
-      if (parts > deps.window.free) break;
+      if (parts > deps.window.free || taken + parts > runLimit) break;
       deps.window.take(parts);
       taken += parts;
       group.push(messages[next] as ClaimedMessage);

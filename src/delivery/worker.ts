@@ -4,14 +4,15 @@
  *
  * - Pacing: it claims only what the carrier can take soon: the parts its window has free plus a
  *   little ahead (`claimAheadParts`) and, for a carrier with a throughput limit, the tokens of a
- *   bucket filled at that rate. The backlog stays in the database, where the next claim picks the
- *   best next work, instead of queueing in this process behind work claimed earlier. Claims stream
- *   through the carrier's window part by part (submission.ts).
+ *   bucket filled at that rate (claim-pacing.ts). The backlog stays in the database, where the next
+ *   claim picks the best next work, instead of queueing in this process behind work claimed
+ *   earlier. Claims stream through the carrier's window in runs (submission.ts), and each run's
+ *   parts are free for the next round once its outcome is recorded.
  * - Fairness: each claim round (scheduling/delivery-rounds.ts) takes turns on the due account lanes
  *   least recently served first (scheduling/lanes.ts) and gives each an equal share of the round;
- *   within an account, messages
- *   are taken in `deliveryAt` order, which ranks OTP, then single sends, then batches
- *   (domain/delivery-priority.ts). Several instances share the turn order through the database.
+ *   within an account, messages are taken in `deliveryAt` order, which ranks OTP, then single
+ *   sends, then batches (domain/delivery-priority.ts), and its batches take turns
+ *   (scheduling/batch-turns.ts). Several instances share the turn order through the database.
  * - Claims carry a lease (default 30 s: an election plus server selection), renewed while the work
  *   runs (scheduling/lease-keeper.ts); a crashed instance's claims come back when it runs out.
  * - Each claim is worked by `workClaim` (submission.ts): crash-safe submission, recording, expiry.
@@ -24,6 +25,7 @@
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
 import type { Carrier } from "./carrier.ts";
+import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
 import { ReceiptHandler } from "./receipts.ts";
 import { accountsWithOverdueWork } from "./scheduling/claims.ts";
@@ -32,14 +34,10 @@ import { FairLanes, LaneMarker } from "./scheduling/lanes.ts";
 import { DEFAULT_LEASE_MS, LeaseKeeper } from "./scheduling/lease-keeper.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
-import { TokenBucket, Window } from "./throttle.ts";
 import { WakeSignal } from "./wake-signal.ts";
 
 /** Claim rounds running side by side at most. */
 const ROUNDS_AT_ONCE = 2;
-
-/** Parts of the longest message by default (SMS_MAX_PARTS): a round waits for room for one. */
-const TYPICAL_LONGEST_MESSAGE = 10;
 
 export interface DeliveryWorkerOptions {
   store: Store;
@@ -98,13 +96,10 @@ export class DeliveryWorker {
   private readonly rounds: DeliveryRounds;
   private readonly marks: LaneMarker;
   private readonly leases: LeaseKeeper;
-  /** Parts submitted and not yet recorded: the carrier's window (the crash bound). */
-  private readonly window: Window;
-  /** Parts claimed and not yet recorded (the window and the claims waiting for it). */
-  private readonly claimed: Window;
+  /** The carrier's window, the parts claimed ahead of it, its throughput (claim-pacing.ts). */
+  private readonly pacing: ClaimPacing;
   private readonly recorder: SubmissionRecorder;
   private readonly screen: SubmissionDeps["screen"];
-  private readonly bucket: TokenBucket | undefined;
   private readonly receipts: ReceiptHandler;
   private running = false;
   private loop: Promise<void> | undefined;
@@ -116,8 +111,6 @@ export class DeliveryWorker {
   private pausedUntil = 0;
   /** Claim rounds running. */
   private roundsRunning = 0;
-  /** The budget a claim round waits for (see the constructor). */
-  private readonly roundMinimum: number;
   private readonly counters: DeliveryWorkerStats = {
     claimed: 0,
     sent: 0,
@@ -137,14 +130,7 @@ export class DeliveryWorker {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
     this.screen = options.screen;
-    const { window, partsPerSecond } = this.carrier.limits;
-    this.window = new Window(Math.max(1, window));
-    const ahead =
-      options.claimAheadParts ??
-      (partsPerSecond === undefined
-        ? Math.max(this.window.size, 100)
-        : Math.min(this.window.size, Math.ceil(partsPerSecond / 10)));
-    this.claimed = new Window(this.window.size + Math.max(0, ahead));
+    this.pacing = new ClaimPacing(this.carrier.limits, options.claimAheadParts);
     this.recorder = new SubmissionRecorder(
       options.store.messages,
       options.store.clock,
@@ -152,23 +138,6 @@ export class DeliveryWorker {
         this.counters.sent += counts.sent;
         this.counters.sendErrors += counts.sendErrors;
       },
-    );
-    if (partsPerSecond !== undefined) {
-      // Half a second of throughput per round at most: claims stay small, so a newly due lane
-      // waits for about that before its turn, and large enough that a round's own database round
-      // trips (half a dozen, slower on a loaded database) do not hold the carrier below its rate.
-      this.bucket = new TokenBucket(partsPerSecond, Math.max(1, partsPerSecond / 2));
-    }
-    // A round waits for a worthwhile budget (half a bucket, and room for a long message): fewer,
-    // larger claims at the same pace. Never for more than a round can ever get: a bucket below 20
-    // parts/s saves up less than a long message, so its rounds wait for a full bucket, and a
-    // longer message goes alone into the bucket's debt (delivery-rounds.ts).
-    const largestRound = this.bucket
-      ? Math.min(this.claimed.size, Math.floor(this.bucket.capacity))
-      : this.claimed.size;
-    this.roundMinimum = Math.min(
-      largestRound,
-      Math.max(this.bucket ? Math.floor(this.bucket.capacity / 2) : 1, TYPICAL_LONGEST_MESSAGE),
     );
     this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
     this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);
@@ -190,7 +159,7 @@ export class DeliveryWorker {
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
       lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
-      maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.claimed.size / 2)),
+      maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.pacing.claimed.size / 2)),
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
     });
@@ -258,15 +227,15 @@ export class DeliveryWorker {
         this.wakeIn(pause);
         return;
       }
-      const budget = this.budget();
-      const minimum = this.roundMinimum;
-      if (budget < minimum) {
-        // A full window is woken by the claim that frees it; an empty bucket by a timer.
-        if (this.bucket && this.claimed.free >= minimum) this.wakeIn(this.bucket.msUntil(minimum));
+      const wait = this.pacing.nextRoundInMs();
+      if (wait !== 0) {
+        // The claimed parts at their bound are woken by the claim that frees them; an empty
+        // bucket by a timer.
+        if (wait !== undefined) this.wakeIn(wait);
         return;
       }
-      this.claimed.take(budget);
-      this.bucket?.take(budget);
+      const budget = this.pacing.budget();
+      this.pacing.reserve(budget);
       this.roundsRunning++;
       let claimed = 0;
       this.track(
@@ -280,20 +249,13 @@ export class DeliveryWorker {
           )
           .finally(() => {
             // The unused part of the reservation goes back; a round that found work looks again.
-            this.claimed.give(budget - claimed);
-            this.bucket?.take(claimed - budget);
+            this.pacing.settle(budget, claimed);
             this.roundsRunning--;
             if (claimed > 0) this.wake();
           }),
       );
-      if (this.roundsRunning < ROUNDS_AT_ONCE && this.budget() < minimum) return;
+      if (this.roundsRunning < ROUNDS_AT_ONCE && this.pacing.nextRoundInMs() !== 0) return;
     }
-  }
-
-  /** Parts the carrier can take now. */
-  private budget(): number {
-    const free = this.claimed.free;
-    return this.bucket ? Math.min(free, this.bucket.available()) : free;
   }
 
   /** Background work of the worker that `stop` waits for; failures are logged. */
@@ -306,8 +268,15 @@ export class DeliveryWorker {
 
   private startClaim(claim: LaneClaim): void {
     const { token, messages } = claim;
-    // Its parts were reserved by its round; they come back when its outcome is recorded.
-    const parts = messages.reduce((sum, m) => sum + partsOf(m), 0);
+    // Its parts were reserved by its round. Each run's come back once its outcome is recorded, so
+    // a newly due lane's round waits for one run, not the whole claim; the rest when it ends.
+    let parts = messages.reduce((sum, m) => sum + partsOf(m), 0);
+    const runDone = (run: readonly ClaimedMessage[]) => () => {
+      const done = run.reduce((sum, m) => sum + partsOf(m), 0);
+      parts -= done;
+      this.pacing.claimed.give(done);
+      this.wake();
+    };
     this.counters.claimed += messages.length;
     for (const message of messages) this.leases.hold(message._id, token);
     const work: Promise<void> = workClaim(
@@ -315,9 +284,12 @@ export class DeliveryWorker {
         messages: this.store.messages,
         carrier: this.carrier,
         clock: this.store.clock,
-        window: this.window,
+        window: this.pacing.window,
         recorder: this.recorder,
-        submitting: (submitted, recorded) => this.receipts.awaitRecording(submitted, recorded),
+        submitting: (submitted, recorded) => {
+          this.receipts.awaitRecording(submitted, recorded);
+          recorded.then(runDone(submitted), runDone(submitted));
+        },
         ...(this.screen && { screen: this.screen }),
       },
       { token, messages, now: this.store.clock.now() },
@@ -329,7 +301,7 @@ export class DeliveryWorker {
         this.logger.error({ err: error, count: messages.length }, "delivery claim failed");
       })
       .finally(() => {
-        this.claimed.give(parts);
+        this.pacing.claimed.give(parts);
         for (const message of messages) this.leases.release(message._id, token);
         this.inFlight.delete(work);
         this.wake();
