@@ -4,6 +4,7 @@ import examples from "libphonenumber-js/mobile/examples";
 import { describe, expect, it } from "vitest";
 import {
   describeDestination,
+  destinationCountry,
   isKnownCountry,
   libraryDescription,
 } from "../../src/domain/destination.ts";
@@ -49,6 +50,15 @@ describe("describeDestination", () => {
     fc.assert(
       fc.property(anyNumber, (digits) => {
         expect(describeDestination(digits)).toEqual(libraryDescription(digits));
+      }),
+      { numRuns: 20_000 },
+    );
+  });
+
+  it("gives the same country alone, by destinationCountry", () => {
+    fc.assert(
+      fc.property(fc.oneof(nearRealNumber, anyNumber), (digits) => {
+        expect(destinationCountry(digits)).toBe(libraryDescription(digits).country);
       }),
       { numRuns: 20_000 },
     );

@@ -28,8 +28,7 @@ const route = (
 });
 
 const message = (to: string, sender = "SMSINFO", messageId = 1): RoutedMessage => ({
-  digits: to.replace(/^\+/, ""),
-  destination: describeDestination(to),
+  destination: { ...describeDestination(to), digits: to.replace(/^\+/, "") },
   sender,
   messageId,
 });
@@ -196,7 +195,7 @@ function scanMatches(r: RouteSpec, msg: RoutedMessage): boolean {
   if (!m) return true;
   const { country, numberType } = msg.destination;
   if (m.countries && !(country && m.countries.includes(country))) return false;
-  if (m.prefixes && !m.prefixes.some((p) => msg.digits.startsWith(p))) return false;
+  if (m.prefixes && !m.prefixes.some((p) => msg.destination.digits.startsWith(p))) return false;
   if (m.numberTypes) {
     const either =
       numberType === "FIXED_LINE_OR_MOBILE" &&

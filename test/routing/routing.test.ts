@@ -28,8 +28,8 @@ describe("Routing", () => {
       destination: {
         digits: "4915112345678",
         country: "DE",
-        numberType: "MOBILE",
-        valid: true,
+        // Not needed by this file's routes, nor by format validation: not told.
+        numberType: undefined,
         pricePerPartMicros: 90_000,
       },
     });
@@ -47,7 +47,7 @@ describe("Routing", () => {
   it("format validation takes any number of the API's format", () => {
     const routing = new Routing(plan, "format");
     expect(routing.check(INVALID_GERMAN)).toMatchObject({
-      destination: { country: "DE", valid: false, pricePerPartMicros: 80_000 },
+      destination: { country: "DE", pricePerPartMicros: 80_000 },
     });
   });
 
@@ -67,7 +67,7 @@ describe("Routing", () => {
     );
     const checked = simulator.check("+99912345671");
     expect(checked).toMatchObject({
-      destination: { country: undefined, valid: false, pricePerPartMicros: 1_000_000 },
+      destination: { country: undefined, numberType: undefined, pricePerPartMicros: 1_000_000 },
     });
     if (!("destination" in checked)) throw new Error("refused");
     expect(simulator.route(checked.destination, "SMSINFO", 1)).toEqual({
@@ -75,6 +75,22 @@ describe("Routing", () => {
       carriers: ["simulator"],
     });
     expect(simulator.check(INVALID_GERMAN)).toEqual({ error: INVALID_FOR_COUNTRY });
+  });
+
+  it("tells the number type where a route matches on it", () => {
+    const typed = parseCarriersFile(
+      FILE.replace("countries: [DE] }", "countries: [DE], numberTypes: [MOBILE] }"),
+      "test",
+      defaults,
+    );
+    const routing = new Routing(typed);
+    const mobile = routing.check("+4915112345678");
+    const fixed = routing.check("+493012345678");
+    expect(mobile).toMatchObject({ destination: { numberType: "MOBILE" } });
+    expect(fixed).toMatchObject({ destination: { numberType: "FIXED_LINE" } });
+    if (!("destination" in mobile) || !("destination" in fixed)) throw new Error("refused");
+    expect(routing.route(mobile.destination, "X", 1).name).toBe("germany");
+    expect(routing.route(fixed.destination, "X", 1).name).toBe("default");
   });
 
   it("routes a checked destination by its route table", () => {

@@ -30,13 +30,15 @@ export class PrefixTrie<T> {
     at.value = at.value !== undefined && merge ? merge(at.value, value) : value;
   }
 
-  /** Calls `visit` with the value of every prefix of `digits`, shortest first. */
-  eachMatch(digits: string, visit: (value: T) => void): void {
+  /** The values of every prefix of `digits`, shortest first. */
+  allMatches(digits: string): T[] {
+    const found: T[] = [];
     let at: TrieNode<T> | undefined = this.root;
     for (let i = 0; i < digits.length && at; i++) {
       at = at.children[digits.charCodeAt(i) - 48];
-      if (at?.value !== undefined) visit(at.value);
+      if (at?.value !== undefined) found.push(at.value);
     }
+    return found;
   }
 
   /** The value of the longest prefix of `digits`, if any. */
