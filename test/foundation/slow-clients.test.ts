@@ -1,8 +1,9 @@
 /**
  * Slow clients on PORT (issue 25 item 2.2, slowloris): a request whose head, body or whole
  * arrives too slowly is cut off, an idle keep-alive connection is closed, and connections past
- * the cap are refused; a request that is slow to answer is not. The bounds are set tiny here; the
- * assertions are on what the server did (closed, 408), never on how long it took.
+ * the cap are refused (on GRPC_PORT too); a request that is slow to answer is not. The bounds
+ * are set tiny here; the assertions are on what the server did (closed, 408), never on how long
+ * it took.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rawConnection } from "../support/raw-connection.ts";
@@ -89,12 +90,15 @@ describe("slow clients on PORT", () => {
     expect(JSON.parse(answer.split("\r\n\r\n")[1] ?? "").acceptedCount).toBe(3000);
   });
 
-  it("closes connections past SMS_MAX_CONNECTIONS as they come", async () => {
+  it.each([
+    ["PORT", "baseUrl"],
+    ["GRPC_PORT", "grpcUrl"],
+  ] as const)("closes connections to %s past SMS_MAX_CONNECTIONS as they come", async (_, url) => {
     // Default time bounds: the two held connections stay open meanwhile.
     const capped = await startService({ SMS_MAX_CONNECTIONS: "2" });
     try {
-      const held = [await rawConnection(capped.baseUrl), await rawConnection(capped.baseUrl)];
-      const extra = await rawConnection(capped.baseUrl);
+      const held = [await rawConnection(capped[url]), await rawConnection(capped[url])];
+      const extra = await rawConnection(capped[url]);
       await extra.closed;
       expect(extra.received().length).toBe(0);
       expect(held.map((connection) => connection.open())).toEqual([true, true]);
