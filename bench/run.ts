@@ -21,6 +21,7 @@ import {
 } from "./common.ts";
 import { deliveryFigures } from "./delivery-figures.ts";
 import { embeddedFigure } from "./embedded-figure.ts";
+import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
 import { smppFigure } from "./smpp-figure.ts";
@@ -31,7 +32,8 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
-// smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts.
+// smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "mo" (issue 26's
+// figure 14) in mo-intake-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -348,6 +350,8 @@ await smppFigure(ctx);
 await embeddedFigure(ctx);
 // ---- 13: figure 1 with metrics and tracing on against off (issue 16).
 await observabilityFigure(ctx);
+// ---- 14 of issue 26 (id "mo"): mobile-originated intake over SMPP beside POST /sms.
+await moIntakeFigure(ctx);
 
 await client.close();
 await database.stop();

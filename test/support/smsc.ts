@@ -165,6 +165,38 @@ export interface MoOptions {
   systemId?: string;
 }
 
+/** POST /mo/bulk: many MO from distinct handsets to one number (test/smsc/README.md). */
+export interface BulkMoOptions {
+  to: string;
+  count: number;
+  /** Every n-th MO in three parts (UDH, 8-bit reference); 0: none. Default 4. */
+  longEvery?: number;
+  /** Unanswered deliver_sm per bind at most. Default 50. */
+  window?: number;
+  /** MO started per second; 0 (default): as fast as the windows allow. */
+  perSecond?: number;
+  /** The first handset's number (digits); the others follow. */
+  fromBase?: number;
+  timeoutMs?: number;
+}
+
+export interface BulkMoResult {
+  mo: number;
+  parts: number;
+  /** Every part answered within timeoutMs. */
+  complete: boolean;
+  /** MO whose every part was answered. */
+  answeredMo: number;
+  /** Answers by command_status. */
+  statuses: Record<string, number>;
+  /** First deliver_sm to last answer. */
+  seconds: number;
+  moPerSecond: number;
+  /** deliver_sm to its response, per part and per MO (first part sent to last part answered). */
+  partMs: { p50: number | null; p99: number | null };
+  moMs: { p50: number | null; p99: number | null };
+}
+
 /** A part sent with `resend`: its answers so far. */
 export interface TrackedMoPart {
   id: number;
@@ -207,6 +239,8 @@ export interface TestSmsc {
   mo(from: string, to: string, text: string, options?: MoOptions): Promise<MoResult>;
   /** The parts sent with `resend` and their answers. */
   moParts(): Promise<TrackedMoPart[]>;
+  /** Sends many MO at once and answers when every part was answered (or timeoutMs ran out). */
+  moBulk(options: BulkMoOptions): Promise<BulkMoResult>;
   binds(): Promise<SmscBind[]>;
   receipts(): Promise<PendingReceipt[]>;
   /** The SMSC unbinds (unbind PDU, then closes) one bind or all; returns the binds concerned. */
@@ -274,6 +308,7 @@ export async function startSmsc(options: StartSmscOptions = {}): Promise<TestSms
         ...moOptions,
       }),
     moParts: () => call<TrackedMoPart[]>("GET", "/mo"),
+    moBulk: (options) => call<BulkMoResult>("POST", "/mo/bulk", options),
     binds: () => call<SmscBind[]>("GET", "/binds"),
     receipts: () => call<PendingReceipt[]>("GET", "/receipts"),
     unbind: async (bind) =>

@@ -26,7 +26,7 @@ import com.sun.net.httpserver.HttpServer;
 
 /**
  * The HTTP/JSON control interface (see README.md):
- * GET|POST /config, GET /pdus[?since=N][&command=a,b], POST /reset, POST /mo, GET /mo, GET /binds,
+ * GET|POST /config, GET /pdus[?since=N][&command=a,b], POST /reset, POST /mo, GET /mo, POST /mo/bulk, GET /binds,
  * GET /receipts, POST /unbind, POST /drop, GET /health.
  */
 final class ControlServer {
@@ -83,6 +83,13 @@ final class ControlServer {
                         }
                     }
                     case "GET /mo" -> json(exchange, 200, smsc.mo.tracked());
+                    case "POST /mo/bulk" -> {
+                        try {
+                            json(exchange, 200, smsc.bulkMo.run(body(exchange)));
+                        } catch (IllegalStateException e) {
+                            json(exchange, 409, Map.of("error", e.getMessage()));
+                        }
+                    }
                     case "GET /binds" -> json(exchange, 200, smsc.binds());
                     case "GET /receipts" -> json(exchange, 200, smsc.pendingReceipts());
                     case "POST /unbind", "POST /drop" -> {

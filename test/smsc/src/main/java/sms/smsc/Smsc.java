@@ -548,6 +548,15 @@ final class Smsc implements TappedConnection.Listener {
     }
 
     SmscSession pickReceiver(String requested) {
+        List<SmscSession> candidates = receivers(requested);
+        if (candidates.isEmpty()) {
+            return null;
+        }
+        return candidates.get(Math.floorMod(roundRobin.getAndIncrement(), candidates.size()));
+    }
+
+    /** The receiving binds (transceiver or receiver) of the account, in bind order. */
+    List<SmscSession> receivers(String requested) {
         String account = accountOf(requested);
         List<SmscSession> candidates = new ArrayList<>();
         for (SmscSession s : sessions.values()) {
@@ -555,11 +564,8 @@ final class Smsc implements TappedConnection.Listener {
                 candidates.add(s);
             }
         }
-        if (candidates.isEmpty()) {
-            return null;
-        }
         candidates.sort(Comparator.comparingInt(s -> s.bindNumber));
-        return candidates.get(Math.floorMod(roundRobin.getAndIncrement(), candidates.size()));
+        return candidates;
     }
 
     private static TypeOfNumber ton(byte value) {
@@ -613,6 +619,7 @@ final class Smsc implements TappedConnection.Listener {
 
     /** Mobile-originated messages: MoSender.java. */
     final MoSender mo = new MoSender(this);
+    final BulkMo bulkMo = new BulkMo(this);
 
     /** Waits for the deliver_sm_resp or data_sm_resp of (bind, sequence). */
     void awaitResponse(SmscSession session, int sequence, IntConsumer then) {
