@@ -1,9 +1,15 @@
 // A small client of the SMS service in Go, on code generated from proto/ (buf.gen.go.yaml): it
-// sends a message and a batch, reads them back, lists messages and handles a field error.
+// sends a message and a batch, reads them back, lists messages, handles a field error and lists
+// the messages handsets sent to the account's numbers. With SMS_WEBHOOK_SECRET (the account's
+// "whsec_..." webhook secret) it also points the account's inbound URL at a receiver of its own,
+// waits for one inbound webhook, checks its signature (webhook.go) and puts the URL back.
 // Connect protocol over HTTP/1.1 on PORT; with connect.WithGRPC() and an h2c client it speaks
 // gRPC on GRPC_PORT instead (docs/clients.md).
 //
 //	SMS_URL=http://127.0.0.1:8080 SMS_API_KEY=... SMS_API_SECRET=... go run ./cmd/smsclient
+//
+// The receiver listens on SMS_WEBHOOK_HOST (default 127.0.0.1), which the service must reach, for
+// at most SMS_WEBHOOK_WAIT_S seconds (default 60).
 package main
 
 import (
@@ -41,7 +47,7 @@ func main() {
 }
 
 func run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	auth := connect.WithInterceptors(basicAuth(os.Getenv("SMS_API_KEY"), os.Getenv("SMS_API_SECRET")))
 	messaging := smsv1connect.NewMessagingServiceClient(http.DefaultClient, os.Getenv("SMS_URL"), auth)
@@ -119,6 +125,28 @@ func run() error {
 				fmt.Printf("field error %s: %s\n", v.GetField(), v.GetDescription())
 			}
 		}
+	}
+
+	// What handsets sent to the account's numbers, newest first, two at a time.
+	inbound := smsv1connect.NewInboundServiceClient(http.DefaultClient, os.Getenv("SMS_URL"), auth)
+	listed, token = 0, ""
+	for {
+		page, err := inbound.ListInboundMessages(ctx, connect.NewRequest(&smsv1.ListInboundMessagesRequest{PageSize: 2, PageToken: token}))
+		if err != nil {
+			return fmt.Errorf("ListInboundMessages: %w", err)
+		}
+		for _, m := range page.Msg.GetInboundMessages() {
+			fmt.Printf("inbound %d from %s to %s (%s): %s\n", m.GetId(), m.GetSender(), m.GetTo(), m.GetOptOutType(), m.GetText())
+		}
+		listed += len(page.Msg.GetInboundMessages())
+		if token = page.Msg.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	fmt.Printf("listed %d inbound messages\n", listed)
+
+	if secret := os.Getenv("SMS_WEBHOOK_SECRET"); secret != "" {
+		return receiveInboundWebhook(ctx, inbound, secret)
 	}
 	return nil
 }
