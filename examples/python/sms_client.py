@@ -54,15 +54,15 @@ def verify_webhook(secret: str, headers, payload: bytes, tolerance_s: int = 300)
     webhook_id = headers.get("webhook-id")
     timestamp = headers.get("webhook-timestamp")
     signatures = headers.get("webhook-signature")
-    if not webhook_id or not signatures or not timestamp or not timestamp.isdigit():
+    if not webhook_id or not signatures or not timestamp or not (timestamp.isascii() and timestamp.isdigit()):
         return False
     if abs(time.time() - int(timestamp)) > tolerance_s:
         return False
     key = base64.b64decode(secret.removeprefix("whsec_"))
     signed = f"{webhook_id}.{timestamp}.".encode() + payload
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest())
     return any(
-        hmac.compare_digest(expected, signature[3:])
+        hmac.compare_digest(expected, signature[3:].encode())
         for signature in signatures.split(" ")
         if signature.startswith("v1,")
     )
