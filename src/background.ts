@@ -85,7 +85,12 @@ export async function startBackgroundWork(deps: {
   deps.inbound?.start();
   return {
     wake: () => worker.wake(),
-    carrier: () => ({ name: carrier.name, ...carrier.status?.() }),
+    // With what the intake made of the carrier's MO (messages, redeliveries, numbers nobody owns).
+    carrier: () => ({
+      name: carrier.name,
+      ...carrier.status?.(),
+      ...(deps.inbound && { inbound: deps.inbound.stats() }),
+    }),
     // The worker first, so its last status changes are still notified by a running notifier.
     stop: async () => {
       await worker.stop();

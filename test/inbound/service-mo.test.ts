@@ -14,12 +14,16 @@ let service: RunningService;
 
 beforeAll(async () => {
   smsc = await startSmsc();
-  service = await startService({
-    SMS_RUN_WORKERS: "true",
-    SMS_CARRIER: "smpp",
-    SMS_SMPP_URL: smsc.url,
-    SMS_SMPP_BINDS: "2",
-  });
+  service = await startService(
+    {
+      SMS_RUN_WORKERS: "true",
+      SMS_CARRIER: "smpp",
+      SMS_SMPP_URL: smsc.url,
+      SMS_SMPP_BINDS: "2",
+    },
+    undefined,
+    { metrics: true },
+  );
   await waitFor(async () => (await smsc.binds()).length === 2, 10_000, "two binds");
 }, 120_000);
 
@@ -61,7 +65,10 @@ it("stores an MO for the number's account and honours a STOP before answering it
   expect(listed.body.inbound[0].optOutType).toBe("STOP");
 });
 
-it("answers ESME_RX_R_APPN for a number no account owns", async () => {
+it("answers ESME_RX_R_APPN for a number no account owns, counted in the operator's /health", async () => {
   const result = await smsc.mo("4915100000078", "4930999000", "hello?", { waitMs: 10_000 });
   expect(result.status).toBe(0x66);
+  const health = await getJson(service.operatorHealthUrl ?? "");
+  expect(health.body.carrier.inbound).toMatchObject({ messages: 2, unowned: 1 });
+  expect(health.body.carrier.mo).toMatchObject({ received: 3 });
 });
