@@ -25,18 +25,15 @@ function digest(fields: (string | number)[], payload?: Buffer): string {
   return hash.digest().subarray(0, 16).toString("base64url");
 }
 
+/** A part's reference and total (none: a message of its own). */
+function placeOf(part: MoPart): number[] {
+  const c = part.concatenation;
+  return [c?.refBits ?? 0, c?.ref ?? 0, c?.total ?? 1];
+}
+
 /** The message a part belongs to: carrier, source, destination, reference and total (as Kannel). */
 export function groupKey(part: MoPart): string {
-  const c = part.concatenation;
-  return digest([
-    "group",
-    part.carrier,
-    part.from,
-    part.to,
-    c?.refBits ?? 0,
-    c?.ref ?? 0,
-    c?.total ?? 1,
-  ]);
+  return digest(["group", part.carrier, part.from, part.to, ...placeOf(part)]);
 }
 
 /**
@@ -44,21 +41,9 @@ export function groupKey(part: MoPart): string {
  * bytes give the same key, so an MO delivered again is recognised (design: "within 10 minutes").
  */
 export function partKey(part: MoPart): string {
-  const c = part.concatenation;
-  return digest(
-    [
-      "part",
-      part.carrier,
-      part.from,
-      part.to,
-      part.dataCoding,
-      c?.refBits ?? 0,
-      c?.ref ?? 0,
-      c?.total ?? 1,
-      c?.seq ?? 1,
-    ],
-    part.payload,
-  );
+  const { carrier, from, to, dataCoding } = part;
+  const seq = part.concatenation?.seq ?? 1;
+  return digest(["part", carrier, from, to, dataCoding, ...placeOf(part), seq], part.payload);
 }
 
 /** The key of a message assembled from parts: its group and the parts it was made of. */

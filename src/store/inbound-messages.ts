@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter, IndexDescription } from "mongodb";
 import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import { newestFirst, type TimeCursor } from "./message-listing.ts";
 import { duplicateKeyIndexes } from "./write-outcomes.ts";
 
 /**
@@ -46,7 +47,7 @@ export interface InboundFilter {
 }
 
 /** The last message of the previous page: its receipt time (ms) and id. */
-export type InboundCursor = [receivedAtMs: number, id: number];
+export type InboundCursor = TimeCursor;
 
 /** An equal MO after this long is a new message (design: "within 10 minutes ... is one message"). */
 export const REDELIVERY_WINDOW_MS = 10 * 60_000;
@@ -84,22 +85,10 @@ export function findInboundPage(
   after: InboundCursor | undefined,
   limit: number,
 ): Promise<InboundMessageDoc[]> {
-  const receivedAt: { $gte?: Date; $lt?: Date; $lte?: Date } = {};
-  if (filter.start) receivedAt.$gte = filter.start;
-  if (filter.end) receivedAt.$lt = filter.end;
   const query: Filter<InboundMessageDoc> = { accountId: filter.accountId };
   if (filter.from !== undefined) query.from = filter.from;
   if (filter.to !== undefined) query.to = filter.to;
-  if (after) {
-    // (receivedAt, _id) < cursor: the range bound keeps the index scan tight, the $or breaks ties.
-    const at = new Date(after[0]);
-    if (!receivedAt.$lt || at < receivedAt.$lt) {
-      delete receivedAt.$lt;
-      receivedAt.$lte = at;
-    }
-    query.$or = [{ receivedAt: { $lt: at } }, { receivedAt: at, _id: { $lt: after[1] } }];
-  }
-  if (Object.keys(receivedAt).length > 0) query.receivedAt = receivedAt;
+  Object.assign(query, newestFirst("receivedAt", filter, after));
   return inboundMessagesCollection(db)
     .find(query, {
       sort: { receivedAt: -1, _id: -1 },

@@ -57,28 +57,42 @@ export function messageIndexFor(filter: MessageFilter): string {
   return "account_created";
 }
 
+/**
+ * The time part of a newest-first page's query on a time `field` and `_id`: the window
+ * [start, end) and, after a cursor, (field, _id) < cursor. The range bound keeps the index scan
+ * tight, the $or breaks ties.
+ */
+export function newestFirst(
+  field: string,
+  window: { start?: Date | undefined; end?: Date | undefined },
+  after: TimeCursor | undefined,
+): Document {
+  const range: { $gte?: Date; $lt?: Date; $lte?: Date } = {};
+  if (window.start) range.$gte = window.start;
+  if (window.end) range.$lt = window.end;
+  const query: Document = {};
+  if (after) {
+    const at = new Date(after[0]);
+    if (!range.$lt || at < range.$lt) {
+      delete range.$lt;
+      range.$lte = at;
+    }
+    query.$or = [{ [field]: { $lt: at } }, { [field]: at, _id: { $lt: after[1] } }];
+  }
+  if (Object.keys(range).length > 0) query[field] = range;
+  return query;
+}
+
 /** The query of one page of a message list; exported so tests can explain it. */
 export function messagePageQuery(
   filter: MessageFilter,
   after: TimeCursor | undefined,
 ): { query: Filter<MessageDoc>; options: FindOptions } {
-  const createdAt: { $gte?: Date; $lt?: Date; $lte?: Date } = {};
-  if (filter.start) createdAt.$gte = filter.start;
-  if (filter.end) createdAt.$lt = filter.end;
   const query: Filter<MessageDoc> = { accountId: filter.accountId };
   if (filter.batchId !== undefined) query.batchId = filter.batchId;
   if (filter.to !== undefined) query.to = filter.to;
   if (filter.status !== undefined) query.status = filter.status;
-  if (after) {
-    // (createdAt, _id) < cursor: the range bound keeps the index scan tight, the $or breaks ties.
-    const at = new Date(after[0]);
-    if (!createdAt.$lt || at < createdAt.$lt) {
-      delete createdAt.$lt;
-      createdAt.$lte = at;
-    }
-    query.$or = [{ createdAt: { $lt: at } }, { createdAt: at, _id: { $lt: after[1] } }];
-  }
-  if (Object.keys(createdAt).length > 0) query.createdAt = createdAt;
+  Object.assign(query, newestFirst("createdAt", filter, after));
   return {
     query,
     options: { sort: { createdAt: -1, _id: -1 }, hint: messageIndexFor(filter) },
