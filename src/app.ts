@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import http2 from "node:http2";
-import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
@@ -18,7 +17,6 @@ import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
 import { redactingLogger } from "./logging.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
-import { fromAddress } from "./rate-limits/client-address.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
@@ -34,11 +32,11 @@ import { messageRoutes } from "./rest/messages.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
+import { rpcRequests } from "./rpc/call-requests.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
 import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
-import { guardFastifyBodies, rpcBodies } from "./rpc/guarded-bodies.ts";
 import { rpcHandlerOptions } from "./rpc/handler-options.ts";
-import { guardedNodeAdapter } from "./rpc/node-adapter.ts";
+import { fastifyAdapter, nodeAdapter } from "./rpc/node-adapter.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
 import { ChargeConfirmations, settleAbandonedCharges } from "./store/charges.ts";
@@ -201,8 +199,12 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   };
 
   // Both Connect adapters: read limits per method, credentials checked before a body is read,
-  // then the body checked as it arrives (rpc/guarded-bodies.ts).
-  const rpcBody = rpcBodies(largeBodies, config.bodyLimitBytes, serviceRoutes);
+  // then the body checked as it arrives (rpc/call-requests.ts).
+  const rpcRequest = rpcRequests({
+    slots: largeBodies,
+    batchReadMaxBytes: config.bodyLimitBytes,
+    routes: serviceRoutes,
+  });
   const rpcOptions = () =>
     rpcHandlerOptions({
       routes: serviceRoutes,
@@ -215,9 +217,10 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     });
   const grpc = http2.createServer(
     http2ServerOptions(config.connections),
-    guardedNodeAdapter(
-      { ...rpcOptions(), contextValues: (request) => fromAddress(request.socket.remoteAddress) },
-      (request, response) => rpcBody(request, response, request.socket.remoteAddress),
+    nodeAdapter(
+      rpcOptions(),
+      (request, response) => rpcRequest(request, response, request.socket.remoteAddress),
+      app.log,
     ),
   );
   // Idle connections closed, request bodies bounded in time (connections/http2-limits.ts).
@@ -275,11 +278,9 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     // What reaches a Connect path on PORT without being a Connect call is answered like REST.
     registerErrorHandler(rpc);
     refuseForeignRequests(rpc);
-    guardFastifyBodies(rpc, rpcBody);
-    await rpc.register(fastifyConnectPlugin, {
-      ...rpcOptions(),
-      contextValues: (request) => fromAddress(request.ip),
-    });
+    fastifyAdapter(rpc, rpcOptions(), (request, response) =>
+      rpcRequest(request, response, request.socket.remoteAddress),
+    );
   });
 
   await app.register(async (rest) => {

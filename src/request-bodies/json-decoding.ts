@@ -9,9 +9,7 @@ import { isWellFormedUnicode } from "../domain/unicode-text.ts";
 // and `constructor.prototype` keys are dropped like any unknown parameter: nothing in a body can
 // reach an object's prototype. Only erasable TypeScript here: workers load it without a loader.
 
-export type JsonObjectResult =
-  | { ok: true; value: Record<string, unknown> }
-  | { ok: false; message: string };
+export type JsonObjectResult = { ok: true; value: unknown } | { ok: false; message: string };
 
 export function decodeJsonObject(bytes: Uint8Array): JsonObjectResult {
   if (!isUtf8(bytes)) return { ok: false, message: "the body is not valid UTF-8" };
@@ -36,6 +34,19 @@ export function decodeJsonObject(bytes: Uint8Array): JsonObjectResult {
     };
   }
   return { ok: true, value: withoutNulls(value as Record<string, unknown>) };
+}
+
+/**
+ * Any JSON value, with none of the REST rules: for Connect, whose decoder (protobuf-es's fromJson)
+ * has rules of its own. Not UTF-8 is decoded with U+FFFD, as connect-es's TextDecoder does.
+ */
+export function decodeJson(bytes: Uint8Array): JsonObjectResult {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    return { ok: false, message: `the body is not valid JSON: ${(error as Error).message}` };
+  }
 }
 
 /**
@@ -79,10 +90,14 @@ function stringsAreUnicode(root: unknown): boolean {
   return true;
 }
 
-/** The parameters a route reads: the `properties` and `items` of its body's JSON Schema. */
+/**
+ * The parameters a route reads: the `properties` and `items` of its body's JSON Schema, or of a
+ * protobuf message's JSON form; `any`: kept whole (a map, a google.protobuf.Struct).
+ */
 export interface KnownFields {
   properties?: Record<string, KnownFields>;
   items?: KnownFields;
+  any?: true;
 }
 
 /** The known fields of a JSON Schema (plain data: it goes to the workers). */
@@ -109,7 +124,7 @@ export function knownFieldsOf(schema: unknown): KnownFields | undefined {
  * as the original would be.
  */
 export function keepKnown(value: unknown, known: KnownFields): unknown {
-  if (value === null || typeof value !== "object") return value;
+  if (value === null || typeof value !== "object" || known.any) return value;
   // Where the schema expects a scalar, an object or array is refused for its type alone.
   if (!known.items && !known.properties) return Array.isArray(value) ? [] : {};
   if (Array.isArray(value)) {

@@ -2,7 +2,12 @@ import { availableParallelism } from "node:os";
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
-import { decodeJsonObject, type JsonObjectResult, type KnownFields } from "./json-decoding.ts";
+import {
+  decodeJson,
+  decodeJsonObject,
+  type JsonObjectResult,
+  type KnownFields,
+} from "./json-decoding.ts";
 
 // JSON.parse of a large body blocks the thread it runs on for about 5 ms a MB (400-600 ms for the
 // largest batch): bodies over 1 MiB are parsed in worker threads, and only what the route reads
@@ -34,17 +39,19 @@ function workers(): Piscina {
 }
 
 /**
- * The body parsed as a JSON object (json-decoding.ts), off the main thread when it is large;
- * `known`: the fields to keep from a worker's answer (all when undefined).
+ * The body parsed (json-decoding.ts: as a REST body, or `plain` JSON), off the main thread when it
+ * is large; `known`: the fields to keep from a worker's answer (all when undefined).
  */
-export async function parseJsonObject(
+export async function parseJsonBody(
   bytes: Buffer,
-  known: KnownFields | undefined,
+  options: { known: KnownFields | undefined; plain?: boolean },
 ): Promise<JsonObjectResult> {
-  if (bytes.length <= PARSE_ON_MAIN_THREAD_BYTES) return decodeJsonObject(bytes);
+  if (bytes.length <= PARSE_ON_MAIN_THREAD_BYTES) {
+    return options.plain ? decodeJson(bytes) : decodeJsonObject(bytes);
+  }
   // The bytes move to the worker without a copy when the buffer is theirs alone.
   const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-  const task = { bytes: own ? bytes : Buffer.from(bytes), known };
+  const task = { bytes: own ? bytes : Buffer.from(bytes), ...options };
   try {
     return await workers().run(task, { transferList: [task.bytes.buffer as ArrayBuffer] });
   } catch (error) {

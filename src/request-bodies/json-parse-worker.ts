@@ -1,14 +1,19 @@
 // A parsing worker of json-parse-pool.ts (piscina loads it; erasable TypeScript only, so that
 // Node runs it as it is under tsx and vitest, and as the built .js in production).
 import {
+  decodeJson,
   decodeJsonObject,
   type JsonObjectResult,
   type KnownFields,
   keepKnown,
 } from "./json-decoding.ts";
 
-export default function parse(task: { bytes: Uint8Array; known?: KnownFields }): JsonObjectResult {
-  const result = decodeJsonObject(task.bytes);
+export default function parse(task: {
+  bytes: Uint8Array;
+  known?: KnownFields;
+  plain?: boolean;
+}): JsonObjectResult {
+  const result = task.plain ? decodeJson(task.bytes) : decodeJsonObject(task.bytes);
   if (!result.ok || !task.known) return result;
-  return { ok: true, value: keepKnown(result.value, task.known) as Record<string, unknown> };
+  return { ok: true, value: keepKnown(result.value, task.known) };
 }

@@ -4,7 +4,7 @@ import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
 import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { readBody } from "../request-bodies/body-reading.ts";
 import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
-import { parseJsonObject } from "../request-bodies/json-parse-pool.ts";
+import { parseJsonBody } from "../request-bodies/json-parse-pool.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 
 // Bodies are read as bytes and checked before decoding (request-bodies/json-decoding.ts: UTF-8,
@@ -68,7 +68,7 @@ export function registerBodyParsers(
         if (violation) throw new RequestParseError(violation);
       },
     })
-      .then((bytes) => parseJsonObject(bytes, knownFields(request)))
+      .then((bytes) => parseJsonBody(bytes, { known: knownFields(request) }))
       .then(
         (result) =>
           result.ok ? done(null, result.value) : done(new RequestParseError(result.message)),

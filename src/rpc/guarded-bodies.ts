@@ -3,13 +3,10 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip } from "node:zlib";
 import type { DescMessage } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
-import type { FastifyInstance } from "fastify";
-import { clientAddress } from "../rate-limits/client-address.ts";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
-import { readMaxBytesOf } from "./read-limits.ts";
 
 // The body of a Connect, gRPC or gRPC-Web call as connect-es reads it, after the request gate, with
 // checks as the bytes arrive (connect-es reads a JSON message whole, then JSON.parse blocks the
@@ -56,7 +53,7 @@ export function guardedBody(
     /** The method's request message, for binary bodies. */
     input: DescMessage | undefined;
   },
-): AsyncIterable<Uint8Array> | undefined {
+): GuardedBody | undefined {
   if (request.method !== "POST") return undefined;
   const codec = codecOf(header(request, "content-type"));
   const input = deps.input;
@@ -68,68 +65,63 @@ export function guardedBody(
       ? header(request, "content-encoding")
       : header(request, "grpc-encoding");
   const declared = header(request, "content-length");
-  return {
-    [Symbol.asyncIterator]: () =>
-      checkedChunks(request, response, {
-        ...deps,
-        messages:
-          codec && scanner
-            ? new Messages(
-                codec.framing,
-                scanner,
-                encoding?.trim().toLowerCase(),
-                deps.readMaxBytes,
-              )
-            : undefined,
-        declaredLength: declared === undefined ? undefined : Number(declared),
-      }),
-  };
-}
-
-/** For both ports: the guarded body of a call, with its method's read limit and request type. */
-export function rpcBodies(
-  slots: LargeBodySlots,
-  batchReadMaxBytes: number,
-  routes: (router: ConnectRouter) => void,
-) {
-  const router = createConnectRouter();
-  routes(router);
-  const inputs = new Map(router.handlers.map((h) => [h.requestPath, h.method.input]));
-  return (request: NodeRequest, response: NodeResponse, address: string | undefined) => {
-    const path = request.url?.split("?")[0] ?? "";
-    return guardedBody(request, response, {
-      slots,
-      address: clientAddress(address),
-      readMaxBytes: readMaxBytesOf(path, batchReadMaxBytes),
-      input: inputs.get(path),
-    });
-  };
-}
-
-/**
- * On PORT: connect-fastify hands connect-es `request.body` as the parsed body (its own content
- * type parsers leave it undefined), so the guarded body goes there, before the handler runs.
- */
-export function guardFastifyBodies(
-  scope: FastifyInstance,
-  bodies: ReturnType<typeof rpcBodies>,
-): void {
-  scope.addHook("preHandler", async (request, reply) => {
-    const body = bodies(request.raw, reply.raw, request.ip);
-    if (body) request.body = body;
+  const wholeJson = codec?.framing === "whole" && codec.json;
+  const messages =
+    codec && scanner
+      ? new Messages(
+          codec.framing,
+          scanner,
+          encoding?.trim().toLowerCase(),
+          deps.readMaxBytes,
+          wholeJson,
+        )
+      : undefined;
+  return new GuardedBody(request, response, wholeJson, {
+    ...deps,
+    // Envelopes' sizes are connect-es's to check, one by one; a whole body's are checked here too.
+    rawLimit: codec?.framing === "enveloped" ? Number.POSITIVE_INFINITY : deps.readMaxBytes,
+    messages,
+    declaredLength: declared === undefined ? undefined : Number(declared),
   });
+}
+
+export class GuardedBody implements AsyncIterable<Uint8Array> {
+  constructor(
+    private readonly request: NodeRequest,
+    private readonly response: NodeResponse,
+    /** A Connect unary JSON body: one message, kept (inflated) for wholeMessage(). */
+    readonly wholeJson: boolean,
+    private readonly options: CheckOptions,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    return checkedChunks(this.request, this.response, this.options);
+  }
+
+  /** Reads the body through the checks; its message's bytes, inflated (wholeJson bodies). */
+  async wholeMessage(): Promise<Buffer> {
+    for await (const _ of this) {
+      // the chunks are kept by the message
+    }
+    return this.options.messages?.kept() ?? Buffer.alloc(0);
+  }
+}
+
+interface CheckOptions {
+  slots: LargeBodySlots;
+  address: string | undefined;
+  readMaxBytes: number;
+  rawLimit: number;
+  messages: Messages | undefined;
+  declaredLength: number | undefined;
 }
 
 async function* checkedChunks(
   request: NodeRequest,
   response: NodeResponse,
-  options: {
-    slots: LargeBodySlots;
-    address: string | undefined;
-    messages: Messages | undefined;
-    declaredLength: number | undefined;
-  },
+  options: CheckOptions,
 ): AsyncGenerator<Uint8Array> {
+  if ((options.declaredLength ?? 0) > options.rawLimit) throw tooLarge(options.readMaxBytes);
   const slot = options.slots.forBody(options.address, options.declaredLength);
   response.once("close", slot.release);
   const messages = options.messages;
@@ -143,6 +135,7 @@ async function* checkedChunks(
       const next = await source.next();
       if (next.done) break;
       received += next.value.length;
+      if (received > options.rawLimit) throw tooLarge(options.readMaxBytes);
       slot.admit(received);
       await messages?.write(next.value);
       yield next.value;
@@ -168,7 +161,13 @@ class Messages {
     private readonly scanner: () => Scanner,
     private readonly encoding: string | undefined,
     private readonly readMaxBytes: number,
+    private readonly keep: boolean,
   ) {}
+
+  /** The bytes of the (one) message, as scanned. */
+  kept(): Buffer {
+    return this.message?.kept() ?? Buffer.alloc(0);
+  }
 
   async write(chunk: Buffer): Promise<void> {
     if (this.framing === "whole") {
@@ -203,7 +202,7 @@ class Messages {
   }
 
   private newMessage(encoding: string | undefined): Message {
-    return new Message(this.scanner(), encoding, this.readMaxBytes);
+    return new Message(this.scanner(), encoding, this.readMaxBytes, this.keep);
   }
 
   private async finishMessage(): Promise<void> {
@@ -216,12 +215,14 @@ class Messages {
 class Message {
   private readonly inflater: Transform | undefined;
   private inflated = 0;
+  private readonly chunks: Buffer[] = [];
   private failure: ConnectError | undefined;
 
   constructor(
     private readonly scanner: Scanner,
     encoding: string | undefined,
     private readonly readMaxBytes: number,
+    private readonly keep: boolean,
   ) {
     this.inflater = inflaterFor(encoding);
     this.inflater?.on("data", (chunk: Buffer) => this.scan(chunk));
@@ -249,20 +250,20 @@ class Message {
     this.throwFailure();
   }
 
+  kept(): Buffer {
+    return Buffer.concat(this.chunks, this.inflated);
+  }
+
   private scan(bytes: Buffer): void {
     if (this.failure) return;
     this.inflated += bytes.length;
-    if (this.inflater && this.inflated > this.readMaxBytes) {
-      this.fail(
-        new ConnectError(
-          `message is larger than configured readMaxBytes ${this.readMaxBytes} after decompression`,
-          Code.ResourceExhausted,
-        ),
-      );
+    if (this.inflated > this.readMaxBytes) {
+      this.fail(tooLarge(this.readMaxBytes));
       return;
     }
     const violation = this.scanner.feed(bytes);
     if (violation) this.fail(new ConnectError(violation, Code.InvalidArgument));
+    else if (this.keep) this.chunks.push(bytes);
   }
 
   private fail(error: ConnectError): void {
@@ -279,4 +280,11 @@ function inflaterFor(encoding: string | undefined): Transform | undefined {
   if (encoding === "gzip") return createGunzip();
   if (encoding === "br") return createBrotliDecompress();
   return undefined;
+}
+
+function tooLarge(readMaxBytes: number): ConnectError {
+  return new ConnectError(
+    `message is larger than configured readMaxBytes ${readMaxBytes}`,
+    Code.ResourceExhausted,
+  );
 }

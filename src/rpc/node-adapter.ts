@@ -1,28 +1,51 @@
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
 import {
   type ConnectNodeAdapterOptions,
   compressionBrotli,
   compressionGzip,
-  universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import type { NodeRequest, NodeResponse } from "./guarded-bodies.ts";
 
-/**
- * connect-node's connectNodeAdapter (GRPC_PORT), with each call's body from `body`
- * (guarded-bodies.ts): the library's adapter reads the request itself and offers no hook for it.
- * Otherwise the same: routes by path, 404 for any other, errors of a call logged.
- */
-export function guardedNodeAdapter(
-  options: ConnectNodeAdapterOptions,
-  body: (request: NodeRequest, response: NodeResponse) => AsyncIterable<Uint8Array> | undefined,
-) {
-  const router = createConnectRouter({
+// Both ports' Connect adapters, in place of connect-node's connectNodeAdapter (GRPC_PORT) and
+// connect-fastify's plugin (PORT): the same routing and answers, but each call's universal
+// request comes from `prepare` (call-requests.ts), which the libraries' adapters build themselves
+// from the node request with no hook for its body.
+
+type Prepare = (request: NodeRequest, response: NodeResponse) => UniversalServerRequest;
+type RouterOptions = Omit<ConnectNodeAdapterOptions, "contextValues" | "fallback">;
+
+function handlersOf(options: RouterOptions): UniversalHandler[] {
+  const router: ConnectRouter = createConnectRouter({
     ...options,
     acceptCompression: options.acceptCompression ?? [compressionGzip, compressionBrotli],
   });
   options.routes(router);
-  const handlers = new Map(router.handlers.map((handler) => [handler.requestPath, handler]));
+  return router.handlers;
+}
+
+async function serve(
+  handler: UniversalHandler,
+  universal: UniversalServerRequest,
+  response: NodeResponse,
+  log: Pick<FastifyBaseLogger, "error">,
+): Promise<void> {
+  try {
+    await universalResponseToNodeResponse(await handler(universal), response);
+  } catch (reason) {
+    if (ConnectError.from(reason).code === Code.Aborted) return;
+    log.error(
+      { err: reason },
+      `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`,
+    );
+  }
+}
+
+/** GRPC_PORT's request listener: routes by path, 404 for any other. */
+export function nodeAdapter(options: RouterOptions, prepare: Prepare, log: FastifyBaseLogger) {
+  const handlers = new Map(handlersOf(options).map((handler) => [handler.requestPath, handler]));
   return (request: NodeRequest, response: NodeResponse): void => {
     const handler = handlers.get(request.url?.split("?", 2)[0] ?? "");
     if (!handler) {
@@ -30,21 +53,31 @@ export function guardedNodeAdapter(
       response.end();
       return;
     }
-    const universal = universalRequestFromNodeRequest(
-      request,
-      response,
-      // Typed as parsed JSON; connect-es reads an async iterable given there as the raw body.
-      body(request, response) as never,
-      options.contextValues?.(request),
-    );
-    handler(universal)
-      .then((answer) => universalResponseToNodeResponse(answer, response))
-      .catch((reason: unknown) => {
-        if (ConnectError.from(reason).code === Code.Aborted) return;
-        console.error(
-          `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`,
-          reason,
-        );
-      });
+    void serve(handler, prepare(request, response), response, log);
   };
+}
+
+/** Connect's content types, whose bodies connect-es reads itself. */
+const CONNECT_TYPES = [
+  "application/json",
+  "application/proto",
+  /^application\/connect\+/,
+  /^application\/grpc/,
+];
+
+/** PORT's Connect routes, in `scope` (which they take the JSON and proto parsers of). */
+export function fastifyAdapter(scope: FastifyInstance, options: RouterOptions, prepare: Prepare) {
+  for (const type of CONNECT_TYPES) {
+    scope.addContentTypeParser(type, (_request, _payload, done) => done(null, undefined));
+  }
+  for (const handler of handlersOf(options)) {
+    scope.all(handler.requestPath, async (request, reply) => {
+      const universal = prepare(request.raw, reply.raw);
+      // Headers set on the reply (by hooks) go out with connect-es's answer, written raw.
+      for (const [name, value] of Object.entries(reply.getHeaders())) {
+        if (value !== undefined) reply.raw.setHeader(name, value);
+      }
+      await serve(handler, universal, reply.raw, request.log);
+    });
+  }
 }
