@@ -9,6 +9,7 @@ import type { Config } from "./config/config.ts";
 import { http1ServerOptions, limitHttp1 } from "./connections/http1-limits.ts";
 import { http2ServerOptions, limitHttp2 } from "./connections/http2-limits.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
+import { Routing } from "./delivery/routing/routing.ts";
 import { LaneMarker } from "./delivery/scheduling/lanes.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
@@ -160,7 +161,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     policy: {
       sharedSender: config.sharedSender,
       maxParts: config.maxParts,
-      pricePerPartMicros: config.pricePerPartMicros,
+      routing: new Routing(config.carriers, config.numberValidation),
     },
     onAccepted: schedule,
     adminToken: config.adminToken,

@@ -29,6 +29,7 @@ export type ClaimedMessage = Pick<
   | "text"
   | "segments"
   | "parts"
+  | "pricePerPartMicros"
   | "status"
   | "createdAt"
   | "expiresAt"
@@ -66,6 +67,8 @@ const CLAIMED_FIELDS = {
   text: 1,
   segments: 1,
   parts: 1,
+  // Its refund if it is withdrawn before submission (its recipient opted out).
+  pricePerPartMicros: 1,
   status: 1,
   createdAt: 1,
   expiresAt: 1,

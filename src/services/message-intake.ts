@@ -1,3 +1,4 @@
+import type { PricedDestination, Routing } from "../delivery/routing/routing.ts";
 import { isOwnNumber } from "../domain/assigned-numbers.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { segmentText, textErrorMessage } from "../domain/segments.ts";
@@ -9,6 +10,8 @@ import { cannotBeEmpty, type FieldMessages } from "./errors.ts";
 export interface IntakePolicy {
   sharedSender: string;
   maxParts: number;
+  /** Number validation, prices and routes (SMS_CARRIERS_FILE or the one-carrier shorthand). */
+  routing: Routing;
 }
 
 export interface CheckedMessage {
@@ -18,6 +21,8 @@ export interface CheckedMessage {
   /** The parts when the text is split; undefined for a single-part message. */
   parts: string[] | undefined;
   partCount: number;
+  /** Its country and price per part; the route is resolved with its id. */
+  destination: PricedDestination;
 }
 
 export type SenderCheck = { sender: string } | { error: string };
@@ -70,8 +75,15 @@ export function checkMessage(
 ): { message: CheckedMessage } | { errors: FieldMessages } {
   // Called for each of up to 10000 messages of a batch: no errors object unless one is found.
   let errors: FieldMessages | undefined;
+  let destination: PricedDestination | undefined;
   if (input.to === "") errors = withError(errors, "to", cannotBeEmpty("to"));
   else if (!isValidPhoneNumber(input.to)) errors = withError(errors, "to", PHONE_NUMBER_ERROR);
+  else {
+    // Strict validation and the price: refused here, before anything is stored or charged.
+    const checked = policy.routing.check(input.to);
+    if ("error" in checked) errors = withError(errors, "to", checked.error);
+    else destination = checked.destination;
+  }
 
   let parts: string[] | undefined;
   let partCount = 0;
@@ -88,8 +100,10 @@ export function checkMessage(
   // Keys are proto field paths (SendMessageRequest.sender is `from` on REST and in JSON).
   if ("error" in sender) errors = withError(errors, "sender", sender.error);
 
-  if (errors || "error" in sender) return { errors: errors ?? {} };
-  return { message: { to: input.to, from: sender.sender, text: input.text, parts, partCount } };
+  if (errors || "error" in sender || !destination) return { errors: errors ?? {} };
+  return {
+    message: { to: input.to, from: sender.sender, text: input.text, parts, partCount, destination },
+  };
 }
 
 /** A status callback must be an absolute http(s) URL. Addresses are checked when sending. */

@@ -54,7 +54,8 @@ export interface MessagingDeps {
   confirmations: ChargeConfirmations;
   /** Stores single sends with group commit. */
   writer: MessageWriter;
-  policy: IntakePolicy & { pricePerPartMicros: number };
+  /** Senders, text length, and (policy.routing) number validation, prices per part and routes. */
+  policy: IntakePolicy;
   /**
    * A call's deadline (services/database-deadlines.ts), and how long a batch may take to store
    * once charged; the settler's cutoff is at least twice the longer (docs/decisions.md).
@@ -171,11 +172,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           ...(segments && { segments }),
           ...(req.statusCallback && { statusCallback: req.statusCallback }),
           ...(traceContext && { traceContext }),
+          routing: routingOf(policy, message, id),
         },
         now,
       );
       // Charged and stamped when the writer issues its group (store/message-writer.ts).
-      const amountMicros = message.partCount * policy.pricePerPartMicros;
+      const amountMicros = message.partCount * message.destination.pricePerPartMicros;
       const creditRemaining = await confirmCharge(
         account.apiKey,
         { amountMicros },
@@ -257,7 +259,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         rejected = mergeByIndex(rejected, split.rejected);
         deps.intake?.rejected("opted_out", split.rejected.length, split.parts);
       }
-      const partTotal = accepted.reduce((sum, m) => sum + m.partCount, 0);
+      let partTotal = 0;
+      let amountTotal = 0;
+      for (const m of accepted) {
+        partTotal += m.partCount;
+        amountTotal += m.partCount * m.destination.pricePerPartMicros;
+      }
       const batchDoc = {
         _id: batchId,
         accountId: account.apiKey,
@@ -292,6 +299,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
               ...(segments && { segments }),
               ...(req.statusCallback && { statusCallback: req.statusCallback }),
               ...(traceContext && { traceContext }),
+              routing: routingOf(policy, message, id),
             },
             now,
           );
@@ -302,7 +310,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         const charge: PendingCharge = {
           ref: batchId,
           kind: "batch",
-          amountMicros: partTotal * policy.pricePerPartMicros,
+          amountMicros: amountTotal,
           at: store.clock.now(),
         };
         // The messages first, then the batch document, which commits them (storeBatch); a crash
@@ -360,6 +368,17 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       }
       return { message: messageResource(doc) };
     },
+  };
+}
+
+/** What a message keeps of its destination: route, country, number type, price per part. */
+function routingOf(policy: IntakePolicy, message: CheckedMessage, id: number) {
+  const { destination } = message;
+  return {
+    route: policy.routing.route(destination, message.from, id),
+    country: destination.country,
+    numberType: destination.numberType,
+    pricePerPartMicros: destination.pricePerPartMicros,
   };
 }
 

@@ -122,7 +122,12 @@ export class OptOutRules {
    * The delivery worker's check of claimed messages before they go to the carrier: those whose
    * recipient opted out are withdrawn. Returns their ids.
    */
-  async screen(messages: readonly Pick<MessageDoc, "_id" | "accountId" | "to" | "parts">[]) {
+  async screen(
+    messages: readonly Pick<
+      MessageDoc,
+      "_id" | "accountId" | "to" | "parts" | "pricePerPartMicros"
+    >[],
+  ) {
     const withdrawn = new Set<number>();
     const byAccount = new Map<string, typeof messages>();
     for (const m of messages)
@@ -154,7 +159,7 @@ export class OptOutRules {
       const queued = await store.messages
         .find(
           { ...recipient, status: "ACCEPTED", keywordReply: { $exists: false } },
-          { projection: { _id: 1, parts: 1, deliveryLease: 1 } },
+          { projection: { _id: 1, parts: 1, pricePerPartMicros: 1, deliveryLease: 1 } },
         )
         .toArray();
       if (queued.length === 0) return;
@@ -174,7 +179,7 @@ export class OptOutRules {
 
   private async withdraw(
     accountId: string,
-    messages: readonly Pick<MessageDoc, "_id" | "parts">[],
+    messages: readonly Pick<MessageDoc, "_id" | "parts" | "pricePerPartMicros">[],
     filter: Filter<MessageDoc> = {},
   ): Promise<number[]> {
     const { store } = this.deps;

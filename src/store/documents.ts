@@ -85,6 +85,14 @@ export interface MessageDoc {
   /** Present only when the text was split. */
   segments?: SegmentDoc[];
   parts: number;
+  /** Resolved at acceptance (delivery/routing): the route's name and its carriers, in order. */
+  route?: StoredRoute;
+  /** The destination's ISO 3166-1 alpha-2 country as libphonenumber parses it; absent for none. */
+  country?: string;
+  /** libphonenumber's type of the number, kept where routing needed it (routing/routing.ts). */
+  numberType?: string;
+  /** What each part cost, in micro-units: the message was charged parts times this. */
+  pricePerPartMicros?: number;
   ttl: number;
   statusCallback?: string;
   status: StatusName;
@@ -138,6 +146,12 @@ export type StoredTrace = Binary | { traceparent: string; tracestate?: string };
 export interface Lease {
   owner: string;
   until: Date;
+}
+
+export interface StoredRoute {
+  name: string;
+  /** The carriers to try, in order: the first healthy one takes the message. */
+  carriers: readonly string[];
 }
 
 export interface BatchDoc {

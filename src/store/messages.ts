@@ -1,5 +1,5 @@
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
-import type { MessageDoc, SegmentDoc } from "./documents.ts";
+import type { MessageDoc, SegmentDoc, StoredRoute } from "./documents.ts";
 
 export interface NewMessage {
   id: number;
@@ -16,6 +16,13 @@ export interface NewMessage {
   deliveryClass?: DeliveryClass;
   /** The accepting request's trace context, when tracing is on. */
   traceContext?: MessageDoc["traceContext"];
+  /** Where it goes and what a part cost (delivery/routing/routing.ts). */
+  routing?: {
+    route: StoredRoute;
+    country: string | undefined;
+    numberType: string | undefined;
+    pricePerPartMicros: number;
+  };
 }
 
 /**
@@ -47,5 +54,12 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
   if (message.segments) doc.segments = message.segments;
   if (message.statusCallback !== undefined) doc.statusCallback = message.statusCallback;
   if (message.traceContext) doc.traceContext = message.traceContext;
+  const routing = message.routing;
+  if (routing) {
+    doc.route = routing.route;
+    if (routing.country !== undefined) doc.country = routing.country;
+    if (routing.numberType !== undefined) doc.numberType = routing.numberType;
+    doc.pricePerPartMicros = routing.pricePerPartMicros;
+  }
   return doc;
 }

@@ -23,11 +23,14 @@ export const OPTED_OUT_ERROR = "the recipient opted out before the message was s
 export interface Withdrawable {
   _id: number;
   parts: number;
+  /** What each of its parts was charged; absent on messages stored before prices by destination. */
+  pricePerPartMicros?: number;
 }
 
 /**
  * Withdraws those of `messages` (one account's) that are still ACCEPTED and match `filter`, and
- * refunds them at `pricePerPartMicros` per part. Returns the ids withdrawn.
+ * refunds them what they were charged (`pricePerPartMicros` per part for messages that do not
+ * keep their price). Returns the ids withdrawn.
  */
 export async function withdrawMessages(
   collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
@@ -40,7 +43,7 @@ export async function withdrawMessages(
   if (messages.length === 0) return [];
   const priced = messages.map((m) => ({
     id: m._id,
-    amountMicros: Math.max(1, m.parts) * pricePerPartMicros,
+    amountMicros: Math.max(1, m.parts) * (m.pricePerPartMicros ?? pricePerPartMicros),
   }));
   const refund: PendingCharge = {
     // Unique enough to tell two refunds of one account apart (2^47 values).
