@@ -36,7 +36,7 @@ import {
   optOutResource,
 } from "./opt-out-resources.ts";
 import type { OptOutRules } from "./opt-out-rules.ts";
-import { cursorOf, MESSAGE_PAGES, pageSize, pageToken } from "./page-tokens.ts";
+import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 type TwoWayMethods =
   | "assignNumber"
@@ -142,12 +142,8 @@ export function twoWayAdmin(
       const scope = ["ListNumbers", accountId];
       const after = cursorOf(req.pageToken, scope, ["string"])?.[0] as string | undefined;
       const docs = await findNumberPage(store.db, accountId, after, limit);
-      const page = docs.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        numbers: page.map(assignedNumberResource),
-        nextPageToken: docs.length > limit && last ? pageToken(scope, [last._id]) : "",
-      };
+      const [page, nextPageToken] = paged(docs, limit, (last) => pageToken(scope, [last._id]));
+      return { numbers: page.map(assignedNumberResource), nextPageToken };
     },
 
     async setInboundUrl(req, ctx) {

@@ -28,7 +28,7 @@ import { authenticateAccount } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import { type FieldMessages, invalidArgument, notFound } from "./errors.ts";
-import { cursorOf, MESSAGE_PAGES, pageSize, pageToken } from "./page-tokens.ts";
+import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 export interface InboundServiceDeps {
   store: Store;
@@ -126,15 +126,10 @@ export function createInboundService(deps: InboundServiceDeps): ServiceImpl<type
         | InboundCursor
         | undefined;
       const docs = await findInboundPage(store.db, filter, after, limit);
-      const page = docs.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        inboundMessages: page.map(inboundResource),
-        nextPageToken:
-          docs.length > limit && last
-            ? pageToken(scope, [last.receivedAt.getTime(), last._id])
-            : "",
-      };
+      const [page, nextPageToken] = paged(docs, limit, (last) =>
+        pageToken(scope, [last.receivedAt.getTime(), last._id]),
+      );
+      return { inboundMessages: page.map(inboundResource), nextPageToken };
     },
 
     async getInboundMessage(req, ctx) {

@@ -33,6 +33,7 @@ import {
   BATCH_MESSAGE_PAGES,
   cursorOf,
   MESSAGE_PAGES,
+  paged,
   pageSize,
   pageToken,
 } from "./page-tokens.ts";
@@ -55,13 +56,6 @@ export interface ListDeps {
   store: Store;
   directory: AccountDirectory;
   requestMs: number;
-}
-
-/** A page of `limit` items out of `found` (limit + 1 read), and the token of the next. */
-function paged<T>(found: T[], limit: number, next: (last: T) => string): [T[], string] {
-  if (found.length <= limit) return [found, ""];
-  const page = found.slice(0, limit);
-  return [page, next(page[page.length - 1] as T)];
 }
 
 export function messageLists(deps: ListDeps) {

@@ -20,7 +20,7 @@ import {
   optOutResource,
 } from "./opt-out-resources.ts";
 import type { OptOutRules } from "./opt-out-rules.ts";
-import { cursorOf, MESSAGE_PAGES, pageSize, pageToken } from "./page-tokens.ts";
+import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 export interface OptOutServiceDeps {
   optOuts: OptOutStore;
@@ -44,15 +44,10 @@ export function createOptOutService(deps: OptOutServiceDeps): ServiceImpl<typeof
         | OptOutCursor
         | undefined;
       const docs = await findOptOutPage(optOuts, account.apiKey, after, limit, dbOptions(ctx));
-      const page = docs.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        optOuts: page.map(optOutResource),
-        nextPageToken:
-          docs.length > limit && last
-            ? pageToken(scope, [last.createTime.getTime(), last._id.number])
-            : "",
-      };
+      const [page, nextPageToken] = paged(docs, limit, (last) =>
+        pageToken(scope, [last.createTime.getTime(), last._id.number]),
+      );
+      return { optOuts: page.map(optOutResource), nextPageToken };
     },
 
     async getOptOut(req, ctx) {
@@ -96,13 +91,10 @@ export function createOptOutService(deps: OptOutServiceDeps): ServiceImpl<typeof
         limit,
         dbOptions(ctx),
       );
-      const page = docs.slice(0, limit);
-      const last = page[page.length - 1];
-      return {
-        changes: page.map(optOutChangeResource),
-        nextPageToken:
-          docs.length > limit && last ? pageToken(scope, [last.at.getTime(), last._id]) : "",
-      };
+      const [page, nextPageToken] = paged(docs, limit, (last) =>
+        pageToken(scope, [last.at.getTime(), last._id]),
+      );
+      return { changes: page.map(optOutChangeResource), nextPageToken };
     },
   };
 }

@@ -33,6 +33,13 @@ export function pageSize(requested: number, sizes: PageSizes): number {
   return Math.min(requested, sizes.max);
 }
 
+/** A page of `limit` items out of `found` (limit + 1 read), and the token of the next. */
+export function paged<T>(found: T[], limit: number, next: (last: T) => string): [T[], string] {
+  if (found.length <= limit) return [found, ""];
+  const page = found.slice(0, limit);
+  return [page, next(page[page.length - 1] as T)];
+}
+
 /** Where the next page starts: the last item's sort key. */
 export type Cursor = (string | number)[];
 

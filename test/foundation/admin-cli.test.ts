@@ -86,6 +86,80 @@ describe("the operator CLI", () => {
     expect(sent.body.from).toBe("Acme");
   });
 
+  it("assigns a number, sets the inbound URL, simulates a STOP that blocks the next send, lists and releases", async () => {
+    const account = await service.createAccount();
+    const assigned = await admin(
+      "number",
+      "assign",
+      "--api-key",
+      account.apiKey,
+      "--number",
+      "+4930555000",
+    );
+    expect(assigned).toMatchObject({ number: "+4930555000", apiKey: account.apiKey });
+    const url = await admin(
+      "account",
+      "inbound-url",
+      "--api-key",
+      account.apiKey,
+      "--url",
+      "https://example.com/in",
+    );
+    expect(url.inboundUrl).toBe("https://example.com/in");
+
+    const stop = await admin(
+      "simulate",
+      "inbound",
+      "--from",
+      "+4915100000777",
+      "--to",
+      "+4930555000",
+      "--text",
+      "STOP",
+    );
+    expect(stop).toMatchObject({
+      from: "+4915100000777",
+      to: "+4930555000",
+      text: "STOP",
+      optOutType: "OPT_OUT_TYPE_STOP",
+    });
+    const refused = await postForm(`${service.baseUrl}/sms`, {
+      to: "+4915100000777",
+      text: "Hi",
+      ...account,
+    });
+    expect(refused.status).toBe(400);
+    expect(Object.keys(refused.body.errors)).toEqual(["to"]);
+
+    const listed = await admin("number", "list", "--api-key", account.apiKey);
+    expect(listed.numbers.map((n: { number: string }) => n.number)).toEqual(["+4930555000"]);
+    const released = await admin("number", "release", "--number", "+4930555000");
+    expect(released.apiKey).toBe(account.apiKey);
+    // Six commands, each a process of its own.
+  }, 120_000);
+
+  it("adds and removes the operator's opt-outs", async () => {
+    const account = await service.createAccount();
+    const added = await admin(
+      "opt-out",
+      "add",
+      "--api-key",
+      account.apiKey,
+      "--number",
+      "+4915100000888",
+    );
+    expect(added).toMatchObject({ number: "+4915100000888", source: "OPT_OUT_SOURCE_OPERATOR" });
+    const removed = await admin(
+      "opt-out",
+      "remove",
+      "--api-key",
+      account.apiKey,
+      "--number",
+      "+4915100000888",
+    );
+    expect(removed.number).toBe("+4915100000888");
+  }, 60_000);
+
   it("prints the error as JSON and exits non-zero for an unknown account", async () => {
     const failure = await run(
       "npx",
