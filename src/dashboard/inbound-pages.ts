@@ -9,7 +9,7 @@ import {
   type FieldErrorList,
   fieldText,
   ID,
-  serviceErrors,
+  searchPage,
   timeFieldError,
   utcTimeOf,
 } from "./page-kit.ts";
@@ -88,38 +88,24 @@ export function inboundPages(app: FastifyInstance, dashboard: Dashboard): void {
         until: fieldText(query.until),
         page: fieldText(query.page),
       };
-      const page = {
-        title: "Inbound messages",
-        nav: "inbound",
+      return searchPage(
+        dashboard,
+        reply,
+        account,
+        { name: "inbound", data: { title: "Inbound messages", nav: "inbound" } },
         search,
-        messages: [] as ReturnType<typeof inboundRow>[],
-        next: "",
-        errors: {} as FieldErrorList,
-      };
-      const built = inboundSearchRequest(search);
-      if ("errors" in built) {
-        return dashboard.render(
-          reply.code(400),
-          "inbound",
-          { ...page, errors: built.errors },
-          account,
-        );
-      }
-      try {
-        const found = await inbound.listInboundMessages(
-          built.request,
-          sessionCall(request, account),
-        );
-        page.messages = found.inboundMessages.map(inboundRow);
-        if (found.nextPageToken !== "") {
-          const { page: _, ...filters } = search;
-          page.next = new URLSearchParams({ ...filters, page: found.nextPageToken }).toString();
-        }
-      } catch (error) {
-        const { status, errors } = serviceErrors(error, reply);
-        return dashboard.render(reply.code(status), "inbound", { ...page, errors }, account);
-      }
-      return dashboard.render(reply, "inbound", page, account);
+        inboundSearchRequest(search),
+        async (listRequest) => {
+          const found = await inbound.listInboundMessages(
+            listRequest,
+            sessionCall(request, account),
+          );
+          return {
+            rows: found.inboundMessages.map(inboundRow),
+            nextPageToken: found.nextPageToken,
+          };
+        },
+      );
     }),
   );
 

@@ -13,7 +13,7 @@ import {
   type Dashboard,
   type FieldErrorList,
   ID,
-  serviceErrors,
+  searchPage,
   fieldText as text,
   timeFieldError,
   utcTimeOf,
@@ -111,36 +111,18 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
         until: text(query.until),
         page: text(query.page),
       };
-      const page = {
-        title: "Messages",
-        nav: "messages",
+      return searchPage(
+        dashboard,
+        reply,
+        account,
+        { name: "messages", data: { title: "Messages", nav: "messages", statuses: STATUS_NAMES } },
         search,
-        statuses: STATUS_NAMES,
-        messages: [] as ReturnType<typeof messageRow>[],
-        next: "",
-        errors: {} as FieldErrorList,
-      };
-      const built = searchRequest(search);
-      if ("errors" in built) {
-        return dashboard.render(
-          reply.code(400),
-          "messages",
-          { ...page, errors: built.errors },
-          account,
-        );
-      }
-      try {
-        const found = await messaging.listMessages(built.request, sessionCall(request, account));
-        page.messages = found.messages.map(messageRow);
-        if (found.nextPageToken !== "") {
-          const { page: _, ...filters } = search;
-          page.next = new URLSearchParams({ ...filters, page: found.nextPageToken }).toString();
-        }
-      } catch (error) {
-        const { status, errors } = serviceErrors(error, reply);
-        return dashboard.render(reply.code(status), "messages", { ...page, errors }, account);
-      }
-      return dashboard.render(reply, "messages", page, account);
+        searchRequest(search),
+        async (listRequest) => {
+          const found = await messaging.listMessages(listRequest, sessionCall(request, account));
+          return { rows: found.messages.map(messageRow), nextPageToken: found.nextPageToken };
+        },
+      );
     }),
   );
 

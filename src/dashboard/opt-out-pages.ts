@@ -1,5 +1,5 @@
 import type { CallOptions } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type OptOut, OptOutSource } from "../../gen/sms/v1/types_pb.ts";
 import type { AccountView } from "../services/account-directory.ts";
 import { type Dashboard, type FieldErrorList, fieldText, serviceErrors } from "./page-kit.ts";
@@ -75,47 +75,49 @@ export function optOutPages(app: FastifyInstance, dashboard: Dashboard): void {
     }),
   );
 
-  app.post(
-    "/opt-outs",
-    { preValidation: app.csrfProtection },
+  /**
+   * A form that changes the list: done, back to the list with the number in the `notice`;
+   * refused, the list with the service's errors (and, for the add form, the number as typed).
+   */
+  const change = (
+    notice: keyof Notices,
+    numberOf: (request: FastifyRequest) => string,
+    act: (number: string, call: CallOptions) => Promise<{ optOut?: OptOut }>,
+  ) =>
     dashboard.signedIn(async (request, reply, account) => {
-      const number = fieldText((request.body as Record<string, unknown> | undefined)?.number);
+      const number = numberOf(request);
       const call = sessionCall(request, account);
-      let added: string;
+      let changed: string;
       try {
-        const { optOut } = await optOuts.createOptOut({ number }, call);
-        added = optOut?.number ?? number;
+        changed = (await act(number, call)).optOut?.number ?? number;
       } catch (error) {
         const { status, errors } = serviceErrors(error, reply);
         return listPage(reply.code(status), account, call, "", {
-          number,
+          number: notice === "added" ? number : "",
           errors,
           notices: { added: "", removed: "" },
         });
       }
-      return reply.redirect(`/dashboard/opt-outs?added=${encodeURIComponent(added)}`, 303);
-    }),
+      return reply.redirect(`/dashboard/opt-outs?${notice}=${encodeURIComponent(changed)}`, 303);
+    });
+
+  app.post(
+    "/opt-outs",
+    { preValidation: app.csrfProtection },
+    change(
+      "added",
+      (request) => fieldText((request.body as Record<string, unknown> | undefined)?.number),
+      (number, call) => optOuts.createOptOut({ number }, call),
+    ),
   );
 
   app.post(
     "/opt-outs/:number/delete",
     { preValidation: app.csrfProtection },
-    dashboard.signedIn(async (request, reply, account) => {
-      const { number } = request.params as { number: string };
-      const call = sessionCall(request, account);
-      let removed: string;
-      try {
-        const { optOut } = await optOuts.deleteOptOut({ number }, call);
-        removed = optOut?.number ?? number;
-      } catch (error) {
-        const { status, errors } = serviceErrors(error, reply);
-        return listPage(reply.code(status), account, call, "", {
-          number: "",
-          errors,
-          notices: { added: "", removed: "" },
-        });
-      }
-      return reply.redirect(`/dashboard/opt-outs?removed=${encodeURIComponent(removed)}`, 303);
-    }),
+    change(
+      "removed",
+      (request) => (request.params as { number: string }).number,
+      (number, call) => optOuts.deleteOptOut({ number }, call),
+    ),
   );
 }

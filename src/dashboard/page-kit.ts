@@ -114,3 +114,36 @@ export function badId(
     account,
   );
 }
+
+/**
+ * A search page (`view`, its rows as `it.messages`): the form's fields as `built` (400 with the
+ * errors of the bad ones), one list call, and the next page's link with the same filters.
+ */
+export async function searchPage<Search extends Record<keyof Search, string>, Request, Row>(
+  dashboard: Dashboard,
+  reply: FastifyReply,
+  account: AccountView,
+  view: { name: string; data: Record<string, unknown> },
+  /** The form's fields, `page` the list's page token. */
+  search: Search,
+  built: { request: Request } | { errors: FieldErrorList },
+  list: (request: Request) => Promise<{ rows: Row[]; nextPageToken: string }>,
+): Promise<FastifyReply> {
+  const page = { ...view.data, search, messages: [] as Row[], next: "", errors: {} };
+  if ("errors" in built) {
+    return dashboard.render(reply.code(400), view.name, { ...page, errors: built.errors }, account);
+  }
+  try {
+    const found = await list(built.request);
+    page.messages = found.rows;
+    if (found.nextPageToken !== "") {
+      const next = new URLSearchParams(Object.entries(search));
+      next.set("page", found.nextPageToken);
+      page.next = next.toString();
+    }
+  } catch (error) {
+    const { status, errors } = serviceErrors(error, reply);
+    return dashboard.render(reply.code(status), view.name, { ...page, errors }, account);
+  }
+  return dashboard.render(reply, view.name, page, account);
+}
