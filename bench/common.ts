@@ -6,6 +6,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Filter, MongoClient } from "mongodb";
 import type { MessageDoc } from "../src/store/documents.ts";
+import { acceptedMessage } from "../src/store/messages.ts";
 
 export const ADMIN_TOKEN = "bench-admin-token-0123456789";
 
@@ -113,6 +114,29 @@ export function batchBody(account: object, count: number, text: string, statusCa
       text,
     })),
   });
+}
+
+/**
+ * The documents a batch of `count` one-part messages of `text` (to batchBody's numbers) is stored
+ * as: what the driver baselines of figures 1, 2 and 15 write.
+ */
+export function equivalentDocs(firstId: number, count: number, text: string): MessageDoc[] {
+  const now = new Date();
+  return Array.from({ length: count }, (_, i) =>
+    acceptedMessage(
+      {
+        id: firstId + i,
+        accountId: "bench",
+        batchId: 1,
+        to: `+49151${10_000_000 + i}`,
+        from: "SMSINFO",
+        text,
+        parts: 1,
+        ttl: 21_600,
+      },
+      now,
+    ),
+  );
 }
 
 export async function postBatch(baseUrl: string, body: string, count = 10_000) {

@@ -10,12 +10,12 @@ import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { startDatabase } from "../src/store/embedded-mongo.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
-import { acceptedMessage } from "../src/store/messages.ts";
 import {
   ADMIN_TOKEN,
   type BenchContext,
   batchBody,
   createAccount,
+  equivalentDocs,
   type Figure,
   postBatch,
 } from "./common.ts";
@@ -23,6 +23,7 @@ import { deliveryFigures } from "./delivery-figures.ts";
 import { embeddedFigure } from "./embedded-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
+import { optOutFigure } from "./opt-out-figure.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -72,25 +73,6 @@ function serviceEnv(db: string, extra: Record<string, string> = {}) {
   };
 }
 const ctx: BenchContext = { quick, client, figures, runs, log, dropDatabases, serviceEnv };
-
-function equivalentDocs(firstId: number, count: number, text: string): MessageDoc[] {
-  const now = new Date();
-  return Array.from({ length: count }, (_, i) =>
-    acceptedMessage(
-      {
-        id: firstId + i,
-        accountId: "bench",
-        batchId: 1,
-        to: `+49151${10_000_000 + i}`,
-        from: "SMSINFO",
-        text,
-        parts: 1,
-        ttl: 21_600,
-      },
-      now,
-    ),
-  );
-}
 
 // ---- 1. POST /sms under fixed concurrency, against (a) bare Fastify and (b) the driver's writes
 if (runs("1")) {
@@ -352,6 +334,8 @@ await embeddedFigure(ctx);
 await observabilityFigure(ctx);
 // ---- 14 of issue 26 (id "mo"): mobile-originated intake over SMPP beside POST /sms.
 await moIntakeFigure(ctx);
+// ---- 15 (issue 26). Sends checked against a 100000-number opt-out list
+await optOutFigure(ctx);
 
 await client.close();
 await database.stop();

@@ -1,0 +1,140 @@
+// Figure 15 of issue 26 (run.ts's id "optout"): what an opt-out list costs the sends that are
+// checked against it. One service, two accounts: "listed" with 100000 numbers on its opt-out list
+// (written as CreateOptOut writes them), "plain" with none. Every send is to a number not on the
+// list, so every one is accepted and checked.
+//   a. Figure 1's load (POST /sms, 1 part, 32 connections) on each account, alternated: the
+//      listed account's rate >= 0.95 x the plain account's, same run.
+//   b. Figure 2 (a 10000-message batch, time to 200) from the listed account, beside insertMany
+//      of the same documents, alternated: <= 1.5 x.
+
+import autocannon from "autocannon";
+import { openStore } from "../src/store/database.ts";
+import type { MessageDoc } from "../src/store/documents.ts";
+import { ensureIndexes } from "../src/store/indexes.ts";
+import { openOptOuts, optOutKey } from "../src/store/opt-outs.ts";
+import {
+  type Account,
+  type BenchContext,
+  batchBody,
+  createAccount,
+  equivalentDocs,
+  postBatch,
+} from "./common.ts";
+import { median, startProcess } from "./processes.ts";
+
+const LIST_SIZE = 100_000;
+const BATCH = 10_000;
+
+/** Figure 1's load: POST /sms requests per second from `account`. */
+async function sendRate(baseUrl: string, account: Account, seconds: number) {
+  const result = await autocannon({
+    url: `${baseUrl}/sms`,
+    method: "POST",
+    connections: 32,
+    duration: seconds,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark", ...account }),
+  });
+  if (result.non2xx > 0) throw new Error(`figure 15: ${result.non2xx} sends were refused`);
+  return result.requests.average;
+}
+
+export async function optOutFigure(ctx: BenchContext): Promise<void> {
+  if (!ctx.runs("optout", "15")) return;
+  ctx.log("figure 15 (issue 26): sends checked against a 100000-number opt-out list");
+  const dbName = "bench_opt_out";
+  const api = await startProcess(
+    "src/main.ts",
+    ctx.serviceEnv(dbName, { SMS_RUN_WORKERS: "false" }),
+  );
+  try {
+    const plain = await createAccount(api.baseUrl, undefined, "plain");
+    const listed = await createAccount(api.baseUrl, undefined, "listed");
+    const { optOuts } = openOptOuts(ctx.client.db(dbName));
+    const now = new Date();
+    for (let start = 0; start < LIST_SIZE; start += 10_000) {
+      await optOuts.insertMany(
+        Array.from({ length: 10_000 }, (_, i) => ({
+          _id: optOutKey(listed.apiKey, `+4917${String(10_000_000 + start + i)}`),
+          source: "API" as const,
+          createTime: now,
+        })),
+        { ordered: false },
+      );
+    }
+
+    // a. Alternated rounds, so both accounts meet the same database and JIT state.
+    const seconds = ctx.quick ? 3 : 10;
+    const rounds = ctx.quick ? 2 : 3;
+    await sendRate(api.baseUrl, plain, seconds); // warm-up
+    await sendRate(api.baseUrl, listed, seconds);
+    const plainRates: number[] = [];
+    const listedRates: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      const first = r % 2 === 0;
+      if (first) plainRates.push(await sendRate(api.baseUrl, plain, seconds));
+      listedRates.push(await sendRate(api.baseUrl, listed, seconds));
+      if (!first) plainRates.push(await sendRate(api.baseUrl, plain, seconds));
+    }
+    ctx.log(`figure 15a: plain ${plainRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
+    ctx.log(`figure 15a: listed ${listedRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
+    const listedRate = median(listedRates);
+    const plainRate = median(plainRates);
+    ctx.figures.push({
+      figure: `15a (issue 26). POST /sms requests/s with ${LIST_SIZE} numbers on the account's opt-out list (every send checked, none refused)`,
+      value: listedRate,
+      unit: "req/s",
+      baseline: plainRate,
+      baselineName: "same run, an account without a list",
+      ratio: listedRate / plainRate,
+      target: ">= 0.95 x without the list",
+      met: listedRate >= 0.95 * plainRate,
+    });
+
+    // b. The batch against its insertMany, alternated like figure 2.
+    const text = "Your code is 123456. It expires in 10 minutes.";
+    const body = batchBody(listed, BATCH, text);
+    const baseline = ctx.client.db("bench_opt_out_insert");
+    await ensureIndexes(openStore(baseline));
+    const baselineMessages = baseline.collection<MessageDoc>("messages");
+    const serviceMessages = ctx.client.db(dbName).collection<MessageDoc>("messages");
+    const insertMany = async (round: number) => {
+      const docs = equivalentDocs(1 + round * BATCH, BATCH, text);
+      const started = performance.now();
+      await baselineMessages.insertMany(docs, { ordered: false });
+      return performance.now() - started;
+    };
+    const warmUps = ctx.quick ? 1 : 3;
+    const repeats = ctx.quick ? 3 : 7;
+    const storeTimes: number[] = [];
+    const insertTimes: number[] = [];
+    let batchId = 0;
+    for (let i = 0; i < warmUps + repeats; i++) {
+      if (batchId) await serviceMessages.deleteMany({ batchId });
+      await baselineMessages.deleteMany({});
+      const { ms, id } = await postBatch(api.baseUrl, body);
+      batchId = id;
+      const baselineMs = await insertMany(i);
+      if (i < warmUps) continue;
+      storeTimes.push(ms);
+      insertTimes.push(baselineMs);
+    }
+    ctx.log(`figure 15b: service ${storeTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
+    ctx.log(`figure 15b: insertMany ${insertTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
+    const value = median(storeTimes);
+    const base = median(insertTimes);
+    ctx.figures.push({
+      figure: `15b (issue 26). POST /sms-batch, ${BATCH} messages, time to 200, with ${LIST_SIZE} numbers on the account's opt-out list`,
+      value,
+      unit: "ms",
+      baseline: base,
+      baselineName: `driver insertMany of ${BATCH}`,
+      ratio: value / base,
+      target: "<= 1.5 x insertMany",
+      met: value <= 1.5 * base,
+    });
+  } finally {
+    await api.stop();
+    await ctx.dropDatabases(dbName, "bench_opt_out_insert");
+  }
+}
