@@ -21,6 +21,7 @@ import {
 } from "./common.ts";
 import { deliveryFigures } from "./delivery-figures.ts";
 import { embeddedFigure } from "./embedded-figure.ts";
+import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
@@ -33,8 +34,9 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
-// smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "mo" (issue 26's
-// figure 14) in mo-intake-figure.ts.
+// smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
+// in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
+// (issue 26's figure 15) in opt-out-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -332,6 +334,9 @@ await smppFigure(ctx);
 await embeddedFigure(ctx);
 // ---- 13: figure 1 with metrics and tracing on against off (issue 16).
 await observabilityFigure(ctx);
+// ---- hostile: hostile bodies, the event loop and the heap, beside the commit they were found on
+// (issue 25).
+await hostileBodiesFigure(ctx);
 // ---- 14 of issue 26 (id "mo"): mobile-originated intake over SMPP beside POST /sms.
 await moIntakeFigure(ctx);
 // ---- 15 (issue 26). Sends checked against a 100000-number opt-out list

@@ -19,7 +19,7 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const git = (...args: string[]) => promisify(execFile)("git", ["-C", root, ...args]);
 
 /** Checks `ref` out in a temporary worktree with this checkout's node_modules; returns its path and how to remove it. */
-async function baselineCheckout(ref: string) {
+export async function baselineCheckout(ref: string) {
   const parent = await mkdtemp(join(tmpdir(), "sms-bench-baseline-"));
   const dir = join(parent, "checkout");
   await git("worktree", "add", "--detach", dir, ref).catch(async (error: Error) => {

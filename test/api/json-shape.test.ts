@@ -102,6 +102,22 @@ describe("JSON shape scanner", () => {
     );
   });
 
+  it("property: long strings (skipped natively) with quotes and escapes, in any chunks", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.string({ minLength: 900, maxLength: 4000, unit: "binary" }), { maxLength: 4 }),
+        fc.array(fc.nat(), { maxLength: 8 }),
+        (strings, cuts) => {
+          const text = JSON.stringify({ s: strings, t: [[strings.join('\\"[')]] });
+          const { depth, values } = shapeOf(JSON.parse(text));
+          expect(scan(text, { maxDepth: depth, maxValues: values }, cuts)).toBeUndefined();
+          expect(scan(text, { maxDepth: depth - 1, maxValues: values }, cuts)).toMatch(/deeper/);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it("property: valid batches within the limits are never refused", () => {
     fc.assert(
       fc.property(
