@@ -10,6 +10,7 @@ import type { StatusName } from "../store/documents.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
 import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
+import { quoteRoutes } from "./quotes.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
 interface Credentials {
@@ -197,4 +198,6 @@ export function messageRoutes(
       return renderBatchInfo(batch, messages);
     },
   );
+
+  quoteRoutes(app, clients);
 }

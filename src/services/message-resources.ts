@@ -101,6 +101,10 @@ export function messageResource(
     statusCallback: doc.statusCallback ?? "",
     createTime: timestampFromDate(doc.createdAt),
     updateTime: timestampFromDate(doc.updatedAt),
+    country: doc.country ?? "",
+    ...(doc.pricePerPartMicros !== undefined && {
+      pricePerPartMicros: BigInt(doc.pricePerPartMicros),
+    }),
     notifications: (doc.notifications ?? []).map((n) => ({
       status: STATUS_TO_PROTO[n.status],
       state: NOTIFICATION_STATE_TO_PROTO[n.state],

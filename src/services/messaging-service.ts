@@ -38,6 +38,7 @@ import {
   resolveSender,
 } from "./message-intake.ts";
 import { BATCH_SUMMARY, batchNotFound, messageLists } from "./message-lists.ts";
+import { quoteMessage } from "./message-quotes.ts";
 import { batchResource, messageResource } from "./message-resources.ts";
 import { recipientOptedOut } from "./opt-out-resources.ts";
 
@@ -352,6 +353,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         .find({ batchId: batch._id }, { ...options, projection: { _id: 0, status: 1 } })
         .toArray();
       return { batch: batchResource(batch, batchCounters(statuses.map((m) => m.status))) };
+    },
+
+    async quoteMessage(req, ctx) {
+      await authenticateAccount(ctx, directory);
+      return quoteMessage(req, policy);
     },
 
     async getMessage(req, ctx) {

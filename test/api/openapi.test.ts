@@ -55,6 +55,7 @@ describe("the document", () => {
       "GET /opt-outs/changes",
       "GET /sender_names",
       "GET /sms-batch/{id}",
+      "GET /sms/quote",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",

@@ -2,8 +2,8 @@
 // @generated from file sms/v1/messaging.proto (package sms.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { BadRequest_FieldViolation } from "../../google/rpc/error_details_pb.ts";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/v1/messaging.proto.
  */
 export const file_sms_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEitQEKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJEh0KC3R0bF9zZWNvbmRzGAQgASgFSAFSA3R0bIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBAUIJCgdfc2VuZGVyQg4KDF90dGxfc2Vjb25kc0ISChBfc3RhdHVzX2NhbGxiYWNrIjcKE1NlbmRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIq4BChBTZW5kQmF0Y2hSZXF1ZXN0EiYKCG1lc3NhZ2VzGAEgAygLMhQuc21zLnYxLkJhdGNoTWVzc2FnZRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIcCg9zdGF0dXNfY2FsbGJhY2sYAyABKAlIAYgBARIRCgRuYW1lGAQgASgJSAKIAQFCCQoHX3NlbmRlckISChBfc3RhdHVzX2NhbGxiYWNrQgcKBV9uYW1lIk4KDEJhdGNoTWVzc2FnZRIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJQgkKB19zZW5kZXIingEKEVNlbmRCYXRjaFJlc3BvbnNlEhwKBWJhdGNoGAEgASgLMg0uc21zLnYxLkJhdGNoEikKBmVycm9ycxgCIAMoCzIZLnNtcy52MS5CYXRjaE1lc3NhZ2VFcnJvchIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgDIAEoA0gAiAEBQhoKGF9jcmVkaXRfcmVtYWluaW5nX21pY3JvcyKBAQoRQmF0Y2hNZXNzYWdlRXJyb3ISDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCRI/ChBmaWVsZF92aW9sYXRpb25zGAMgAygLMiUuZ29vZ2xlLnJwYy5CYWRSZXF1ZXN0LkZpZWxkVmlvbGF0aW9uEg4KBnJlYXNvbhgEIAEoCSLAAQoFQmF0Y2gSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRITCgt0b3RhbF9jb3VudBgDIAEoBRIWCg5hY2NlcHRlZF9jb3VudBgEIAEoBRIWCg5yZWplY3RlZF9jb3VudBgFIAEoBRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIcHJvZ3Jlc3MYByABKAsyFS5zbXMudjEuQmF0Y2hQcm9ncmVzcyJqCg1CYXRjaFByb2dyZXNzEhIKCnNlbnRfY291bnQYASABKAUSFwoPZGVsaXZlcmVkX2NvdW50GAIgASgFEhkKEXVuZGVsaXZlcmVkX2NvdW50GAMgASgFEhEKCWlzX2FjdGl2ZRgEIAEoCCIdCg9HZXRCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiMAoQR2V0QmF0Y2hSZXNwb25zZRIcCgViYXRjaBgBIAEoCzINLnNtcy52MS5CYXRjaCIfChFHZXRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoAyI2ChJHZXRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIpQCChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEgoKAnRvGAQgASgJEhUKCGJhdGNoX2lkGAUgASgDSACIAQESLgoKc3RhcnRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBHZpZXcYCCABKA4yEy5zbXMudjEuTWVzc2FnZVZpZXdCCwoJX2JhdGNoX2lkIlIKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEiEKCG1lc3NhZ2VzGAEgAygLMg8uc21zLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjsKEkxpc3RCYXRjaGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJOChNMaXN0QmF0Y2hlc1Jlc3BvbnNlEh4KB2JhdGNoZXMYASADKAsyDS5zbXMudjEuQmF0Y2gSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGExpc3RCYXRjaE1lc3NhZ2VzUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIhCgR2aWV3GAQgASgOMhMuc21zLnYxLk1lc3NhZ2VWaWV3IlcKGUxpc3RCYXRjaE1lc3NhZ2VzUmVzcG9uc2USIQoIbWVzc2FnZXMYASADKAsyDy5zbXMudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkypgQKEE1lc3NhZ2luZ1NlcnZpY2USRgoLU2VuZE1lc3NhZ2USGi5zbXMudjEuU2VuZE1lc3NhZ2VSZXF1ZXN0Ghsuc21zLnYxLlNlbmRNZXNzYWdlUmVzcG9uc2USQAoJU2VuZEJhdGNoEhguc21zLnYxLlNlbmRCYXRjaFJlcXVlc3QaGS5zbXMudjEuU2VuZEJhdGNoUmVzcG9uc2USQgoIR2V0QmF0Y2gSFy5zbXMudjEuR2V0QmF0Y2hSZXF1ZXN0Ghguc21zLnYxLkdldEJhdGNoUmVzcG9uc2UiA5ACARJICgpHZXRNZXNzYWdlEhkuc21zLnYxLkdldE1lc3NhZ2VSZXF1ZXN0Ghouc21zLnYxLkdldE1lc3NhZ2VSZXNwb25zZSIDkAIBEk4KDExpc3RNZXNzYWdlcxIbLnNtcy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0Ghwuc21zLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlIgOQAgESSwoLTGlzdEJhdGNoZXMSGi5zbXMudjEuTGlzdEJhdGNoZXNSZXF1ZXN0Ghsuc21zLnYxLkxpc3RCYXRjaGVzUmVzcG9uc2UiA5ACARJdChFMaXN0QmF0Y2hNZXNzYWdlcxIgLnNtcy52MS5MaXN0QmF0Y2hNZXNzYWdlc1JlcXVlc3QaIS5zbXMudjEuTGlzdEJhdGNoTWVzc2FnZXNSZXNwb25zZSIDkAIBQksKEmNvbS5leGFtcGxlLnNtcy52MUIOTWVzc2FnaW5nUHJvdG9QAVojZXhhbXBsZS5jb20vc21zL2dlbi9nby9zbXMvdjE7c21zdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_google_rpc_error_details, file_sms_v1_types]);
+  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEitQEKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJEh0KC3R0bF9zZWNvbmRzGAQgASgFSAFSA3R0bIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBAUIJCgdfc2VuZGVyQg4KDF90dGxfc2Vjb25kc0ISChBfc3RhdHVzX2NhbGxiYWNrIjcKE1NlbmRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIq4BChBTZW5kQmF0Y2hSZXF1ZXN0EiYKCG1lc3NhZ2VzGAEgAygLMhQuc21zLnYxLkJhdGNoTWVzc2FnZRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIcCg9zdGF0dXNfY2FsbGJhY2sYAyABKAlIAYgBARIRCgRuYW1lGAQgASgJSAKIAQFCCQoHX3NlbmRlckISChBfc3RhdHVzX2NhbGxiYWNrQgcKBV9uYW1lIk4KDEJhdGNoTWVzc2FnZRIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJQgkKB19zZW5kZXIingEKEVNlbmRCYXRjaFJlc3BvbnNlEhwKBWJhdGNoGAEgASgLMg0uc21zLnYxLkJhdGNoEikKBmVycm9ycxgCIAMoCzIZLnNtcy52MS5CYXRjaE1lc3NhZ2VFcnJvchIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgDIAEoA0gAiAEBQhoKGF9jcmVkaXRfcmVtYWluaW5nX21pY3JvcyKBAQoRQmF0Y2hNZXNzYWdlRXJyb3ISDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCRI/ChBmaWVsZF92aW9sYXRpb25zGAMgAygLMiUuZ29vZ2xlLnJwYy5CYWRSZXF1ZXN0LkZpZWxkVmlvbGF0aW9uEg4KBnJlYXNvbhgEIAEoCSLAAQoFQmF0Y2gSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRITCgt0b3RhbF9jb3VudBgDIAEoBRIWCg5hY2NlcHRlZF9jb3VudBgEIAEoBRIWCg5yZWplY3RlZF9jb3VudBgFIAEoBRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIcHJvZ3Jlc3MYByABKAsyFS5zbXMudjEuQmF0Y2hQcm9ncmVzcyJqCg1CYXRjaFByb2dyZXNzEhIKCnNlbnRfY291bnQYASABKAUSFwoPZGVsaXZlcmVkX2NvdW50GAIgASgFEhkKEXVuZGVsaXZlcmVkX2NvdW50GAMgASgFEhEKCWlzX2FjdGl2ZRgEIAEoCCIdCg9HZXRCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiMAoQR2V0QmF0Y2hSZXNwb25zZRIcCgViYXRjaBgBIAEoCzINLnNtcy52MS5CYXRjaCIfChFHZXRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoAyI2ChJHZXRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIpQCChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEgoKAnRvGAQgASgJEhUKCGJhdGNoX2lkGAUgASgDSACIAQESLgoKc3RhcnRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBHZpZXcYCCABKA4yEy5zbXMudjEuTWVzc2FnZVZpZXdCCwoJX2JhdGNoX2lkIlIKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEiEKCG1lc3NhZ2VzGAEgAygLMg8uc21zLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjsKEkxpc3RCYXRjaGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJOChNMaXN0QmF0Y2hlc1Jlc3BvbnNlEh4KB2JhdGNoZXMYASADKAsyDS5zbXMudjEuQmF0Y2gSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGExpc3RCYXRjaE1lc3NhZ2VzUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIhCgR2aWV3GAQgASgOMhMuc21zLnYxLk1lc3NhZ2VWaWV3Ii8KE1F1b3RlTWVzc2FnZVJlcXVlc3QSCgoCdG8YASABKAkSDAoEdGV4dBgCIAEoCSLIAQoUUXVvdGVNZXNzYWdlUmVzcG9uc2USCgoCdG8YASABKAkSDwoHY291bnRyeRgCIAEoCRInCgtudW1iZXJfdHlwZRgDIAEoDjISLnNtcy52MS5OdW1iZXJUeXBlEg0KBXBhcnRzGAQgASgFEiYKCGVuY29kaW5nGAUgASgOMhQuc21zLnYxLlRleHRFbmNvZGluZxIdChVwcmljZV9wZXJfcGFydF9taWNyb3MYBiABKAMSFAoMcHJpY2VfbWljcm9zGAcgASgDIlcKGUxpc3RCYXRjaE1lc3NhZ2VzUmVzcG9uc2USIQoIbWVzc2FnZXMYASADKAsyDy5zbXMudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkq1wIKCk51bWJlclR5cGUSGwoXTlVNQkVSX1RZUEVfVU5TUEVDSUZJRUQQABIWChJOVU1CRVJfVFlQRV9NT0JJTEUQARIaChZOVU1CRVJfVFlQRV9GSVhFRF9MSU5FEAISJAogTlVNQkVSX1RZUEVfRklYRURfTElORV9PUl9NT0JJTEUQAxIZChVOVU1CRVJfVFlQRV9UT0xMX0ZSRUUQBBIcChhOVU1CRVJfVFlQRV9QUkVNSVVNX1JBVEUQBRIbChdOVU1CRVJfVFlQRV9TSEFSRURfQ09TVBAGEhQKEE5VTUJFUl9UWVBFX1ZPSVAQBxIfChtOVU1CRVJfVFlQRV9QRVJTT05BTF9OVU1CRVIQCBIVChFOVU1CRVJfVFlQRV9QQUdFUhAJEhMKD05VTUJFUl9UWVBFX1VBThAKEhkKFU5VTUJFUl9UWVBFX1ZPSUNFTUFJTBALKmIKDFRleHRFbmNvZGluZxIdChlURVhUX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASGAoUVEVYVF9FTkNPRElOR19MQVRJTjEQARIZChVURVhUX0VOQ09ESU5HX1VOSUNPREUQAjL2BAoQTWVzc2FnaW5nU2VydmljZRJGCgtTZW5kTWVzc2FnZRIaLnNtcy52MS5TZW5kTWVzc2FnZVJlcXVlc3QaGy5zbXMudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJACglTZW5kQmF0Y2gSGC5zbXMudjEuU2VuZEJhdGNoUmVxdWVzdBoZLnNtcy52MS5TZW5kQmF0Y2hSZXNwb25zZRJCCghHZXRCYXRjaBIXLnNtcy52MS5HZXRCYXRjaFJlcXVlc3QaGC5zbXMudjEuR2V0QmF0Y2hSZXNwb25zZSIDkAIBEkgKCkdldE1lc3NhZ2USGS5zbXMudjEuR2V0TWVzc2FnZVJlcXVlc3QaGi5zbXMudjEuR2V0TWVzc2FnZVJlc3BvbnNlIgOQAgESTgoMTGlzdE1lc3NhZ2VzEhsuc21zLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaHC5zbXMudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2UiA5ACARJLCgtMaXN0QmF0Y2hlcxIaLnNtcy52MS5MaXN0QmF0Y2hlc1JlcXVlc3QaGy5zbXMudjEuTGlzdEJhdGNoZXNSZXNwb25zZSIDkAIBEl0KEUxpc3RCYXRjaE1lc3NhZ2VzEiAuc21zLnYxLkxpc3RCYXRjaE1lc3NhZ2VzUmVxdWVzdBohLnNtcy52MS5MaXN0QmF0Y2hNZXNzYWdlc1Jlc3BvbnNlIgOQAgESTgoMUXVvdGVNZXNzYWdlEhsuc21zLnYxLlF1b3RlTWVzc2FnZVJlcXVlc3QaHC5zbXMudjEuUXVvdGVNZXNzYWdlUmVzcG9uc2UiA5ACAUJLChJjb20uZXhhbXBsZS5zbXMudjFCDk1lc3NhZ2luZ1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp, file_google_rpc_error_details, file_sms_v1_types]);
 
 /**
  * A single send.
@@ -640,6 +640,98 @@ export const ListBatchMessagesRequestSchema: GenMessage<ListBatchMessagesRequest
   messageDesc(file_sms_v1_messaging, 16);
 
 /**
+ * What a message would cost.
+ *
+ * @generated from message sms.v1.QuoteMessageRequest
+ */
+export type QuoteMessageRequest = Message<"sms.v1.QuoteMessageRequest"> & {
+  /**
+   * Required. The recipient; same rules as SendMessageRequest.to.
+   *
+   * @generated from field: string to = 1;
+   */
+  to: string;
+
+  /**
+   * Required. The text; same rules as SendMessageRequest.text.
+   *
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message sms.v1.QuoteMessageRequest.
+ * Use `create(QuoteMessageRequestSchema)` to create a new message.
+ */
+export const QuoteMessageRequestSchema: GenMessage<QuoteMessageRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 17);
+
+/**
+ * The price of a message to one recipient, as SendMessage would charge it now.
+ *
+ * @generated from message sms.v1.QuoteMessageResponse
+ */
+export type QuoteMessageResponse = Message<"sms.v1.QuoteMessageResponse"> & {
+  /**
+   * The recipient, as given.
+   *
+   * @generated from field: string to = 1;
+   */
+  to: string;
+
+  /**
+   * ISO 3166-1 alpha-2 code of the country the number belongs to, as libphonenumber's numbering
+   * plans parse it (+44 7911 123456 is GG, Guernsey); empty when it belongs to none (+999...).
+   *
+   * @generated from field: string country = 2;
+   */
+  country: string;
+
+  /**
+   * The number's type by its country's numbering plan.
+   *
+   * @generated from field: sms.v1.NumberType number_type = 3;
+   */
+  numberType: NumberType;
+
+  /**
+   * How many parts the text is split into.
+   *
+   * @generated from field: int32 parts = 4;
+   */
+  parts: number;
+
+  /**
+   * How the parts are encoded, which sets their length (see Segment).
+   *
+   * @generated from field: sms.v1.TextEncoding encoding = 5;
+   */
+  encoding: TextEncoding;
+
+  /**
+   * The price of one part to this destination, in micro-units of the account currency.
+   *
+   * @generated from field: int64 price_per_part_micros = 6;
+   */
+  pricePerPartMicros: bigint;
+
+  /**
+   * parts times price_per_part_micros.
+   *
+   * @generated from field: int64 price_micros = 7;
+   */
+  priceMicros: bigint;
+};
+
+/**
+ * Describes the message sms.v1.QuoteMessageResponse.
+ * Use `create(QuoteMessageResponseSchema)` to create a new message.
+ */
+export const QuoteMessageResponseSchema: GenMessage<QuoteMessageResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 18);
+
+/**
  * A page of a batch's messages.
  *
  * @generated from message sms.v1.ListBatchMessagesResponse
@@ -665,7 +757,138 @@ export type ListBatchMessagesResponse = Message<"sms.v1.ListBatchMessagesRespons
  * Use `create(ListBatchMessagesResponseSchema)` to create a new message.
  */
 export const ListBatchMessagesResponseSchema: GenMessage<ListBatchMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 17);
+  messageDesc(file_sms_v1_messaging, 19);
+
+/**
+ * A phone number's type, from libphonenumber's numbering plans.
+ *
+ * @generated from enum sms.v1.NumberType
+ */
+export enum NumberType {
+  /**
+   * The number fits no type of its country's plan (it is not valid there), or has no country.
+   *
+   * @generated from enum value: NUMBER_TYPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A mobile number.
+   *
+   * @generated from enum value: NUMBER_TYPE_MOBILE = 1;
+   */
+  MOBILE = 1,
+
+  /**
+   * A fixed line.
+   *
+   * @generated from enum value: NUMBER_TYPE_FIXED_LINE = 2;
+   */
+  FIXED_LINE = 2,
+
+  /**
+   * Either: the plan does not tell them apart (every number of the US).
+   *
+   * @generated from enum value: NUMBER_TYPE_FIXED_LINE_OR_MOBILE = 3;
+   */
+  FIXED_LINE_OR_MOBILE = 3,
+
+  /**
+   * Free to the caller.
+   *
+   * @generated from enum value: NUMBER_TYPE_TOLL_FREE = 4;
+   */
+  TOLL_FREE = 4,
+
+  /**
+   * Charged above the normal rate.
+   *
+   * @generated from enum value: NUMBER_TYPE_PREMIUM_RATE = 5;
+   */
+  PREMIUM_RATE = 5,
+
+  /**
+   * The cost is shared between caller and recipient.
+   *
+   * @generated from enum value: NUMBER_TYPE_SHARED_COST = 6;
+   */
+  SHARED_COST = 6,
+
+  /**
+   * Voice over IP.
+   *
+   * @generated from enum value: NUMBER_TYPE_VOIP = 7;
+   */
+  VOIP = 7,
+
+  /**
+   * A personal number that forwards to another.
+   *
+   * @generated from enum value: NUMBER_TYPE_PERSONAL_NUMBER = 8;
+   */
+  PERSONAL_NUMBER = 8,
+
+  /**
+   * A pager.
+   *
+   * @generated from enum value: NUMBER_TYPE_PAGER = 9;
+   */
+  PAGER = 9,
+
+  /**
+   * A company's universal access number.
+   *
+   * @generated from enum value: NUMBER_TYPE_UAN = 10;
+   */
+  UAN = 10,
+
+  /**
+   * Voicemail access.
+   *
+   * @generated from enum value: NUMBER_TYPE_VOICEMAIL = 11;
+   */
+  VOICEMAIL = 11,
+}
+
+/**
+ * Describes the enum sms.v1.NumberType.
+ */
+export const NumberTypeSchema: GenEnum<NumberType> = /*@__PURE__*/
+  enumDesc(file_sms_v1_messaging, 0);
+
+/**
+ * How a text's parts are encoded.
+ *
+ * @generated from enum sms.v1.TextEncoding
+ */
+export enum TextEncoding {
+  /**
+   * Never set.
+   *
+   * @generated from enum value: TEXT_ENCODING_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Every character is ISO-Latin-1: one part up to 160 characters, else parts of 153.
+   *
+   * @generated from enum value: TEXT_ENCODING_LATIN1 = 1;
+   */
+  LATIN1 = 1,
+
+  /**
+   * Any other text, as UTF-16: one part up to 70 code units, else parts of 67.
+   *
+   * @generated from enum value: TEXT_ENCODING_UNICODE = 2;
+   */
+  UNICODE = 2,
+}
+
+/**
+ * Describes the enum sms.v1.TextEncoding.
+ */
+export const TextEncodingSchema: GenEnum<TextEncoding> = /*@__PURE__*/
+  enumDesc(file_sms_v1_messaging, 1);
 
 /**
  * Sending messages and reading their progress. Callers authenticate with
@@ -758,6 +981,19 @@ export const MessagingService: GenService<{
     methodKind: "unary";
     input: typeof ListBatchMessagesRequestSchema;
     output: typeof ListBatchMessagesResponseSchema;
+  },
+  /**
+   * Prices a message without sending it: its parts and their encoding, the destination's country
+   * and number type, the price of a part and of the message (what SendMessage would charge for
+   * it). Never names the carrier. INVALID_ARGUMENT (BadRequest on `to` and `text`) where
+   * SendMessage would refuse these fields, a destination without a price included.
+   *
+   * @generated from rpc sms.v1.MessagingService.QuoteMessage
+   */
+  quoteMessage: {
+    methodKind: "unary";
+    input: typeof QuoteMessageRequestSchema;
+    output: typeof QuoteMessageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_v1_messaging, 0);

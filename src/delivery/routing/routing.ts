@@ -56,11 +56,14 @@ export class Routing {
    * The destination of `to` (already of the API's format) and its price per part, or the message
    * for `errors.to` when it is refused: invalid under strict validation, or priced nowhere.
    */
-  check(to: string): { destination: PricedDestination } | { error: string } {
+  check(
+    to: string,
+    withType = this.needsType,
+  ): { destination: PricedDestination } | { error: string } {
     const digits = to.charCodeAt(0) === 43 /* + */ ? to.slice(1) : to;
     let country: string | undefined;
     let numberType: NumberType | undefined;
-    if (this.needsType) {
+    if (withType) {
       const described = describeDestination(digits);
       if (this.validation === "strict" && !described.valid && !this.simulatorNumber(digits)) {
         return { error: INVALID_FOR_COUNTRY };
@@ -76,6 +79,11 @@ export class Routing {
       };
     }
     return { destination: { digits, country, numberType, pricePerPartMicros } };
+  }
+
+  /** check(), the number's type always told: for quotes, which show it. */
+  quote(to: string): { destination: PricedDestination } | { error: string } {
+    return this.check(to, true);
   }
 
   /** The route of an accepted message, from its checked destination, sender and id. */

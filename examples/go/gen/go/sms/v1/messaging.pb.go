@@ -23,6 +23,148 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// A phone number's type, from libphonenumber's numbering plans.
+type NumberType int32
+
+const (
+	// The number fits no type of its country's plan (it is not valid there), or has no country.
+	NumberType_NUMBER_TYPE_UNSPECIFIED NumberType = 0
+	// A mobile number.
+	NumberType_NUMBER_TYPE_MOBILE NumberType = 1
+	// A fixed line.
+	NumberType_NUMBER_TYPE_FIXED_LINE NumberType = 2
+	// Either: the plan does not tell them apart (every number of the US).
+	NumberType_NUMBER_TYPE_FIXED_LINE_OR_MOBILE NumberType = 3
+	// Free to the caller.
+	NumberType_NUMBER_TYPE_TOLL_FREE NumberType = 4
+	// Charged above the normal rate.
+	NumberType_NUMBER_TYPE_PREMIUM_RATE NumberType = 5
+	// The cost is shared between caller and recipient.
+	NumberType_NUMBER_TYPE_SHARED_COST NumberType = 6
+	// Voice over IP.
+	NumberType_NUMBER_TYPE_VOIP NumberType = 7
+	// A personal number that forwards to another.
+	NumberType_NUMBER_TYPE_PERSONAL_NUMBER NumberType = 8
+	// A pager.
+	NumberType_NUMBER_TYPE_PAGER NumberType = 9
+	// A company's universal access number.
+	NumberType_NUMBER_TYPE_UAN NumberType = 10
+	// Voicemail access.
+	NumberType_NUMBER_TYPE_VOICEMAIL NumberType = 11
+)
+
+// Enum value maps for NumberType.
+var (
+	NumberType_name = map[int32]string{
+		0:  "NUMBER_TYPE_UNSPECIFIED",
+		1:  "NUMBER_TYPE_MOBILE",
+		2:  "NUMBER_TYPE_FIXED_LINE",
+		3:  "NUMBER_TYPE_FIXED_LINE_OR_MOBILE",
+		4:  "NUMBER_TYPE_TOLL_FREE",
+		5:  "NUMBER_TYPE_PREMIUM_RATE",
+		6:  "NUMBER_TYPE_SHARED_COST",
+		7:  "NUMBER_TYPE_VOIP",
+		8:  "NUMBER_TYPE_PERSONAL_NUMBER",
+		9:  "NUMBER_TYPE_PAGER",
+		10: "NUMBER_TYPE_UAN",
+		11: "NUMBER_TYPE_VOICEMAIL",
+	}
+	NumberType_value = map[string]int32{
+		"NUMBER_TYPE_UNSPECIFIED":          0,
+		"NUMBER_TYPE_MOBILE":               1,
+		"NUMBER_TYPE_FIXED_LINE":           2,
+		"NUMBER_TYPE_FIXED_LINE_OR_MOBILE": 3,
+		"NUMBER_TYPE_TOLL_FREE":            4,
+		"NUMBER_TYPE_PREMIUM_RATE":         5,
+		"NUMBER_TYPE_SHARED_COST":          6,
+		"NUMBER_TYPE_VOIP":                 7,
+		"NUMBER_TYPE_PERSONAL_NUMBER":      8,
+		"NUMBER_TYPE_PAGER":                9,
+		"NUMBER_TYPE_UAN":                  10,
+		"NUMBER_TYPE_VOICEMAIL":            11,
+	}
+)
+
+func (x NumberType) Enum() *NumberType {
+	p := new(NumberType)
+	*p = x
+	return p
+}
+
+func (x NumberType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NumberType) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_v1_messaging_proto_enumTypes[0].Descriptor()
+}
+
+func (NumberType) Type() protoreflect.EnumType {
+	return &file_sms_v1_messaging_proto_enumTypes[0]
+}
+
+func (x NumberType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NumberType.Descriptor instead.
+func (NumberType) EnumDescriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{0}
+}
+
+// How a text's parts are encoded.
+type TextEncoding int32
+
+const (
+	// Never set.
+	TextEncoding_TEXT_ENCODING_UNSPECIFIED TextEncoding = 0
+	// Every character is ISO-Latin-1: one part up to 160 characters, else parts of 153.
+	TextEncoding_TEXT_ENCODING_LATIN1 TextEncoding = 1
+	// Any other text, as UTF-16: one part up to 70 code units, else parts of 67.
+	TextEncoding_TEXT_ENCODING_UNICODE TextEncoding = 2
+)
+
+// Enum value maps for TextEncoding.
+var (
+	TextEncoding_name = map[int32]string{
+		0: "TEXT_ENCODING_UNSPECIFIED",
+		1: "TEXT_ENCODING_LATIN1",
+		2: "TEXT_ENCODING_UNICODE",
+	}
+	TextEncoding_value = map[string]int32{
+		"TEXT_ENCODING_UNSPECIFIED": 0,
+		"TEXT_ENCODING_LATIN1":      1,
+		"TEXT_ENCODING_UNICODE":     2,
+	}
+)
+
+func (x TextEncoding) Enum() *TextEncoding {
+	p := new(TextEncoding)
+	*p = x
+	return p
+}
+
+func (x TextEncoding) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TextEncoding) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_v1_messaging_proto_enumTypes[1].Descriptor()
+}
+
+func (TextEncoding) Type() protoreflect.EnumType {
+	return &file_sms_v1_messaging_proto_enumTypes[1]
+}
+
+func (x TextEncoding) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TextEncoding.Descriptor instead.
+func (TextEncoding) EnumDescriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{1}
+}
+
 // A single send.
 type SendMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1141,6 +1283,162 @@ func (x *ListBatchMessagesRequest) GetView() MessageView {
 	return MessageView_MESSAGE_VIEW_UNSPECIFIED
 }
 
+// What a message would cost.
+type QuoteMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The recipient; same rules as SendMessageRequest.to.
+	To string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	// Required. The text; same rules as SendMessageRequest.text.
+	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteMessageRequest) Reset() {
+	*x = QuoteMessageRequest{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteMessageRequest) ProtoMessage() {}
+
+func (x *QuoteMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteMessageRequest.ProtoReflect.Descriptor instead.
+func (*QuoteMessageRequest) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *QuoteMessageRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *QuoteMessageRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// The price of a message to one recipient, as SendMessage would charge it now.
+type QuoteMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The recipient, as given.
+	To string `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	// ISO 3166-1 alpha-2 code of the country the number belongs to, as libphonenumber's numbering
+	// plans parse it (+44 7911 123456 is GG, Guernsey); empty when it belongs to none (+999...).
+	Country string `protobuf:"bytes,2,opt,name=country,proto3" json:"country,omitempty"`
+	// The number's type by its country's numbering plan.
+	NumberType NumberType `protobuf:"varint,3,opt,name=number_type,json=numberType,proto3,enum=sms.v1.NumberType" json:"number_type,omitempty"`
+	// How many parts the text is split into.
+	Parts int32 `protobuf:"varint,4,opt,name=parts,proto3" json:"parts,omitempty"`
+	// How the parts are encoded, which sets their length (see Segment).
+	Encoding TextEncoding `protobuf:"varint,5,opt,name=encoding,proto3,enum=sms.v1.TextEncoding" json:"encoding,omitempty"`
+	// The price of one part to this destination, in micro-units of the account currency.
+	PricePerPartMicros int64 `protobuf:"varint,6,opt,name=price_per_part_micros,json=pricePerPartMicros,proto3" json:"price_per_part_micros,omitempty"`
+	// parts times price_per_part_micros.
+	PriceMicros   int64 `protobuf:"varint,7,opt,name=price_micros,json=priceMicros,proto3" json:"price_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuoteMessageResponse) Reset() {
+	*x = QuoteMessageResponse{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuoteMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuoteMessageResponse) ProtoMessage() {}
+
+func (x *QuoteMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuoteMessageResponse.ProtoReflect.Descriptor instead.
+func (*QuoteMessageResponse) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *QuoteMessageResponse) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *QuoteMessageResponse) GetCountry() string {
+	if x != nil {
+		return x.Country
+	}
+	return ""
+}
+
+func (x *QuoteMessageResponse) GetNumberType() NumberType {
+	if x != nil {
+		return x.NumberType
+	}
+	return NumberType_NUMBER_TYPE_UNSPECIFIED
+}
+
+func (x *QuoteMessageResponse) GetParts() int32 {
+	if x != nil {
+		return x.Parts
+	}
+	return 0
+}
+
+func (x *QuoteMessageResponse) GetEncoding() TextEncoding {
+	if x != nil {
+		return x.Encoding
+	}
+	return TextEncoding_TEXT_ENCODING_UNSPECIFIED
+}
+
+func (x *QuoteMessageResponse) GetPricePerPartMicros() int64 {
+	if x != nil {
+		return x.PricePerPartMicros
+	}
+	return 0
+}
+
+func (x *QuoteMessageResponse) GetPriceMicros() int64 {
+	if x != nil {
+		return x.PriceMicros
+	}
+	return 0
+}
+
 // A page of a batch's messages.
 type ListBatchMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1154,7 +1452,7 @@ type ListBatchMessagesResponse struct {
 
 func (x *ListBatchMessagesResponse) Reset() {
 	*x = ListBatchMessagesResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	mi := &file_sms_v1_messaging_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1464,7 @@ func (x *ListBatchMessagesResponse) String() string {
 func (*ListBatchMessagesResponse) ProtoMessage() {}
 
 func (x *ListBatchMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	mi := &file_sms_v1_messaging_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1477,7 @@ func (x *ListBatchMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{17}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListBatchMessagesResponse) GetMessages() []*Message {
@@ -1286,10 +1584,41 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\x12'\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x13.sms.v1.MessageViewR\x04view\"p\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x13.sms.v1.MessageViewR\x04view\"9\n" +
+	"\x13QuoteMessageRequest\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\x93\x02\n" +
+	"\x14QuoteMessageResponse\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\x12\x18\n" +
+	"\acountry\x18\x02 \x01(\tR\acountry\x123\n" +
+	"\vnumber_type\x18\x03 \x01(\x0e2\x12.sms.v1.NumberTypeR\n" +
+	"numberType\x12\x14\n" +
+	"\x05parts\x18\x04 \x01(\x05R\x05parts\x120\n" +
+	"\bencoding\x18\x05 \x01(\x0e2\x14.sms.v1.TextEncodingR\bencoding\x121\n" +
+	"\x15price_per_part_micros\x18\x06 \x01(\x03R\x12pricePerPartMicros\x12!\n" +
+	"\fprice_micros\x18\a \x01(\x03R\vpriceMicros\"p\n" +
 	"\x19ListBatchMessagesResponse\x12+\n" +
 	"\bmessages\x18\x01 \x03(\v2\x0f.sms.v1.MessageR\bmessages\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xa6\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\xd7\x02\n" +
+	"\n" +
+	"NumberType\x12\x1b\n" +
+	"\x17NUMBER_TYPE_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12NUMBER_TYPE_MOBILE\x10\x01\x12\x1a\n" +
+	"\x16NUMBER_TYPE_FIXED_LINE\x10\x02\x12$\n" +
+	" NUMBER_TYPE_FIXED_LINE_OR_MOBILE\x10\x03\x12\x19\n" +
+	"\x15NUMBER_TYPE_TOLL_FREE\x10\x04\x12\x1c\n" +
+	"\x18NUMBER_TYPE_PREMIUM_RATE\x10\x05\x12\x1b\n" +
+	"\x17NUMBER_TYPE_SHARED_COST\x10\x06\x12\x14\n" +
+	"\x10NUMBER_TYPE_VOIP\x10\a\x12\x1f\n" +
+	"\x1bNUMBER_TYPE_PERSONAL_NUMBER\x10\b\x12\x15\n" +
+	"\x11NUMBER_TYPE_PAGER\x10\t\x12\x13\n" +
+	"\x0fNUMBER_TYPE_UAN\x10\n" +
+	"\x12\x19\n" +
+	"\x15NUMBER_TYPE_VOICEMAIL\x10\v*b\n" +
+	"\fTextEncoding\x12\x1d\n" +
+	"\x19TEXT_ENCODING_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14TEXT_ENCODING_LATIN1\x10\x01\x12\x19\n" +
+	"\x15TEXT_ENCODING_UNICODE\x10\x022\xf6\x04\n" +
 	"\x10MessagingService\x12F\n" +
 	"\vSendMessage\x12\x1a.sms.v1.SendMessageRequest\x1a\x1b.sms.v1.SendMessageResponse\x12@\n" +
 	"\tSendBatch\x12\x18.sms.v1.SendBatchRequest\x1a\x19.sms.v1.SendBatchResponse\x12B\n" +
@@ -1298,7 +1627,8 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"GetMessage\x12\x19.sms.v1.GetMessageRequest\x1a\x1a.sms.v1.GetMessageResponse\"\x03\x90\x02\x01\x12N\n" +
 	"\fListMessages\x12\x1b.sms.v1.ListMessagesRequest\x1a\x1c.sms.v1.ListMessagesResponse\"\x03\x90\x02\x01\x12K\n" +
 	"\vListBatches\x12\x1a.sms.v1.ListBatchesRequest\x1a\x1b.sms.v1.ListBatchesResponse\"\x03\x90\x02\x01\x12]\n" +
-	"\x11ListBatchMessages\x12 .sms.v1.ListBatchMessagesRequest\x1a!.sms.v1.ListBatchMessagesResponse\"\x03\x90\x02\x01BK\n" +
+	"\x11ListBatchMessages\x12 .sms.v1.ListBatchMessagesRequest\x1a!.sms.v1.ListBatchMessagesResponse\"\x03\x90\x02\x01\x12N\n" +
+	"\fQuoteMessage\x12\x1b.sms.v1.QuoteMessageRequest\x1a\x1c.sms.v1.QuoteMessageResponse\"\x03\x90\x02\x01BK\n" +
 	"\x12com.example.sms.v1B\x0eMessagingProtoP\x01Z#example.com/sms/gen/go/sms/v1;smsv1b\x06proto3"
 
 var (
@@ -1313,69 +1643,78 @@ func file_sms_v1_messaging_proto_rawDescGZIP() []byte {
 	return file_sms_v1_messaging_proto_rawDescData
 }
 
-var file_sms_v1_messaging_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_sms_v1_messaging_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_sms_v1_messaging_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_sms_v1_messaging_proto_goTypes = []any{
-	(*SendMessageRequest)(nil),                   // 0: sms.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),                  // 1: sms.v1.SendMessageResponse
-	(*SendBatchRequest)(nil),                     // 2: sms.v1.SendBatchRequest
-	(*BatchMessage)(nil),                         // 3: sms.v1.BatchMessage
-	(*SendBatchResponse)(nil),                    // 4: sms.v1.SendBatchResponse
-	(*BatchMessageError)(nil),                    // 5: sms.v1.BatchMessageError
-	(*Batch)(nil),                                // 6: sms.v1.Batch
-	(*BatchProgress)(nil),                        // 7: sms.v1.BatchProgress
-	(*GetBatchRequest)(nil),                      // 8: sms.v1.GetBatchRequest
-	(*GetBatchResponse)(nil),                     // 9: sms.v1.GetBatchResponse
-	(*GetMessageRequest)(nil),                    // 10: sms.v1.GetMessageRequest
-	(*GetMessageResponse)(nil),                   // 11: sms.v1.GetMessageResponse
-	(*ListMessagesRequest)(nil),                  // 12: sms.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),                 // 13: sms.v1.ListMessagesResponse
-	(*ListBatchesRequest)(nil),                   // 14: sms.v1.ListBatchesRequest
-	(*ListBatchesResponse)(nil),                  // 15: sms.v1.ListBatchesResponse
-	(*ListBatchMessagesRequest)(nil),             // 16: sms.v1.ListBatchMessagesRequest
-	(*ListBatchMessagesResponse)(nil),            // 17: sms.v1.ListBatchMessagesResponse
-	(*Message)(nil),                              // 18: sms.v1.Message
-	(*errdetails.BadRequest_FieldViolation)(nil), // 19: google.rpc.BadRequest.FieldViolation
-	(*timestamppb.Timestamp)(nil),                // 20: google.protobuf.Timestamp
-	(MessageStatus)(0),                           // 21: sms.v1.MessageStatus
-	(MessageView)(0),                             // 22: sms.v1.MessageView
+	(NumberType)(0),                              // 0: sms.v1.NumberType
+	(TextEncoding)(0),                            // 1: sms.v1.TextEncoding
+	(*SendMessageRequest)(nil),                   // 2: sms.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),                  // 3: sms.v1.SendMessageResponse
+	(*SendBatchRequest)(nil),                     // 4: sms.v1.SendBatchRequest
+	(*BatchMessage)(nil),                         // 5: sms.v1.BatchMessage
+	(*SendBatchResponse)(nil),                    // 6: sms.v1.SendBatchResponse
+	(*BatchMessageError)(nil),                    // 7: sms.v1.BatchMessageError
+	(*Batch)(nil),                                // 8: sms.v1.Batch
+	(*BatchProgress)(nil),                        // 9: sms.v1.BatchProgress
+	(*GetBatchRequest)(nil),                      // 10: sms.v1.GetBatchRequest
+	(*GetBatchResponse)(nil),                     // 11: sms.v1.GetBatchResponse
+	(*GetMessageRequest)(nil),                    // 12: sms.v1.GetMessageRequest
+	(*GetMessageResponse)(nil),                   // 13: sms.v1.GetMessageResponse
+	(*ListMessagesRequest)(nil),                  // 14: sms.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),                 // 15: sms.v1.ListMessagesResponse
+	(*ListBatchesRequest)(nil),                   // 16: sms.v1.ListBatchesRequest
+	(*ListBatchesResponse)(nil),                  // 17: sms.v1.ListBatchesResponse
+	(*ListBatchMessagesRequest)(nil),             // 18: sms.v1.ListBatchMessagesRequest
+	(*QuoteMessageRequest)(nil),                  // 19: sms.v1.QuoteMessageRequest
+	(*QuoteMessageResponse)(nil),                 // 20: sms.v1.QuoteMessageResponse
+	(*ListBatchMessagesResponse)(nil),            // 21: sms.v1.ListBatchMessagesResponse
+	(*Message)(nil),                              // 22: sms.v1.Message
+	(*errdetails.BadRequest_FieldViolation)(nil), // 23: google.rpc.BadRequest.FieldViolation
+	(*timestamppb.Timestamp)(nil),                // 24: google.protobuf.Timestamp
+	(MessageStatus)(0),                           // 25: sms.v1.MessageStatus
+	(MessageView)(0),                             // 26: sms.v1.MessageView
 }
 var file_sms_v1_messaging_proto_depIdxs = []int32{
-	18, // 0: sms.v1.SendMessageResponse.message:type_name -> sms.v1.Message
-	3,  // 1: sms.v1.SendBatchRequest.messages:type_name -> sms.v1.BatchMessage
-	6,  // 2: sms.v1.SendBatchResponse.batch:type_name -> sms.v1.Batch
-	5,  // 3: sms.v1.SendBatchResponse.errors:type_name -> sms.v1.BatchMessageError
-	19, // 4: sms.v1.BatchMessageError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
-	20, // 5: sms.v1.Batch.create_time:type_name -> google.protobuf.Timestamp
-	7,  // 6: sms.v1.Batch.progress:type_name -> sms.v1.BatchProgress
-	6,  // 7: sms.v1.GetBatchResponse.batch:type_name -> sms.v1.Batch
-	18, // 8: sms.v1.GetMessageResponse.message:type_name -> sms.v1.Message
-	21, // 9: sms.v1.ListMessagesRequest.status:type_name -> sms.v1.MessageStatus
-	20, // 10: sms.v1.ListMessagesRequest.start_time:type_name -> google.protobuf.Timestamp
-	20, // 11: sms.v1.ListMessagesRequest.end_time:type_name -> google.protobuf.Timestamp
-	22, // 12: sms.v1.ListMessagesRequest.view:type_name -> sms.v1.MessageView
-	18, // 13: sms.v1.ListMessagesResponse.messages:type_name -> sms.v1.Message
-	6,  // 14: sms.v1.ListBatchesResponse.batches:type_name -> sms.v1.Batch
-	22, // 15: sms.v1.ListBatchMessagesRequest.view:type_name -> sms.v1.MessageView
-	18, // 16: sms.v1.ListBatchMessagesResponse.messages:type_name -> sms.v1.Message
-	0,  // 17: sms.v1.MessagingService.SendMessage:input_type -> sms.v1.SendMessageRequest
-	2,  // 18: sms.v1.MessagingService.SendBatch:input_type -> sms.v1.SendBatchRequest
-	8,  // 19: sms.v1.MessagingService.GetBatch:input_type -> sms.v1.GetBatchRequest
-	10, // 20: sms.v1.MessagingService.GetMessage:input_type -> sms.v1.GetMessageRequest
-	12, // 21: sms.v1.MessagingService.ListMessages:input_type -> sms.v1.ListMessagesRequest
-	14, // 22: sms.v1.MessagingService.ListBatches:input_type -> sms.v1.ListBatchesRequest
-	16, // 23: sms.v1.MessagingService.ListBatchMessages:input_type -> sms.v1.ListBatchMessagesRequest
-	1,  // 24: sms.v1.MessagingService.SendMessage:output_type -> sms.v1.SendMessageResponse
-	4,  // 25: sms.v1.MessagingService.SendBatch:output_type -> sms.v1.SendBatchResponse
-	9,  // 26: sms.v1.MessagingService.GetBatch:output_type -> sms.v1.GetBatchResponse
-	11, // 27: sms.v1.MessagingService.GetMessage:output_type -> sms.v1.GetMessageResponse
-	13, // 28: sms.v1.MessagingService.ListMessages:output_type -> sms.v1.ListMessagesResponse
-	15, // 29: sms.v1.MessagingService.ListBatches:output_type -> sms.v1.ListBatchesResponse
-	17, // 30: sms.v1.MessagingService.ListBatchMessages:output_type -> sms.v1.ListBatchMessagesResponse
-	24, // [24:31] is the sub-list for method output_type
-	17, // [17:24] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	22, // 0: sms.v1.SendMessageResponse.message:type_name -> sms.v1.Message
+	5,  // 1: sms.v1.SendBatchRequest.messages:type_name -> sms.v1.BatchMessage
+	8,  // 2: sms.v1.SendBatchResponse.batch:type_name -> sms.v1.Batch
+	7,  // 3: sms.v1.SendBatchResponse.errors:type_name -> sms.v1.BatchMessageError
+	23, // 4: sms.v1.BatchMessageError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
+	24, // 5: sms.v1.Batch.create_time:type_name -> google.protobuf.Timestamp
+	9,  // 6: sms.v1.Batch.progress:type_name -> sms.v1.BatchProgress
+	8,  // 7: sms.v1.GetBatchResponse.batch:type_name -> sms.v1.Batch
+	22, // 8: sms.v1.GetMessageResponse.message:type_name -> sms.v1.Message
+	25, // 9: sms.v1.ListMessagesRequest.status:type_name -> sms.v1.MessageStatus
+	24, // 10: sms.v1.ListMessagesRequest.start_time:type_name -> google.protobuf.Timestamp
+	24, // 11: sms.v1.ListMessagesRequest.end_time:type_name -> google.protobuf.Timestamp
+	26, // 12: sms.v1.ListMessagesRequest.view:type_name -> sms.v1.MessageView
+	22, // 13: sms.v1.ListMessagesResponse.messages:type_name -> sms.v1.Message
+	8,  // 14: sms.v1.ListBatchesResponse.batches:type_name -> sms.v1.Batch
+	26, // 15: sms.v1.ListBatchMessagesRequest.view:type_name -> sms.v1.MessageView
+	0,  // 16: sms.v1.QuoteMessageResponse.number_type:type_name -> sms.v1.NumberType
+	1,  // 17: sms.v1.QuoteMessageResponse.encoding:type_name -> sms.v1.TextEncoding
+	22, // 18: sms.v1.ListBatchMessagesResponse.messages:type_name -> sms.v1.Message
+	2,  // 19: sms.v1.MessagingService.SendMessage:input_type -> sms.v1.SendMessageRequest
+	4,  // 20: sms.v1.MessagingService.SendBatch:input_type -> sms.v1.SendBatchRequest
+	10, // 21: sms.v1.MessagingService.GetBatch:input_type -> sms.v1.GetBatchRequest
+	12, // 22: sms.v1.MessagingService.GetMessage:input_type -> sms.v1.GetMessageRequest
+	14, // 23: sms.v1.MessagingService.ListMessages:input_type -> sms.v1.ListMessagesRequest
+	16, // 24: sms.v1.MessagingService.ListBatches:input_type -> sms.v1.ListBatchesRequest
+	18, // 25: sms.v1.MessagingService.ListBatchMessages:input_type -> sms.v1.ListBatchMessagesRequest
+	19, // 26: sms.v1.MessagingService.QuoteMessage:input_type -> sms.v1.QuoteMessageRequest
+	3,  // 27: sms.v1.MessagingService.SendMessage:output_type -> sms.v1.SendMessageResponse
+	6,  // 28: sms.v1.MessagingService.SendBatch:output_type -> sms.v1.SendBatchResponse
+	11, // 29: sms.v1.MessagingService.GetBatch:output_type -> sms.v1.GetBatchResponse
+	13, // 30: sms.v1.MessagingService.GetMessage:output_type -> sms.v1.GetMessageResponse
+	15, // 31: sms.v1.MessagingService.ListMessages:output_type -> sms.v1.ListMessagesResponse
+	17, // 32: sms.v1.MessagingService.ListBatches:output_type -> sms.v1.ListBatchesResponse
+	21, // 33: sms.v1.MessagingService.ListBatchMessages:output_type -> sms.v1.ListBatchMessagesResponse
+	20, // 34: sms.v1.MessagingService.QuoteMessage:output_type -> sms.v1.QuoteMessageResponse
+	27, // [27:35] is the sub-list for method output_type
+	19, // [19:27] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_messaging_proto_init() }
@@ -1394,13 +1733,14 @@ func file_sms_v1_messaging_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_messaging_proto_rawDesc), len(file_sms_v1_messaging_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   18,
+			NumEnums:      2,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_sms_v1_messaging_proto_goTypes,
 		DependencyIndexes: file_sms_v1_messaging_proto_depIdxs,
+		EnumInfos:         file_sms_v1_messaging_proto_enumTypes,
 		MessageInfos:      file_sms_v1_messaging_proto_msgTypes,
 	}.Build()
 	File_sms_v1_messaging_proto = out.File

@@ -646,8 +646,15 @@ type Message struct {
 	// The status notifications of this message, oldest first, with their webhook attempts.
 	// One per status change, ACCEPTED included. Left out by MESSAGE_VIEW_BASIC.
 	Notifications []*StatusNotification `protobuf:"bytes,14,rep,name=notifications,proto3" json:"notifications,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// ISO 3166-1 alpha-2 code of the recipient's country, as libphonenumber's numbering plans parse
+	// the number (+44 7911 123456 is GG); empty when it belongs to none, and on messages accepted
+	// before prices by destination.
+	Country string `protobuf:"bytes,15,opt,name=country,proto3" json:"country,omitempty"`
+	// What each part was charged, in micro-units of the account currency; unset on messages
+	// accepted before prices by destination.
+	PricePerPartMicros *int64 `protobuf:"varint,16,opt,name=price_per_part_micros,json=pricePerPartMicros,proto3,oneof" json:"price_per_part_micros,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Message) Reset() {
@@ -776,6 +783,20 @@ func (x *Message) GetNotifications() []*StatusNotification {
 		return x.Notifications
 	}
 	return nil
+}
+
+func (x *Message) GetCountry() string {
+	if x != nil {
+		return x.Country
+	}
+	return ""
+}
+
+func (x *Message) GetPricePerPartMicros() int64 {
+	if x != nil && x.PricePerPartMicros != nil {
+		return *x.PricePerPartMicros
+	}
+	return 0
 }
 
 // One status notification of a message: `GET <url>?id=<id>&status=<STATUS>[&batch_id=<id>]`,
@@ -1352,7 +1373,7 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"\x12sms/v1/types.proto\x12\x06sms.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"-\n" +
 	"\aSegment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"\x86\x05\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xf2\x05\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x14\n" +
@@ -1371,9 +1392,12 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12@\n" +
-	"\rnotifications\x18\x0e \x03(\v2\x1a.sms.v1.StatusNotificationR\rnotificationsB\x1a\n" +
+	"\rnotifications\x18\x0e \x03(\v2\x1a.sms.v1.StatusNotificationR\rnotifications\x12\x18\n" +
+	"\acountry\x18\x0f \x01(\tR\acountry\x126\n" +
+	"\x15price_per_part_micros\x18\x10 \x01(\x03H\x02R\x12pricePerPartMicros\x88\x01\x01B\x1a\n" +
 	"\x18_credit_remaining_microsB\v\n" +
-	"\t_batch_id\"\xbf\x02\n" +
+	"\t_batch_idB\x18\n" +
+	"\x16_price_per_part_micros\"\xbf\x02\n" +
 	"\x12StatusNotification\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.sms.v1.MessageStatusR\x06status\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.sms.v1.NotificationStateR\x05state\x12\x10\n" +

@@ -54,6 +54,9 @@ const (
 	// MessagingServiceListBatchMessagesProcedure is the fully-qualified name of the MessagingService's
 	// ListBatchMessages RPC.
 	MessagingServiceListBatchMessagesProcedure = "/sms.v1.MessagingService/ListBatchMessages"
+	// MessagingServiceQuoteMessageProcedure is the fully-qualified name of the MessagingService's
+	// QuoteMessage RPC.
+	MessagingServiceQuoteMessageProcedure = "/sms.v1.MessagingService/QuoteMessage"
 )
 
 // MessagingServiceClient is a client for the sms.v1.MessagingService service.
@@ -84,6 +87,11 @@ type MessagingServiceClient interface {
 	// Lists the accepted messages of one batch of the caller's, in the order they were submitted;
 	// paged. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown batch or another account's.
 	ListBatchMessages(context.Context, *connect.Request[v1.ListBatchMessagesRequest]) (*connect.Response[v1.ListBatchMessagesResponse], error)
+	// Prices a message without sending it: its parts and their encoding, the destination's country
+	// and number type, the price of a part and of the message (what SendMessage would charge for
+	// it). Never names the carrier. INVALID_ARGUMENT (BadRequest on `to` and `text`) where
+	// SendMessage would refuse these fields, a destination without a price included.
+	QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error)
 }
 
 // NewMessagingServiceClient constructs a client for the sms.v1.MessagingService service. By
@@ -144,6 +152,13 @@ func NewMessagingServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		quoteMessage: connect.NewClient[v1.QuoteMessageRequest, v1.QuoteMessageResponse](
+			httpClient,
+			baseURL+MessagingServiceQuoteMessageProcedure,
+			connect.WithSchema(messagingServiceMethods.ByName("QuoteMessage")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -156,6 +171,7 @@ type messagingServiceClient struct {
 	listMessages      *connect.Client[v1.ListMessagesRequest, v1.ListMessagesResponse]
 	listBatches       *connect.Client[v1.ListBatchesRequest, v1.ListBatchesResponse]
 	listBatchMessages *connect.Client[v1.ListBatchMessagesRequest, v1.ListBatchMessagesResponse]
+	quoteMessage      *connect.Client[v1.QuoteMessageRequest, v1.QuoteMessageResponse]
 }
 
 // SendMessage calls sms.v1.MessagingService.SendMessage.
@@ -193,6 +209,11 @@ func (c *messagingServiceClient) ListBatchMessages(ctx context.Context, req *con
 	return c.listBatchMessages.CallUnary(ctx, req)
 }
 
+// QuoteMessage calls sms.v1.MessagingService.QuoteMessage.
+func (c *messagingServiceClient) QuoteMessage(ctx context.Context, req *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error) {
+	return c.quoteMessage.CallUnary(ctx, req)
+}
+
 // MessagingServiceHandler is an implementation of the sms.v1.MessagingService service.
 type MessagingServiceHandler interface {
 	// Sends one message: validates, charges the account (price per part), stores and schedules it,
@@ -221,6 +242,11 @@ type MessagingServiceHandler interface {
 	// Lists the accepted messages of one batch of the caller's, in the order they were submitted;
 	// paged. NOT_FOUND (reason BATCH_NOT_FOUND) for an unknown batch or another account's.
 	ListBatchMessages(context.Context, *connect.Request[v1.ListBatchMessagesRequest]) (*connect.Response[v1.ListBatchMessagesResponse], error)
+	// Prices a message without sending it: its parts and their encoding, the destination's country
+	// and number type, the price of a part and of the message (what SendMessage would charge for
+	// it). Never names the carrier. INVALID_ARGUMENT (BadRequest on `to` and `text`) where
+	// SendMessage would refuse these fields, a destination without a price included.
+	QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error)
 }
 
 // NewMessagingServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -277,6 +303,13 @@ func NewMessagingServiceHandler(svc MessagingServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	messagingServiceQuoteMessageHandler := connect.NewUnaryHandler(
+		MessagingServiceQuoteMessageProcedure,
+		svc.QuoteMessage,
+		connect.WithSchema(messagingServiceMethods.ByName("QuoteMessage")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/sms.v1.MessagingService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case MessagingServiceSendMessageProcedure:
@@ -293,6 +326,8 @@ func NewMessagingServiceHandler(svc MessagingServiceHandler, opts ...connect.Han
 			messagingServiceListBatchesHandler.ServeHTTP(w, r)
 		case MessagingServiceListBatchMessagesProcedure:
 			messagingServiceListBatchMessagesHandler.ServeHTTP(w, r)
+		case MessagingServiceQuoteMessageProcedure:
+			messagingServiceQuoteMessageHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -328,4 +363,8 @@ func (UnimplementedMessagingServiceHandler) ListBatches(context.Context, *connec
 
 func (UnimplementedMessagingServiceHandler) ListBatchMessages(context.Context, *connect.Request[v1.ListBatchMessagesRequest]) (*connect.Response[v1.ListBatchMessagesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.MessagingService.ListBatchMessages is not implemented"))
+}
+
+func (UnimplementedMessagingServiceHandler) QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.MessagingService.QuoteMessage is not implemented"))
 }
