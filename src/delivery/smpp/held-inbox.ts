@@ -46,6 +46,8 @@ export interface HeldInboxOptions<T> {
   key(item: T): string;
   /** How long an item the handler asks to retry is held before it is answered and dropped. */
   holdRetryMs: number;
+  /** What a retry means, for the log of the dropped, e.g. "for unknown message ids". */
+  retryMeans?: string | undefined;
   /** Items per handler call at most. */
   batchSize: number;
   /**
@@ -190,7 +192,7 @@ export class HeldInbox<T> {
     if (dropped.length > 0) {
       this.options.logger.warn(
         { count: dropped.length, keys: dropped.slice(0, 20), heldMs: this.options.holdRetryMs },
-        `smpp: ${this.options.what}s that could not be stored acknowledged and dropped`,
+        `smpp: ${this.options.what}s ${this.options.retryMeans ?? "that could not be stored"} acknowledged and dropped`,
       );
     }
   }

@@ -29,6 +29,7 @@ export class ReceiptInbox extends HeldInbox<CarrierReceipt> {
       logger: options.logger,
       key: (receipt) => receipt.carrierId,
       holdRetryMs: options.holdUnknownMs,
+      retryMeans: "for unknown message ids",
       batchSize: options.batchSize,
       collectMs: options.collectMs,
     });
