@@ -14,6 +14,17 @@ describe("configuration", () => {
     expect(config.webhookAllowPrivate).toBe(true);
   });
 
+  it("reads how long MO parts wait and what an MO's data_coding 0 means", () => {
+    expect(loadConfig({})).toMatchObject({ moReassemblyS: 1800, moDefaultAlphabet: "gsm7" });
+    expect(
+      loadConfig({ SMS_MO_REASSEMBLY_S: "60", SMS_MO_DEFAULT_ALPHABET: "latin1" }),
+    ).toMatchObject({ moReassemblyS: 60, moDefaultAlphabet: "latin1" });
+    expect(() => loadConfig({ SMS_MO_REASSEMBLY_S: "0" })).toThrow(/SMS_MO_REASSEMBLY_S/);
+    expect(() => loadConfig({ SMS_MO_DEFAULT_ALPHABET: "utf8" })).toThrow(
+      /SMS_MO_DEFAULT_ALPHABET: expected one of gsm7, ia5, latin1/,
+    );
+  });
+
   it("reports every bad value by name at once", () => {
     let error: unknown;
     try {
