@@ -25,23 +25,20 @@ const numbers = {
   }),
 };
 
+const carriers = [
+  { name: "a", url: "simulator" },
+  { name: "b", url: "simulator" },
+];
+const defaults = { pricePerPartMicros: 1_000_000, simTps: undefined, env: {} };
 const plans = {
   "one carrier": new Routing(
     singleCarrierPlan({ smpp: undefined, simTps: undefined, pricePerPartMicros: 1_000_000 }),
   ),
   "250 routes and prices": new Routing(
-    parseCarriersFile(
-      largeCarriersFile([
-        { name: "a", url: "simulator" },
-        { name: "b", url: "simulator" },
-      ]),
-      "bench",
-      {
-        pricePerPartMicros: 1_000_000,
-        simTps: undefined,
-        env: {},
-      },
-    ),
+    parseCarriersFile(largeCarriersFile(carriers), "bench", defaults),
+  ),
+  "the same by number type": new Routing(
+    parseCarriersFile(largeCarriersFile(carriers, { numberTypes: true }), "bench", defaults),
   ),
 };
 

@@ -262,11 +262,19 @@ function readCarrierPlan(env: NodeJS.ProcessEnv, config: Config, problems: strin
     if (env[name]) problems.push(`${name}: not used with SMS_CARRIERS_FILE (give carriers there)`);
   }
   try {
-    return loadCarriersFile(path, {
+    const plan = loadCarriersFile(path, {
       pricePerPartMicros: config.pricePerPartMicros,
       simTps: config.simTps,
       env,
     });
+    // Until the delivery worker takes every carrier of the plan, it delivers through the default
+    // route's first carrier, never a simulator the file does not name.
+    const first = plan.carriers.find((c) => c.name === plan.routes.at(-1)?.carriers[0]);
+    if (first?.kind === "smpp") {
+      config.carrier = "smpp";
+      config.smpp = first.smpp;
+    }
+    return plan;
   } catch (error) {
     if (!(error instanceof CarriersFileError)) throw error;
     for (const problem of error.problems) problems.push(`SMS_CARRIERS_FILE ${path}: ${problem}`);

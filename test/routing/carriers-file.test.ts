@@ -293,6 +293,20 @@ describe("SMS_CARRIERS_FILE and the one-carrier shorthand", () => {
     expect(config.carriers.routes).toHaveLength(3);
   });
 
+  it("the one-carrier worker delivers through the default route's first carrier, not a simulator", () => {
+    const smpp = loadConfig({
+      SMS_CARRIERS_FILE: file(
+        "smpp-first.yaml",
+        BASE.replace("carriers: [beta, alpha]", "carriers: [alpha, beta]"),
+      ),
+    });
+    expect(smpp.carrier).toBe("smpp");
+    expect(smpp.smpp).toMatchObject({ endpoint: { host: "smsc-a.example" }, binds: 2, tps: 100 });
+    expect(loadConfig({ SMS_CARRIERS_FILE: file("sim-first.yaml", BASE) }).carrier).toBe(
+      "simulator",
+    );
+  });
+
   it("a bad file is a configuration error naming the variable, the file and the path", () => {
     const path = file(
       "bad.yaml",
