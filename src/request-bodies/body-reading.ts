@@ -19,7 +19,10 @@ export interface BodyReadOptions {
 }
 
 /** The whole body, or the first error of a check. */
-export function readBody(stream: Readable, options: BodyReadOptions): Promise<Buffer> {
+export function readBody(
+  stream: Readable,
+  options: BodyReadOptions,
+): Promise<{ chunks: Buffer[]; length: number }> {
   const { limit, declaredLength } = options;
   return new Promise((resolve, reject) => {
     if (declaredLength !== undefined && declaredLength > limit) {
@@ -47,7 +50,7 @@ export function readBody(stream: Readable, options: BodyReadOptions): Promise<Bu
       } catch (error) {
         return fail(error as Error);
       }
-      chunks.push(bytes);
+      chunks.push(ownChunk(bytes));
     }
     function onEnd() {
       stop();
@@ -55,8 +58,7 @@ export function readBody(stream: Readable, options: BodyReadOptions): Promise<Bu
         reject(options.wrongLength());
         return;
       }
-      // Always a copy of its own: the body may move to a worker thread.
-      resolve(Buffer.concat(chunks, received));
+      resolve({ chunks, length: received });
     }
     function onError(error: Error & { statusCode?: number }) {
       stop();
@@ -70,4 +72,15 @@ export function readBody(stream: Readable, options: BodyReadOptions): Promise<Bu
     stream.on("error", onError);
     stream.resume();
   });
+}
+
+/**
+ * A chunk of a body as it is kept until parsed: one that is all of its memory, which can move to a
+ * worker as it is (a view of shared memory, such as a slice of a pooled buffer, is copied).
+ */
+export function ownChunk(chunk: Buffer): Buffer {
+  if (chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength) return chunk;
+  const own = Buffer.allocUnsafeSlow(chunk.length);
+  chunk.copy(own);
+  return own;
 }

@@ -9,11 +9,13 @@ import {
 } from "./json-decoding.ts";
 
 export default function parse(task: {
-  bytes: Uint8Array;
+  chunks: Uint8Array[];
+  length: number;
   known?: KnownFields;
   plain?: boolean;
 }): JsonObjectResult {
-  const result = task.plain ? decodeJson(task.bytes) : decodeJsonObject(task.bytes);
+  const bytes = Buffer.concat(task.chunks, task.length);
+  const result = task.plain ? decodeJson(bytes) : decodeJsonObject(bytes);
   if (!result.ok || !task.known) return result;
   return { ok: true, value: keepKnown(result.value, task.known) };
 }

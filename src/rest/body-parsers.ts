@@ -68,7 +68,7 @@ export function registerBodyParsers(
         if (violation) throw new RequestParseError(violation);
       },
     })
-      .then((bytes) => parseJsonBody(bytes, { known: knownFields(request) }))
+      .then(({ chunks, length }) => parseJsonBody(chunks, length, { known: knownFields(request) }))
       .then(
         (result) =>
           result.ok ? done(null, result.value) : done(new RequestParseError(result.message)),
@@ -85,9 +85,9 @@ export function registerBodyParsers(
         new FormTooLarge(`a form body is larger than the limit of ${limit} bytes; send JSON`),
       wrongLength: () => new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),
     }).then(
-      (bytes) => {
+      ({ chunks, length }) => {
         try {
-          done(null, parseForm(bytes));
+          done(null, parseForm(Buffer.concat(chunks, length)));
         } catch (error) {
           done(error as Error);
         }

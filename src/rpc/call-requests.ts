@@ -54,14 +54,12 @@ export function rpcRequests(deps: {
     const fields = known.get(path);
     if (body?.wholeJson && fields) {
       values.set(READ_JSON_BODY, async () => {
-        const bytes = await body.wholeMessage();
-        const result = await parseJsonBody(bytes, { known: fields, plain: true });
+        const { chunks, length } = await body.wholeMessage();
+        const result = await parseJsonBody(chunks, length, { known: fields, plain: true });
         if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
         // A worker's answer holds the known fields only; a body parsed here is pruned alike.
         const value =
-          bytes.length <= PARSE_ON_MAIN_THREAD_BYTES
-            ? keepKnown(result.value, fields)
-            : result.value;
+          length <= PARSE_ON_MAIN_THREAD_BYTES ? keepKnown(result.value, fields) : result.value;
         replaceBody(universal, value);
       });
     }

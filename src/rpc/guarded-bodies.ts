@@ -5,6 +5,7 @@ import { createBrotliDecompress, createGunzip } from "node:zlib";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import { ownChunk } from "../request-bodies/body-reading.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
 
@@ -98,12 +99,12 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
     return checkedChunks(this.request, this.response, this.options);
   }
 
-  /** Reads the body through the checks; its message's bytes, inflated (wholeJson bodies). */
-  async wholeMessage(): Promise<Buffer> {
+  /** Reads the body through the checks; its message's chunks, inflated (wholeJson bodies). */
+  async wholeMessage(): Promise<{ chunks: Buffer[]; length: number }> {
     for await (const _ of this) {
       // the chunks are kept by the message
     }
-    return this.options.messages?.kept() ?? Buffer.alloc(0);
+    return this.options.messages?.kept() ?? { chunks: [], length: 0 };
   }
 }
 
@@ -164,9 +165,9 @@ class Messages {
     private readonly keep: boolean,
   ) {}
 
-  /** The bytes of the (one) message, as scanned. */
-  kept(): Buffer {
-    return this.message?.kept() ?? Buffer.alloc(0);
+  /** The chunks of the (one) message, as scanned. */
+  kept(): { chunks: Buffer[]; length: number } {
+    return this.message?.kept() ?? { chunks: [], length: 0 };
   }
 
   async write(chunk: Buffer): Promise<void> {
@@ -250,8 +251,8 @@ class Message {
     this.throwFailure();
   }
 
-  kept(): Buffer {
-    return Buffer.concat(this.chunks, this.inflated);
+  kept(): { chunks: Buffer[]; length: number } {
+    return { chunks: this.chunks, length: this.inflated };
   }
 
   private scan(bytes: Buffer): void {
@@ -263,7 +264,7 @@ class Message {
     }
     const violation = this.scanner.feed(bytes);
     if (violation) this.fail(new ConnectError(violation, Code.InvalidArgument));
-    else if (this.keep) this.chunks.push(bytes);
+    else if (this.keep) this.chunks.push(ownChunk(bytes));
   }
 
   private fail(error: ConnectError): void {
