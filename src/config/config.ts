@@ -1,4 +1,8 @@
-import { type CarrierPlan, singleCarrierPlan } from "../delivery/routing/carrier-plan.ts";
+import {
+  type CarrierPlan,
+  type SmppSettings,
+  singleCarrierPlan,
+} from "../delivery/routing/carrier-plan.ts";
 import { parseSmppUrl, type SmppEndpoint } from "../delivery/smpp/endpoint.ts";
 import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../inbound/alphabets.ts";
 import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
@@ -100,17 +104,8 @@ export interface ConnectionLimits {
   maxStreamsPerConnection: number;
 }
 
-export interface SmppConfig {
-  endpoint: SmppEndpoint;
-  systemType: string;
-  binds: number;
-  /** Unacknowledged submit_sm per bind. */
-  window: number;
-  /** submit_sm per second per bind; undefined (SMS_SMPP_TPS=0): no limit. */
-  tps: number | undefined;
-  enquireLinkS: number;
-  concatenation: "sar" | "udh";
-}
+/** `SMS_SMPP_*`: the settings of an SMPP carrier in the carriers file too. */
+export type SmppConfig = SmppSettings;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -53,21 +53,6 @@ interface CompiledPlan {
   mobileSameAsFixed: boolean;
 }
 
-/** Every type libphonenumber tells (routes may match on them). */
-export const NUMBER_TYPES: readonly NumberType[] = [
-  "MOBILE",
-  "FIXED_LINE",
-  "FIXED_LINE_OR_MOBILE",
-  "TOLL_FREE",
-  "PREMIUM_RATE",
-  "SHARED_COST",
-  "VOIP",
-  "PERSONAL_NUMBER",
-  "PAGER",
-  "UAN",
-  "VOICEMAIL",
-];
-
 // The library's order (helpers/getNumberType.js).
 const NON_FIXED_LINE_TYPES: readonly NumberType[] = [
   "MOBILE",
@@ -79,6 +64,13 @@ const NON_FIXED_LINE_TYPES: readonly NumberType[] = [
   "PAGER",
   "UAN",
   "VOICEMAIL",
+];
+
+/** Every type libphonenumber tells (routes may match on them). */
+export const NUMBER_TYPES: readonly NumberType[] = [
+  "FIXED_LINE",
+  "FIXED_LINE_OR_MOBILE",
+  ...NON_FIXED_LINE_TYPES,
 ];
 
 const whole = (pattern: string) => new RegExp(`^(?:${pattern})$`);

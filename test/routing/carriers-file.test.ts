@@ -213,7 +213,7 @@ describe("the carriers file", () => {
     [
       "an unknown number type",
       BASE.replace('prefixes: ["+447"]', "numberTypes: [CELL]"),
-      "routes[1].match.numberTypes[0]: must be one of MOBILE, FIXED_LINE, FIXED_LINE_OR_MOBILE, TOLL_FREE, PREMIUM_RATE, SHARED_COST, VOIP, PERSONAL_NUMBER, PAGER, UAN, VOICEMAIL (line 6)",
+      "routes[1].match.numberTypes[0]: must be one of FIXED_LINE, FIXED_LINE_OR_MOBILE, MOBILE, PREMIUM_RATE, TOLL_FREE, SHARED_COST, VOIP, PERSONAL_NUMBER, PAGER, UAN, VOICEMAIL (line 6)",
     ],
     [
       "a string for a number",
