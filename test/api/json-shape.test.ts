@@ -10,6 +10,7 @@ import {
   type JsonShapeLimits,
   JsonShapeScanner,
 } from "../../src/request-bodies/json-shape.ts";
+import { feedInChunks } from "./chunked-feed.ts";
 
 /** Depth and value count as the scanner defines them, computed on the parsed value. */
 function shapeOf(value: unknown): { depth: number; values: number } {
@@ -25,18 +26,8 @@ function shapeOf(value: unknown): { depth: number; values: number } {
 }
 
 /** Feeds `text` in the chunks `cuts` splits it into; the first violation, if any. */
-function scan(text: string, limits: JsonShapeLimits, cuts: number[] = []): string | undefined {
-  const bytes = Buffer.from(text);
-  const scanner = new JsonShapeScanner(limits);
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  let start = 0;
-  for (const end of [...points, bytes.length]) {
-    const violation = scanner.feed(bytes.subarray(start, end));
-    if (violation) return violation;
-    start = end;
-  }
-  return undefined;
-}
+const scan = (text: string, limits: JsonShapeLimits, cuts: number[] = []) =>
+  feedInChunks(new JsonShapeScanner(limits), Buffer.from(text), cuts);
 
 const batch = (count: number, extra: object = {}) =>
   JSON.stringify({
