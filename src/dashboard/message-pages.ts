@@ -19,7 +19,15 @@ import {
   utcTimeOf,
 } from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
-import { notificationState, reasonOf, STATUS_MEANINGS, statusName, timeText } from "./wording.ts";
+import {
+  creditText,
+  notificationState,
+  priceText,
+  reasonOf,
+  STATUS_MEANINGS,
+  statusName,
+  timeText,
+} from "./wording.ts";
 
 // Messages and batches, read with the lists of MessagingService (keyset pages on the listing
 // indexes): searching, one message with its history and webhook attempts, batches with progress.
@@ -72,6 +80,7 @@ export function searchRequest(
 }
 
 function messageRow(message: Message) {
+  const parts = Math.max(1, message.segments.length);
   return {
     id: message.id.toString(),
     to: message.to,
@@ -81,6 +90,8 @@ function messageRow(message: Message) {
     batchId: message.batchId?.toString() ?? "",
     created: timeText(message.createTime),
     text: message.text,
+    country: message.country,
+    price: priceText(parts, message.pricePerPartMicros),
   };
 }
 
@@ -149,6 +160,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
           ttlSeconds: message.ttlSeconds,
           statusCallback: message.statusCallback,
           updated: timeText(message.updateTime),
+          pricePerPart: creditText(message.pricePerPartMicros ?? 0n),
           parts: message.segments.map((s) => ({ id: s.id.toString(), text: s.text })),
           history: message.notifications.map((n) => ({
             status: statusName(n.status),

@@ -114,3 +114,11 @@ export function creditText(micros: number | bigint): string {
   const fraction = (abs % 1_000_000n).toString().padStart(6, "0").replace(/0+$/, "");
   return `${sign}${abs / 1_000_000n}${fraction ? `.${fraction}` : ""}`;
 }
+
+/**
+ * What a message cost, parts times its price per part, in the credit's units; empty for messages
+ * accepted before prices by destination, which kept no price.
+ */
+export function priceText(parts: number, pricePerPartMicros: bigint | undefined): string {
+  return pricePerPartMicros === undefined ? "" : creditText(BigInt(parts) * pricePerPartMicros);
+}
