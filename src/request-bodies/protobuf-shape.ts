@@ -1,4 +1,4 @@
-import type { DescMessage } from "@bufbuild/protobuf";
+import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import type { JsonShapeLimits } from "./json-shape.ts";
 
 // The binary twin of json-shape.ts: protobuf-es decodes a message in one pass on the thread it
@@ -10,6 +10,18 @@ import type { JsonShapeLimits } from "./json-shape.ts";
 // protobuf-es to refuse: the scanner stops counting there.
 
 type State = "tag" | "varint" | "length" | "skip";
+
+const byNumber = new WeakMap<DescMessage, Map<number, DescField>>();
+
+/** A message type's fields by number, looked up once per type. */
+function fieldsByNumber(desc: DescMessage): Map<number, DescField> {
+  let fields = byNumber.get(desc);
+  if (!fields) {
+    fields = new Map(desc.fields.map((field) => [field.number, field]));
+    byNumber.set(desc, fields);
+  }
+  return fields;
+}
 
 interface Frame {
   desc: DescMessage | undefined;
@@ -93,13 +105,15 @@ export class ProtobufShapeScanner {
   }
 
   private onLength(length: number): void {
-    const field = this.top().desc?.fields.find((f) => f.number === this.wireField);
+    const desc = this.top().desc;
+    const field = desc && fieldsByNumber(desc).get(this.wireField);
     const message =
       field?.fieldKind === "message" ||
       (field?.fieldKind === "list" && field.listKind === "message")
         ? field.message
         : undefined;
-    if (message) {
+    // An empty message has nothing to count inside.
+    if (message && length > 0) {
       this.state = "tag";
       this.push({ desc: message, end: this.position + length });
       return;
