@@ -89,7 +89,10 @@ export class ProtobufShapeScanner {
   private onTag(tag: number): void {
     const wireType = tag % 8;
     this.wireField = Math.floor(tag / 8);
-    if (wireType > 5 || this.wireField === 0) return this.stop();
+    if (wireType > 5 || this.wireField === 0) {
+      this.stop();
+      return;
+    }
     if (++this.values > this.limits.maxValues) {
       this.violation = `the message holds more than ${this.limits.maxValues} fields`;
       return;
