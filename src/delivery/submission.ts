@@ -136,15 +136,16 @@ async function submit(
     release(message, placeInQueue(message), attempted);
   // The claim streams through the window: each run of messages goes as soon as its parts fit, and
   // their parts leave the window once their outcome is recorded. Runs of an eighth of the window at
-  // most: the window turns over run by run, so another claim waiting for it (a newly due account or
-  // batch) goes after one run of each claim ahead of it, not after their whole window's worth.
+  // most, and the claims that have had fewest runs go first: the window turns over run by run, so
+  // a newly claimed account or batch goes with the next run that is recorded, not behind the runs
+  // of the claims that came before it.
   const runLimit = Math.max(TYPICAL_LONGEST_MESSAGE, Math.ceil(deps.window.size / RUNS_PER_WINDOW));
   const groups: Promise<void>[] = [];
   let next = 0;
   while (next < messages.length) {
     const first = messages[next] as ClaimedMessage;
     let taken = partsOf(first);
-    await deps.window.acquire(taken);
+    await deps.window.acquire(taken, groups.length);
     if (outcome.carrierDown) {
       // Not submitted: back in place, their attempt taken back.
       deps.window.give(taken);

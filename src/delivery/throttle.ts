@@ -49,11 +49,12 @@ export class TokenBucket {
 
 /**
  * Parts in flight against a window; `free` may be negative after one oversized message. `take` and
- * `give` count at once; `acquire` waits its turn (first come, first served) until the parts fit.
+ * `give` count at once; `acquire` waits its turn (by rank, then first come, first served) until
+ * the parts fit.
  */
 export class Window {
   private used = 0;
-  private readonly waiting: { n: number; grant: () => void }[] = [];
+  private readonly waiting: { n: number; rank: number; grant: () => void }[] = [];
 
   constructor(readonly size: number) {}
 
@@ -75,12 +76,13 @@ export class Window {
   }
 
   /**
-   * Takes `n` parts once they fit, after every earlier caller. More than the whole window is
-   * granted alone, when nothing else is in flight.
+   * Takes `n` parts once they fit, after every earlier caller of the same or a lower `rank` (lower
+   * ranks first). More than the whole window is granted alone, when nothing else is in flight.
    */
-  acquire(n: number): Promise<void> {
+  acquire(n: number, rank = 0): Promise<void> {
     return new Promise((grant) => {
-      this.waiting.push({ n, grant });
+      const at = this.waiting.findIndex((w) => w.rank > rank);
+      this.waiting.splice(at === -1 ? this.waiting.length : at, 0, { n, rank, grant });
       this.grantWaiting();
     });
   }

@@ -61,45 +61,58 @@ function batchOf(accountId: string, count: number, batchId: number): NewMessage[
   );
 }
 
+/**
+ * Starts the workers on a committed 400-message batch of `bigAccount`; once 20 of it reached the
+ * carrier, `arrive` stores more work. Returns where that work came in the carrier's order, and
+ * how much of the batch had gone before it arrived.
+ */
+async function arrivingWhileBatchDrains(
+  bigAccount: string,
+  workers: ReturnType<typeof instance>[],
+  arrive: () => Promise<number[]>,
+) {
+  const batchId = nextTestId();
+  const big = batchOf(bigAccount, 400, batchId);
+  await insertMessages(fixture.store, big);
+  await commitBatch(fixture.store, batchId, bigAccount);
+  for (const w of workers) await w.worker.start();
+  try {
+    const first = workers[0]?.carrier as SimulatorCarrier;
+    const bigIds = big.map((m) => m.id);
+    const batchSubmitted = () => first.submissions.countDocuments({ messageId: { $in: bigIds } });
+    await eventually(async () => (await batchSubmitted()) >= 20);
+    const before = await batchSubmitted();
+    const arrived = await arrive();
+    for (const w of workers) w.worker.wake();
+    const all = [...bigIds, ...arrived];
+    await eventually(() => allSubmitted(first, all), 30_000);
+    const order = await submissionOrder(first, all);
+    // each message reached the carrier once
+    expect(new Set(order).size).toBe(order.length);
+    expect(order.length).toBe(all.length);
+    return { before, positions: arrived.map((id) => order.indexOf(id)) };
+  } finally {
+    for (const w of workers) await w.worker.stop();
+  }
+}
+
 describe("fair delivery between accounts", () => {
   for (const instances of [1, 2]) {
     it(`an account's single sends go out within the first rounds while another account's batch drains (${instances} instance${instances > 1 ? "s" : ""})`, async () => {
       const run = nextRun++;
-      const batchId = nextTestId();
-      const big = batchOf(`big-${run}`, 400, batchId);
-      await insertMessages(fixture.store, big);
-      await commitBatch(fixture.store, batchId, `big-${run}`);
       const workers = Array.from({ length: instances }, (_, i) =>
         instance(`fair-${run}-${i}`, `receipts_fair_${run}`, 200),
       );
-      for (const w of workers) await w.worker.start();
-      try {
-        // The batch is draining when the small account's messages arrive.
-        const first = workers[0]?.carrier as SimulatorCarrier;
-        const bigIds = big.map((m) => m.id);
-        const batchSubmitted = () =>
-          first.submissions.countDocuments({ messageId: { $in: bigIds } });
-        await eventually(async () => (await batchSubmitted()) >= 20);
-        const before = await batchSubmitted();
-        const small = Array.from({ length: 5 }, (_, i) =>
-          testMessage(`small-${run}`, `+4917000000${i}`),
-        );
-        const smallIds = await insertMessages(fixture.store, small);
-        for (const w of workers) w.worker.wake();
-        const all = [...big.map((m) => m.id), ...smallIds];
-        await eventually(() => allSubmitted(first, all), 30_000);
-        const order = await submissionOrder(first, all);
-        // Served within the next rounds (a round is half a second of the carrier's
-        // throughput, 100 parts, shared by the due accounts), not behind the batch's remainder.
-        const positions = smallIds.map((id) => order.indexOf(id));
-        expect(before).toBeLessThan(300);
-        expect(Math.max(...positions)).toBeLessThan(before + 100);
-        // each message reached the carrier once
-        expect(new Set(order).size).toBe(order.length);
-        expect(order.length).toBe(all.length);
-      } finally {
-        for (const w of workers) await w.worker.stop();
-      }
+      const { before, positions } = await arrivingWhileBatchDrains(`big-${run}`, workers, () =>
+        insertMessages(
+          fixture.store,
+          Array.from({ length: 5 }, (_, i) => testMessage(`small-${run}`, `+4917000000${i}`)),
+        ),
+      );
+      // Served within the next rounds (a round is half a second of the carrier's
+      // throughput, 100 parts, shared by the due accounts), not behind the batch's remainder.
+      expect(before).toBeLessThan(300);
+      expect(Math.max(...positions)).toBeLessThan(before + 100);
     });
   }
 });
@@ -108,38 +121,22 @@ describe("an account's own batches", () => {
   it("take turns: a small batch sent while the same account's big batch drains goes out within the next rounds", async () => {
     const run = nextRun++;
     const account = `own-${run}`;
-    const bigBatch = nextTestId();
-    const big = batchOf(account, 400, bigBatch);
-    await insertMessages(fixture.store, big);
-    await commitBatch(fixture.store, bigBatch, account);
-    const { carrier, worker } = instance(`own-${run}`, `receipts_own_${run}`, 200);
-    await worker.start();
-    try {
-      const bigIds = big.map((m) => m.id);
-      const batchSubmitted = () =>
-        carrier.submissions.countDocuments({ messageId: { $in: bigIds } });
-      await eventually(async () => (await batchSubmitted()) >= 20);
-      const before = await batchSubmitted();
+    const workers = [instance(`own-${run}`, `receipts_own_${run}`, 200)];
+    const { before, positions } = await arrivingWhileBatchDrains(account, workers, async () => {
       const smallBatch = nextTestId();
-      const small = Array.from({ length: 5 }, (_, i) =>
-        testMessage(account, `+4917300000${i}`, { batchId: smallBatch }),
+      const ids = await insertMessages(
+        fixture.store,
+        Array.from({ length: 5 }, (_, i) =>
+          testMessage(account, `+4917300000${i}`, { batchId: smallBatch }),
+        ),
       );
-      const smallIds = await insertMessages(fixture.store, small);
       await commitBatch(fixture.store, smallBatch, account);
-      worker.wake();
-      const all = [...bigIds, ...smallIds];
-      await eventually(() => allSubmitted(carrier, all), 30_000);
-      const order = await submissionOrder(carrier, all);
-      // Within the next rounds (half a second of the carrier's throughput each, 100 parts), long
-      // before the big batch is done; in turn order only behind it, its 400th message.
-      const positions = smallIds.map((id) => order.indexOf(id));
-      expect(before).toBeLessThan(300);
-      expect(Math.max(...positions)).toBeLessThan(before + 100);
-      expect(new Set(order).size).toBe(order.length);
-      expect(order.length).toBe(all.length);
-    } finally {
-      await worker.stop();
-    }
+      return ids;
+    });
+    // Within the next rounds (half a second of the carrier's throughput each, 100 parts), long
+    // before the big batch is done; in turn order only behind it, its 400th message.
+    expect(before).toBeLessThan(300);
+    expect(Math.max(...positions)).toBeLessThan(before + 100);
   });
 });
 

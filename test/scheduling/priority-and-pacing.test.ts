@@ -49,6 +49,19 @@ describe("token bucket", () => {
 });
 
 describe("window", () => {
+  it("grants waiting callers lower rank first, then in arrival order", async () => {
+    const window = new Window(2);
+    window.take(2);
+    const granted: string[] = [];
+    const wait = (name: string, rank: number) =>
+      window.acquire(1, rank).then(() => granted.push(name));
+    const all = Promise.all([wait("a3", 3), wait("b1", 1), wait("c0", 0), wait("d1", 1)]);
+    for (let i = 0; i < 4; i++) window.give(1);
+    await all;
+    // A claim that has had no run yet (a newly claimed account or batch) goes first.
+    expect(granted).toEqual(["c0", "b1", "d1", "a3"]);
+  });
+
   it("counts parts in flight", () => {
     const window = new Window(20);
     window.take(15);
