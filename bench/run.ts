@@ -26,6 +26,7 @@ import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
 import { median, percentile, residentBytes, startProcess } from "./processes.ts";
+import { routingCostFigure } from "./routing-cost-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
 import { webhookFigures } from "./webhook-figures.ts";
@@ -36,7 +37,7 @@ const quick = process.argv.includes("--quick");
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
-// (issue 26's figure 15) in opt-out-figure.ts.
+// (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -341,6 +342,8 @@ await hostileBodiesFigure(ctx);
 await moIntakeFigure(ctx);
 // ---- 15 (issue 26). Sends checked against a 100000-number opt-out list
 await optOutFigure(ctx);
+// ---- 18 (issue 27). 250 routes and prices for 250 countries beside one carrier
+await routingCostFigure(ctx);
 
 await client.close();
 await database.stop();

@@ -1,0 +1,135 @@
+// Figure 18 of issue 27 (run.ts's id "18" or "routing"): what routing and pricing by destination
+// cost the sends. Two services on the same database server, alternated so both meet the same
+// load from the rest of the machine: "one carrier" (the SMS_CARRIER shorthand, one flat price)
+// and "250 routes" (bench/routing-file.ts: a route per country for 249 countries over two
+// carriers, prices for 250 countries and 250 prefixes), every message resolved and priced by it.
+//   a. Figure 1's load (POST /sms, 1 part, 32 connections): 250 routes >= 0.95 x one carrier.
+//   b. Figure 2 (a 10000-message batch, time to 200): 250 routes <= 1.05 x one carrier.
+
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import autocannon from "autocannon";
+import { type Account, type BenchContext, batchBody, createAccount, postBatch } from "./common.ts";
+import { median, type ServiceProcess, startProcess } from "./processes.ts";
+import { largeCarriersFile } from "./routing-file.ts";
+
+const BATCH = 10_000;
+
+/** Figure 1's load: POST /sms requests per second from `account`. */
+async function sendRate(baseUrl: string, account: Account, seconds: number) {
+  const result = await autocannon({
+    url: `${baseUrl}/sms`,
+    method: "POST",
+    connections: 32,
+    duration: seconds,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark", ...account }),
+  });
+  if (result.non2xx > 0) throw new Error(`figure 18: ${result.non2xx} sends were refused`);
+  return result.requests.average;
+}
+
+/** Runs `measure` on both services in turns, the first of each pair alternating. */
+async function alternated(
+  rounds: number,
+  measure: (side: "one" | "routes", round: number) => Promise<number>,
+) {
+  const one: number[] = [];
+  const routes: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const first = r % 2 === 0;
+    if (first) one.push(await measure("one", r));
+    routes.push(await measure("routes", r));
+    if (!first) one.push(await measure("one", r));
+  }
+  return { one, routes };
+}
+
+export async function routingCostFigure(ctx: BenchContext): Promise<void> {
+  if (!ctx.runs("18", "routing")) return;
+  ctx.log("figure 18 (issue 27): 250 routes and prices for 250 countries beside one carrier");
+  const file = join(mkdtempSync(join(tmpdir(), "bench-routing-")), "carriers.yaml");
+  writeFileSync(
+    file,
+    largeCarriersFile([
+      { name: "alpha", url: "simulator" },
+      { name: "beta", url: "simulator" },
+    ]),
+  );
+  const dbs = { one: "bench_routing_one", routes: "bench_routing_file" };
+  const services: Partial<Record<"one" | "routes", ServiceProcess>> = {};
+  try {
+    services.one = await startProcess(
+      "src/main.ts",
+      ctx.serviceEnv(dbs.one, { SMS_RUN_WORKERS: "false" }),
+    );
+    services.routes = await startProcess(
+      "src/main.ts",
+      ctx.serviceEnv(dbs.routes, { SMS_RUN_WORKERS: "false", SMS_CARRIERS_FILE: file }),
+    );
+    const url = { one: services.one.baseUrl, routes: services.routes.baseUrl };
+    const accounts = {
+      one: await createAccount(url.one, undefined, "one"),
+      routes: await createAccount(url.routes, undefined, "routes"),
+    };
+
+    // a. Figure 1's load, after a warm-up of each.
+    const seconds = ctx.quick ? 3 : 10;
+    await sendRate(url.one, accounts.one, seconds);
+    await sendRate(url.routes, accounts.routes, seconds);
+    const rates = await alternated(ctx.quick ? 2 : 3, (side) =>
+      sendRate(url[side], accounts[side], seconds),
+    );
+    ctx.log(`figure 18a: one carrier ${rates.one.map((r) => r.toFixed(0)).join(" ")} req/s`);
+    ctx.log(`figure 18a: 250 routes ${rates.routes.map((r) => r.toFixed(0)).join(" ")} req/s`);
+    const rate = median(rates.routes);
+    const baseRate = median(rates.one);
+    ctx.figures.push({
+      figure:
+        "18a (issue 27). POST /sms requests/s with 250 routes and prices for 250 countries (figure 1's load)",
+      value: rate,
+      unit: "req/s",
+      baseline: baseRate,
+      baselineName: "same run, one carrier",
+      ratio: rate / baseRate,
+      target: ">= 0.95 x one carrier",
+      met: rate >= 0.95 * baseRate,
+    });
+
+    // b. Figure 2's batch, each service's previous batch deleted before the next.
+    const text = "Your code is 123456. It expires in 10 minutes.";
+    const bodies = {
+      one: batchBody(accounts.one, BATCH, text),
+      routes: batchBody(accounts.routes, BATCH, text),
+    };
+    const lastBatch = { one: 0, routes: 0 };
+    const batchMs = async (side: "one" | "routes") => {
+      const messages = ctx.client.db(dbs[side]).collection("messages");
+      if (lastBatch[side]) await messages.deleteMany({ batchId: lastBatch[side] });
+      const { ms, id } = await postBatch(url[side], bodies[side]);
+      lastBatch[side] = id;
+      return ms;
+    };
+    await alternated(ctx.quick ? 1 : 3, batchMs); // warm-up
+    const times = await alternated(ctx.quick ? 3 : 7, batchMs);
+    ctx.log(`figure 18b: one carrier ${times.one.map((t) => t.toFixed(0)).join(" ")} ms`);
+    ctx.log(`figure 18b: 250 routes ${times.routes.map((t) => t.toFixed(0)).join(" ")} ms`);
+    const ms = median(times.routes);
+    const baseMs = median(times.one);
+    ctx.figures.push({
+      figure: `18b (issue 27). POST /sms-batch, ${BATCH} messages, time to 200, with 250 routes and prices for 250 countries (figure 2)`,
+      value: ms,
+      unit: "ms",
+      baseline: baseMs,
+      baselineName: "same run, one carrier",
+      ratio: ms / baseMs,
+      target: "<= 1.05 x one carrier",
+      met: ms <= 1.05 * baseMs,
+    });
+  } finally {
+    await services.one?.stop();
+    await services.routes?.stop();
+    await ctx.dropDatabases(dbs.one, dbs.routes);
+  }
+}
