@@ -4,7 +4,7 @@ import { withReadLimits } from "./read-limits.ts";
 import { rpcRequestGate } from "./request-gate.ts";
 
 /**
- * The options both Connect adapters get (connect-node on GRPC_PORT, connect-fastify on PORT):
+ * The options both Connect adapters get (rpc/node-adapter.ts, on GRPC_PORT and PORT):
  * read limits per method, and the request gate. A fresh object each time: adapters modify theirs.
  */
 export function rpcHandlerOptions(opts: {
