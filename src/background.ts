@@ -1,6 +1,10 @@
 import type { FastifyBaseLogger } from "fastify";
+
+type Logger = FastifyBaseLogger;
+
 import type { Config } from "./config/config.ts";
 import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
+import type { SmppSettings } from "./delivery/routing/carrier-plan.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
 import { SmppCarrier } from "./delivery/smpp/adapter.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
@@ -18,7 +22,7 @@ export interface BackgroundWork {
 }
 
 /** The delivery worker (with its carrier) and the notifier of this instance, when the config runs them. */
-export async function startBackgroundWork(deps: {
+export interface BackgroundDeps {
   config: Config;
   store: Store;
   instanceId: string;
@@ -28,37 +32,18 @@ export async function startBackgroundWork(deps: {
   screen?: DeliveryWorkerOptions["screen"];
   /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
   inbound?: InboundIntake | undefined;
-}): Promise<BackgroundWork> {
+}
+
+export async function startBackgroundWork(deps: BackgroundDeps): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
   if (!config.runWorkers)
     return { wake: () => undefined, stop: async () => undefined, carrier: () => undefined };
   const logger = deps.logger.child({ component: "delivery" });
-  let carrier: Carrier;
-  if (config.carrier === "smpp" && config.smpp) {
-    const smpp = config.smpp;
-    carrier = new SmppCarrier({
-      endpoint: smpp.endpoint,
-      systemType: smpp.systemType,
-      binds: smpp.binds,
-      window: smpp.window,
-      ...(smpp.tps !== undefined && { tps: smpp.tps }),
-      enquireLinkMs: smpp.enquireLinkS * 1000,
-      concatenation: smpp.concatenation,
-      // expiresAt is on the database server's clock: the validity left is measured on it too.
-      now: () => store.clock.nowMs(),
-      ...(deps.inbound && { inbound: (parts) => (deps.inbound as InboundIntake).take(parts) }),
-      logger,
-    });
-  } else {
-    carrier = new SimulatorCarrier({
-      db: store.db,
-      sendDelayMs: config.simSendDelayMs,
-      receiptDelayMs: config.simReceiptDelayMs,
-      ...(config.simTps !== undefined && { tps: config.simTps }),
-      instanceId,
-      logger,
-    });
-  }
+  if (config.carriers.carriers.length > 1) return startPlanCarriers(deps, logger);
+  let carrier: Carrier =
+    config.carrier === "smpp" && config.smpp
+      ? smppCarrier(deps, config.smpp, logger)
+      : simulatorCarrier(deps, { tps: config.simTps }, logger);
   // Counted and timed as the worker hands parts over (metrics/carrier.ts).
   if (deps.metrics) carrier = deps.metrics.carrier(carrier);
   const worker = new DeliveryWorker({
@@ -68,18 +53,7 @@ export async function startBackgroundWork(deps: {
     instanceId,
     ...(deps.screen && { screen: deps.screen }),
   });
-  const notifier = new Notifier({
-    store,
-    logger: deps.logger.child({ component: "notifier" }),
-    instanceId,
-    retrySchedule: config.webhookRetryScheduleMs,
-    timeoutMs: config.webhookTimeoutMs,
-    concurrency: config.webhookConcurrency,
-    receiverConcurrency: config.webhookReceiverConcurrency,
-    accountConcurrency: config.webhookAccountConcurrency,
-    allowPrivate: config.webhookAllowPrivate,
-    ...(deps.metrics && { metrics: deps.metrics }),
-  });
+  const notifier = startNotifier(deps);
   await worker.start();
   await notifier.start();
   deps.inbound?.start();
@@ -98,4 +72,114 @@ export async function startBackgroundWork(deps: {
       await notifier.stop();
     },
   };
+}
+
+function smppCarrier(deps: BackgroundDeps, smpp: SmppSettings, logger: Logger): Carrier {
+  const inbound = deps.inbound;
+  return new SmppCarrier({
+    endpoint: smpp.endpoint,
+    systemType: smpp.systemType,
+    binds: smpp.binds,
+    window: smpp.window,
+    ...(smpp.tps !== undefined && { tps: smpp.tps }),
+    enquireLinkMs: smpp.enquireLinkS * 1000,
+    concatenation: smpp.concatenation,
+    // expiresAt is on the database server's clock: the validity left is measured on it too.
+    now: () => deps.store.clock.nowMs(),
+    ...(inbound && { inbound: (parts) => inbound.take(parts) }),
+    logger,
+  });
+}
+
+function simulatorCarrier(
+  deps: BackgroundDeps,
+  settings: { tps: number | undefined; window?: number; collectionName?: string },
+  logger: Logger,
+): Carrier {
+  return new SimulatorCarrier({
+    db: deps.store.db,
+    sendDelayMs: deps.config.simSendDelayMs,
+    receiptDelayMs: deps.config.simReceiptDelayMs,
+    ...(settings.tps !== undefined && { tps: settings.tps }),
+    ...(settings.window !== undefined && { window: settings.window }),
+    ...(settings.collectionName !== undefined && { collectionName: settings.collectionName }),
+    instanceId: deps.instanceId,
+    logger,
+  });
+}
+
+/**
+ * Several carriers (SMS_CARRIERS_FILE): each its own adapter (its binds, window and throughput)
+ * and its own delivery worker, which claims only the messages whose route starts with it, so each
+ * carrier's window is shared between accounts and by priority as one carrier's is. The default
+ * route's first carrier also takes messages stored without a route. Simulators keep their
+ * receipts apart (one collection each), so each worker reads only its own.
+ */
+async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<BackgroundWork> {
+  const plan = deps.config.carriers;
+  const unrouted = plan.routes.at(-1)?.carriers[0];
+  const carriers = plan.carriers.map((spec) => {
+    const log = logger.child({ carrier: spec.name });
+    return spec.kind === "smpp"
+      ? smppCarrier(deps, spec.smpp, log)
+      : simulatorCarrier(
+          deps,
+          { ...spec.simulator, collectionName: `simulator_receipts.${spec.name}` },
+          log,
+        );
+  });
+  const workers = plan.carriers.map(
+    (spec, i) =>
+      new DeliveryWorker({
+        store: deps.store,
+        carrier: carriers[i] as Carrier,
+        logger: logger.child({ carrier: spec.name }),
+        instanceId: deps.instanceId,
+        planCarrier: { name: spec.name, takesUnrouted: spec.name === unrouted },
+        ...(deps.screen && { screen: deps.screen }),
+      }),
+  );
+  const notifier = startNotifier(deps);
+  await Promise.all(workers.map((worker) => worker.start()));
+  await notifier.start();
+  deps.inbound?.start();
+  return {
+    wake: () => {
+      for (const worker of workers) worker.wake();
+    },
+    carrier: () => {
+      const each = plan.carriers.map((spec, i) => ({
+        name: spec.name,
+        ...(carriers[i] as Carrier).status?.(),
+      }));
+      return {
+        name: "carriers",
+        // Bound while any is: a route whose carriers are all down is failover's concern.
+        state: each.some((c) => c.state !== "unbound") ? "bound" : "unbound",
+        carriers: each,
+        ...(deps.inbound && { inbound: deps.inbound.stats() }),
+      };
+    },
+    stop: async () => {
+      await Promise.all(workers.map((worker) => worker.stop()));
+      await deps.inbound?.stop();
+      await notifier.stop();
+    },
+  };
+}
+
+function startNotifier(deps: BackgroundDeps): Notifier {
+  const { config, store, instanceId } = deps;
+  return new Notifier({
+    store,
+    logger: deps.logger.child({ component: "notifier" }),
+    instanceId,
+    retrySchedule: config.webhookRetryScheduleMs,
+    timeoutMs: config.webhookTimeoutMs,
+    concurrency: config.webhookConcurrency,
+    receiverConcurrency: config.webhookReceiverConcurrency,
+    accountConcurrency: config.webhookAccountConcurrency,
+    allowPrivate: config.webhookAllowPrivate,
+    ...(deps.metrics && { metrics: deps.metrics }),
+  });
 }

@@ -37,6 +37,8 @@ export async function recordSubmissions(
   messages: Collection<MessageDoc>,
   outcomes: readonly SubmissionOutcome[],
   now: Date,
+  /** The carrier's name, kept beside its ids when the plan has several (receipts match on both). */
+  carrier?: string,
 ): Promise<{ sent: number; sendErrors: number }> {
   if (outcomes.length === 0) return { sent: 0, sendErrors: 0 };
   const sent: MessageStatusChange[] = [];
@@ -49,13 +51,18 @@ export async function recordSubmissions(
         from: ["ACCEPTED"],
         change: {
           status: "SENT",
-          set: { carrierIds: o.carrierIds, deliveryAt: o.expiresAt },
+          set: {
+            carrierIds: o.carrierIds,
+            deliveryAt: o.expiresAt,
+            ...(carrier !== undefined && { carrier }),
+          },
           unset: ["deliveryLease"],
         },
       });
     } else {
       const set: Partial<MessageDoc> = { sendError: o.error };
       if (o.carrierIds.length > 0) set.carrierIds = o.carrierIds;
+      if (carrier !== undefined) set.carrier = carrier;
       failed.push({
         id: o.id,
         ...(o.deliveryClass && { deliveryClass: o.deliveryClass }),

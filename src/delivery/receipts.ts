@@ -17,6 +17,8 @@ export class ReceiptHandler {
     private readonly marks: LaneMarker,
     private readonly counters: { receipts: number; receiptChanges: number },
     private readonly logger: { debug(obj: unknown, msg?: string): void },
+    /** The carrier's name when the plan has several: its receipts match only its own parts. */
+    private readonly carrier?: string,
   ) {}
 
   /** Receipts of `messages` wait for `recorded` rather than be offered again. */
@@ -45,7 +47,7 @@ export class ReceiptHandler {
       return update;
     });
     const now = this.store.clock.now();
-    const result = await applyReceipts(this.store.messages, updates, now);
+    const result = await applyReceipts(this.store.messages, updates, now, this.carrier);
     this.counters.receipts += receipts.length;
     this.counters.receiptChanges += result.changed;
     for (const accountId of result.accounts) this.marks.mark(accountId, "notify", now);

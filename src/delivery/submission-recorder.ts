@@ -30,6 +30,8 @@ export class SubmissionRecorder {
     private readonly onRecorded: (counts: RecordedCounts) => void = () => {},
     /** Writes under way at once: a second one starts while the first waits for the database. */
     private readonly writesAtOnce = 2,
+    /** The carrier's name, recorded with its ids when the plan has several. */
+    private readonly carrier?: string,
   ) {}
 
   /** Resolves once these outcomes are written (with whatever else was waiting). */
@@ -51,6 +53,7 @@ export class SubmissionRecorder {
           this.messages,
           batch.flatMap((p) => p.outcomes),
           this.clock.now(),
+          this.carrier,
         );
         this.onRecorded(counts);
         for (const p of batch) p.done();

@@ -67,6 +67,13 @@ export interface DeliveryWorkerOptions {
   overdueSweepMs?: number;
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
+  /**
+   * With several carriers (design "Routing, failover and prices"), one worker runs per carrier:
+   * this carrier's name in the plan. The worker then claims only messages whose route starts with
+   * it (those without a route too, when `takesUnrouted`), records it beside the parts' ids, and
+   * matches its receipts to its own parts only. Undefined: the one carrier takes everything.
+   */
+  planCarrier?: { name: string; takesUnrouted: boolean };
 }
 
 export interface DeliveryWorkerStats {
@@ -86,6 +93,8 @@ export interface DeliveryWorkerStats {
 export class DeliveryWorker {
   private readonly store: Store;
   private readonly carrier: Carrier;
+  /** For logs: its name in the plan, else the adapter's. */
+  private readonly carrierName: string;
   private readonly logger: Logger;
   private readonly instanceId: string;
   private readonly pollIntervalMs: number;
@@ -131,6 +140,8 @@ export class DeliveryWorker {
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
     this.screen = options.screen;
     this.pacing = new ClaimPacing(this.carrier.limits, options.claimAheadParts);
+    const planCarrier = options.planCarrier;
+    this.carrierName = planCarrier?.name ?? options.carrier.name;
     this.recorder = new SubmissionRecorder(
       options.store.messages,
       options.store.clock,
@@ -138,6 +149,8 @@ export class DeliveryWorker {
         this.counters.sent += counts.sent;
         this.counters.sendErrors += counts.sendErrors;
       },
+      undefined,
+      planCarrier?.name,
     );
     this.overdueSweepMs = options.overdueSweepMs ?? 5_000;
     this.lanes = new FairLanes(options.store.lanes, "delivery", options.store.clock);
@@ -151,7 +164,13 @@ export class DeliveryWorker {
       leaseMs: this.leaseMs,
       onError: (err) => this.logger.warn({ err }, "renewing delivery leases failed"),
     });
-    this.receipts = new ReceiptHandler(options.store, this.marks, this.counters, this.logger);
+    this.receipts = new ReceiptHandler(
+      options.store,
+      this.marks,
+      this.counters,
+      this.logger,
+      planCarrier?.name,
+    );
     this.rounds = new DeliveryRounds({
       store: options.store,
       lanes: this.lanes,
@@ -162,6 +181,14 @@ export class DeliveryWorker {
       maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.pacing.claimed.size / 2)),
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
+      // null matches a message with no route (one the service wrote itself, e.g. a STOP reply).
+      ...(planCarrier && {
+        filter: {
+          "route.carriers.0": planCarrier.takesUnrouted
+            ? { $in: [planCarrier.name, null] }
+            : planCarrier.name,
+        },
+      }),
     });
   }
 
@@ -177,7 +204,11 @@ export class DeliveryWorker {
     this.signal.wake();
     this.loop = this.run();
     this.logger.info(
-      { instanceId: this.instanceId, carrier: this.carrier.name, ...this.carrier.limits },
+      {
+        instanceId: this.instanceId,
+        carrier: this.carrierName,
+        ...this.carrier.limits,
+      },
       "delivery worker started",
     );
   }

@@ -119,6 +119,11 @@ export interface MessageDoc {
   deliveryLease?: Lease;
   /** Carrier's ids of the parts, recorded with SENT. */
   carrierIds?: string[];
+  /**
+   * The carrier that took the parts (its name in the carriers file), recorded with them when the
+   * plan has several: carrier ids are unique only per carrier, so receipts match on both.
+   */
+  carrier?: string;
   /** Carrier ids of the parts with a DELIVERED receipt so far (multi-part messages only). */
   deliveredParts?: string[];
   /** The carrier's refusal, recorded with SEND_ERROR. */

@@ -39,9 +39,18 @@ export async function applyReceipts(
   messages: Collection<MessageDoc>,
   receipts: readonly ReceiptUpdate[],
   now: Date,
+  /** The carrier the receipts came from, when the plan has several (its ids are its own). */
+  carrier?: string,
 ): Promise<ReceiptsResult> {
   if (receipts.length === 0) return { retry: [], changed: 0, accounts: [] };
-  const projection = { _id: 1, accountId: 1, status: 1, carrierIds: 1, deliveryClass: 1 } as const;
+  const projection = {
+    _id: 1,
+    accountId: 1,
+    status: 1,
+    carrierIds: 1,
+    deliveryClass: 1,
+    carrier: 1,
+  } as const;
   const hinted = [
     ...new Set(receipts.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId]))),
   ];
@@ -53,8 +62,11 @@ export async function applyReceipts(
   const byId = new Map(found.map((m) => [m._id, m]));
   const byCarrierId = new Map<string, Found>();
   const index = (list: Found[]) => {
-    for (const message of list)
+    for (const message of list) {
+      // Another carrier's part may carry the same id.
+      if (carrier !== undefined && message.carrier !== carrier) continue;
       for (const cid of message.carrierIds ?? []) byCarrierId.set(cid, message);
+    }
   };
   index(found);
   const unhinted = [
@@ -65,7 +77,16 @@ export async function applyReceipts(
     ),
   ];
   if (unhinted.length > 0)
-    index(await messages.find({ carrierIds: { $in: unhinted } }, { projection }).toArray());
+    index(
+      await messages
+        .find(
+          { carrierIds: { $in: unhinted }, ...(carrier !== undefined && { carrier }) },
+          {
+            projection,
+          },
+        )
+        .toArray(),
+    );
   const retry: string[] = [];
   const perMessage = new Map<number, { message: Found; receipts: ReceiptUpdate[] }>();
   for (const receipt of receipts) {

@@ -6,8 +6,10 @@
  * account's batches take turns (batch-turns.ts). The worker
  * decides how many parts a round may claim (its pacing) and works the claims it is handed.
  */
+import type { Filter } from "mongodb";
 import { BatchCommits } from "../../store/batch-commits.ts";
 import type { Store } from "../../store/database.ts";
+import type { MessageDoc } from "../../store/documents.ts";
 import {
   type ClaimedMessage,
   claimDueDeliveries,
@@ -44,6 +46,8 @@ export interface DeliveryRoundsOptions {
   onClaim: (claim: LaneClaim) => void;
   /** Runs background work (a lane's settling) that the worker's `stop` waits for. */
   track: (work: Promise<void>) => void;
+  /** Further conditions on the messages claimed (a carrier's worker: its routes' messages). */
+  filter?: Filter<MessageDoc>;
 }
 
 export class DeliveryRounds {
@@ -94,7 +98,7 @@ export class DeliveryRounds {
       leaseMs,
       token,
       commits: this.commits,
-      filter: { accountId: turn.key },
+      filter: { ...this.options.filter, accountId: turn.key },
       candidates: (read) => this.batchTurns.candidates(turn.key, read),
     });
     // A lane with less work than its share is settled beside the round, not in its way.
