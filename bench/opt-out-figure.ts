@@ -11,7 +11,7 @@ import autocannon from "autocannon";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
-import { openOptOuts, optOutKey } from "../src/store/opt-outs.ts";
+import { openOptOuts, optOutId, optOutKey } from "../src/store/opt-outs.ts";
 import {
   type Account,
   type BenchContext,
@@ -54,11 +54,10 @@ export async function optOutFigure(ctx: BenchContext): Promise<void> {
     const now = new Date();
     for (let start = 0; start < LIST_SIZE; start += 10_000) {
       await optOuts.insertMany(
-        Array.from({ length: 10_000 }, (_, i) => ({
-          _id: optOutKey(listed.apiKey, `+4917${String(10_000_000 + start + i)}`),
-          source: "API" as const,
-          createTime: now,
-        })),
+        Array.from({ length: 10_000 }, (_, i) => {
+          const key = optOutKey(listed.apiKey, `+4917${String(10_000_000 + start + i)}`);
+          return { _id: optOutId(key), ...key, source: "API" as const, createTime: now };
+        }),
         { ordered: false },
       );
     }

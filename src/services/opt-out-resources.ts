@@ -23,7 +23,7 @@ export const SOURCE_TO_PROTO: Record<SourceName, OptOutSource> = {
 
 export function optOutResource(doc: OptOutDoc): OptOut {
   return create(OptOutSchema, {
-    number: doc._id.number,
+    number: doc.number,
     source: SOURCE_TO_PROTO[doc.source],
     keyword: doc.keyword ?? "",
     ...(doc.inboundId !== undefined && { inboundMessageId: BigInt(doc.inboundId) }),

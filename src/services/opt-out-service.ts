@@ -45,7 +45,7 @@ export function createOptOutService(deps: OptOutServiceDeps): ServiceImpl<typeof
         | undefined;
       const docs = await findOptOutPage(optOuts, account.apiKey, after, limit, dbOptions(ctx));
       const [page, nextPageToken] = paged(docs, limit, (last) =>
-        pageToken(scope, [last.createTime.getTime(), last._id.number]),
+        pageToken(scope, [last.createTime.getTime(), last.number]),
       );
       return { optOuts: page.map(optOutResource), nextPageToken };
     },

@@ -225,7 +225,7 @@ describe("dashboard: opt-outs", () => {
     expect(row).toContain('aria-label="Remove +4915111122223 from the opt-out list"');
     const stored = await service.store.db
       .collection("optOuts")
-      .countDocuments({ "_id.accountId": account.apiKey });
+      .countDocuments({ accountId: account.apiKey });
     expect(stored).toBe(1);
 
     // Without the form's CSRF token nothing is removed.

@@ -20,7 +20,7 @@ import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { type InboundForOptOut, OptOutRules } from "../../src/services/opt-out-rules.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
-import { openOptOuts, optOutKey } from "../../src/store/opt-outs.ts";
+import { openOptOuts, optOutId, optOutKey } from "../../src/store/opt-outs.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
 import { OPTED_OUT_ERROR } from "../../src/store/withdrawals.ts";
 import {
@@ -131,7 +131,7 @@ describe("a handset's words", () => {
     await rules.applyInbound(stop);
     await rules.applyInbound(inboundWord(account._id, handset, "UNSUBSCRIBE"));
     const optOuts = openOptOuts(fixture.store.db);
-    const entry = await optOuts.optOuts.findOne({ _id: optOutKey(account._id, handset) });
+    const entry = await optOuts.optOuts.findOne({ _id: optOutId(optOutKey(account._id, handset)) });
     expect(entry).toMatchObject({ source: "KEYWORD", keyword: "Stop!", inboundId: stop._id });
     const changes = await optOuts.changes.find({ accountId: account._id }).toArray();
     expect(changes.map((c) => [c.action, c.inboundId])).toEqual([["ADDED", stop._id]]);
@@ -233,7 +233,8 @@ describe("messages accepted before the opt-out", () => {
     // On the list without the withdrawal that follows an opt-out (as if the STOP came between
     // the send's check and its claim).
     await openOptOuts(fixture.store.db).optOuts.insertOne({
-      _id: optOutKey(account._id, handset),
+      _id: optOutId(optOutKey(account._id, handset)),
+      ...optOutKey(account._id, handset),
       source: "API",
       createTime: new Date(),
     });
