@@ -4,6 +4,7 @@
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import autocannon from "autocannon";
 import type { Filter, MongoClient } from "mongodb";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
@@ -137,6 +138,20 @@ export function equivalentDocs(firstId: number, count: number, text: string): Me
       now,
     ),
   );
+}
+
+/** Figure 1's load (POST /sms, 1 part, 32 connections): requests per second from `account`. */
+export async function sendRate(baseUrl: string, account: Account, seconds: number, figure: string) {
+  const result = await autocannon({
+    url: `${baseUrl}/sms`,
+    method: "POST",
+    connections: 32,
+    duration: seconds,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark", ...account }),
+  });
+  if (result.non2xx > 0) throw new Error(`figure ${figure}: ${result.non2xx} sends were refused`);
+  return result.requests.average;
 }
 
 export async function postBatch(baseUrl: string, body: string, count = 10_000) {
