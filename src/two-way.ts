@@ -2,6 +2,7 @@ import type { Config } from "./config/config.ts";
 import type { ClaimedMessage } from "./delivery/delivery-claims.ts";
 import { InboundIntake } from "./inbound/intake.ts";
 import type { Logger } from "./logger.ts";
+import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { OptOutRules } from "./services/opt-out-rules.ts";
 import type { Store } from "./store/database.ts";
 import { type OptOutStore, openOptOuts } from "./store/opt-outs.ts";
@@ -45,6 +46,8 @@ export function twoWay(store: Store, config: Config, schedule: Schedule, logger:
     logger,
     // A STOP is on the list before its deliver_sm_resp: the intake answers after the hook.
     onInbound: (message) => rules.applyInbound(message),
+    // Stored with its webhook pending when the account has an inbound URL (the notifier sends it).
+    webhooks: new InboundWebhookQueue(store, logger),
     reassemblyMs: config.moReassemblyS * 1000,
     defaultAlphabet: config.moDefaultAlphabet,
   });

@@ -14,6 +14,8 @@
  *   from their bytes and decoded (reassembly.ts, alphabets.ts) into one message. Parts whose
  *   message is still not whole after SMS_MO_REASSEMBLY_S become one message marked `incomplete`
  *   (the sweep, every tenth of that time, at most every minute).
+ * - A message whose account has an inbound URL is stored with its webhook pending (`webhooks`,
+ *   src/notifier/inbound-queue.ts): storing it queues its webhook, so a crash loses none.
  * - Each message stored, or found stored already, is handed to the `onInbound` hook (opt-out
  *   keywords) before `take` answers: a crash in between leaves the PDU unacknowledged, and its
  *   redelivery calls the hook again. The hook must therefore be idempotent.
@@ -49,6 +51,14 @@ export type PartOutcome = "stored" | "unowned";
 /** Called with every inbound message stored or found stored again; must be idempotent. */
 export type InboundHook = (message: InboundMessageDoc) => Promise<void>;
 
+/** The inbound webhooks' queue (src/notifier/inbound-queue.ts). */
+export interface InboundWebhooks {
+  /** Before new messages are stored: those whose account has an inbound URL get their webhook. */
+  prepare(docs: readonly InboundMessageDoc[], now: Date): Promise<void>;
+  /** Messages stored (or found stored): their webhooks' lanes marked due, the notifier woken. */
+  queued(messages: readonly InboundMessageDoc[]): Promise<void>;
+}
+
 export interface InboundIntakeOptions {
   db: Db;
   /** The database server's clock. */
@@ -57,6 +67,7 @@ export interface InboundIntakeOptions {
   ids: IdAllocator;
   logger: Logger;
   onInbound?: InboundHook | undefined;
+  webhooks?: InboundWebhooks | undefined;
   /** SMS_MO_REASSEMBLY_S, in ms: how long the parts of a long MO wait for the rest. */
   reassemblyMs: number;
   /** SMS_MO_DEFAULT_ALPHABET: what data_coding 0 means. */
@@ -144,6 +155,11 @@ export class InboundIntake {
     }
     const ids = singles.length > 0 ? await this.options.ids.take(singles.length) : 0;
     for (const [k, single] of singles.entries()) single.doc._id = ids + k;
+    if (singles.length > 0)
+      await this.options.webhooks?.prepare(
+        singles.map((single) => single.doc),
+        now,
+      );
     const stored = await storeInboundMessages(
       db,
       singles.map((single) => single.doc),
@@ -264,6 +280,7 @@ export class InboundIntake {
     if (docs.length === 0) return [];
     const ids = await this.options.ids.take(docs.length);
     for (const [k, doc] of docs.entries()) doc._id = ids + k;
+    await this.options.webhooks?.prepare(docs, now);
     const stored = await storeInboundMessages(this.options.db, docs, now);
     this.count(stored, docs);
     await closeParts(
@@ -311,8 +328,9 @@ export class InboundIntake {
     }
   }
 
-  /** Hands the messages to the hook, one at a time in the order received. */
+  /** Queues the messages' webhooks, then hands them to the hook one at a time in the order received. */
   private async hand(messages: readonly InboundMessageDoc[]): Promise<void> {
+    if (messages.length > 0) await this.options.webhooks?.queued(messages);
     const hook = this.options.onInbound;
     if (!hook) return;
     for (const message of messages) await hook(message);

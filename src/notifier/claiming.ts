@@ -14,6 +14,10 @@
  * instance send the same notification again. The notifier marks a lane due after every write that
  * leaves its account a `notifyAt` (`mark` + `flushMarks`), and an overdue sweep repairs the lanes
  * a crash left unmarked.
+ *
+ * The same claimer serves the inbound messages' webhooks (a `NotificationSource` of its own, on
+ * the `inbound` lanes; inbound-claims.ts): their documents carry the same `notifyAt` and
+ * `notifyLease`.
  */
 import type { Collection } from "mongodb";
 import {
@@ -21,14 +25,15 @@ import {
   type ClaimOptions,
   claimDue,
   nextDueAt,
+  type QueuedDoc,
   type WorkQueue,
 } from "../delivery/scheduling/claims.ts";
 import { FairLanes, LaneMarker, type Turn } from "../delivery/scheduling/lanes.ts";
 import { LeaseKeeper } from "../delivery/scheduling/lease-keeper.ts";
 import type { Logger } from "../logger.ts";
-import type { BatchCommits } from "../store/batch-commits.ts";
+import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
-import type { AccountDoc, MessageDoc } from "../store/documents.ts";
+import type { AccountDoc, LaneQueue, MessageDoc } from "../store/documents.ts";
 
 export type NotifyingMessage = Pick<
   MessageDoc,
@@ -41,7 +46,7 @@ export type NotifyingMessage = Pick<
   | "traceContext"
 >;
 
-export type WebhookAccount = Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret">;
+export type WebhookAccount = Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret" | "inboundUrl">;
 
 export type NotificationClaimOptions = ClaimOptions;
 
@@ -78,7 +83,7 @@ export function claimDueNotifications(
   );
 }
 
-/** Status URL and webhook secret of the given accounts, in one query. */
+/** Status URL, inbound URL and webhook secret of the given accounts, in one query. */
 export async function loadWebhookAccounts(
   accounts: Collection<AccountDoc>,
   ids: readonly string[],
@@ -86,15 +91,49 @@ export async function loadWebhookAccounts(
   const found = await accounts
     .find(
       { _id: { $in: [...new Set(ids)] } },
-      { projection: { _id: 1, statusUrl: 1, webhookSecret: 1 } },
+      { projection: { _id: 1, statusUrl: 1, webhookSecret: 1, inboundUrl: 1 } },
     )
     .toArray();
   return new Map(found.map((a) => [a._id, a]));
 }
 
-export interface NotificationClaimerOptions {
+/** What one lane's claim is given. */
+export type LaneClaim = Pick<ClaimOptions, "now" | "limit" | "leaseMs" | "token">;
+
+/** A queue of notifications: where its documents are, its lanes, and a lane's claim. */
+export interface NotificationSource<
+  T extends { _id: number; accountId: string },
+  D extends QueuedDoc,
+> {
+  /** Its documents carry `notifyAt` and `notifyLease` (NOTIFY_QUEUE's fields). */
+  collection: Collection<D>;
+  lane: LaneQueue;
+  /** Claims up to `options.limit` of the account's due notifications. */
+  claim(accountId: string, options: LaneClaim): Promise<T[]>;
+}
+
+/** The status notifications of messages, on the `notify` lanes. */
+export function statusNotifications(
+  store: Store,
+  commits: BatchCommits,
+): NotificationSource<NotifyingMessage, MessageDoc> {
+  return {
+    collection: store.messages,
+    lane: "notify",
+    claim: (accountId, options) =>
+      claimDueNotifications(store.messages, { ...options, commits, filter: { accountId } }),
+  };
+}
+
+export interface NotificationClaimerOptions<
+  T extends { _id: number; accountId: string } = NotifyingMessage,
+  D extends QueuedDoc = MessageDoc,
+> {
   store: Store;
-  commits: BatchCommits;
+  /** The queue served; default the status notifications (with `commits`). */
+  source?: NotificationSource<T, D>;
+  /** Batch commits, for the status notifications' claims. */
+  commits?: BatchCommits;
   logger: Logger;
   instanceId: string;
   leaseMs: number;
@@ -104,10 +143,10 @@ export interface NotificationClaimerOptions {
   laneParallelism: number;
 }
 
-export interface ClaimRound {
+export interface ClaimRound<T = NotifyingMessage> {
   /** The claim token (lease owner) of every message of the round. */
   token: string;
-  messages: NotifyingMessage[];
+  messages: T[];
   /** The webhook settings of the messages' accounts; undefined when they could not be read. */
   accounts: Map<string, WebhookAccount> | undefined;
   /** Lanes served. */
@@ -117,17 +156,27 @@ export interface ClaimRound {
 }
 
 /** Fair claims by account lane, the lease renewal of what was claimed, and the lanes' upkeep. */
-export class NotificationClaimer {
+export class NotificationClaimer<
+  T extends { _id: number; accountId: string } = NotifyingMessage,
+  D extends QueuedDoc = MessageDoc,
+> {
   readonly lanes: FairLanes;
-  private readonly leases: LeaseKeeper;
+  private readonly source: NotificationSource<T, D>;
+  private readonly leases: LeaseKeeper<D>;
   private readonly marker: LaneMarker;
   private seq = 0;
 
-  constructor(private readonly options: NotificationClaimerOptions) {
+  constructor(private readonly options: NotificationClaimerOptions<T, D>) {
     const { store, logger, leaseMs } = options;
-    this.lanes = new FairLanes(store.lanes, "notify", store.clock);
-    this.leases = new LeaseKeeper({
-      messages: store.messages,
+    this.source =
+      options.source ??
+      (statusNotifications(
+        store,
+        options.commits ?? new BatchCommits(store.batches),
+      ) as unknown as NotificationSource<T, D>);
+    this.lanes = new FairLanes(store.lanes, this.source.lane, store.clock);
+    this.leases = new LeaseKeeper<D>({
+      messages: this.source.collection,
       queue: NOTIFY_QUEUE,
       clock: store.clock,
       leaseMs,
@@ -161,7 +210,7 @@ export class NotificationClaimer {
     limit: number,
     room: (accountId: string) => number,
     skip: ReadonlySet<string>,
-  ): Promise<ClaimRound> {
+  ): Promise<ClaimRound<T>> {
     const { store, logger } = this.options;
     const token = `${this.options.instanceId}:${++this.seq}`;
     const wanted = Math.min(limit, this.options.lanesPerRound);
@@ -174,7 +223,7 @@ export class NotificationClaimer {
       Math.max(0, Math.min(base + (i < extra ? 1 : 0), room(turn.key))),
     );
     let more = turns.length === wanted;
-    const messages: NotifyingMessage[] = [];
+    const messages: T[] = [];
     await inParallel(turns, this.options.laneParallelism, async (turn, i) => {
       const share = shares[i] ?? 0;
       if (share <= 0) return;
@@ -210,7 +259,7 @@ export class NotificationClaimer {
 
   /** Marks the notify lane of `accountId` due at `at`; written by the next `flushMarks`. */
   mark(accountId: string, at: Date): void {
-    this.marker.mark(accountId, "notify", at);
+    this.marker.mark(accountId, this.source.lane, at);
   }
 
   /** Writes the marks made so far (failures are logged, and the marks kept for the next flush). */
@@ -225,25 +274,29 @@ export class NotificationClaimer {
   async repairLanes(graceMs: number): Promise<number> {
     const { store } = this.options;
     const now = store.clock.now();
-    const accounts = await accountsWithOverdueWork(store.messages, NOTIFY_QUEUE, now, graceMs);
+    const accounts = await accountsWithOverdueWork(
+      this.source.collection,
+      NOTIFY_QUEUE,
+      now,
+      graceMs,
+    );
     if (accounts.length > 0) await this.lanes.markDue(accounts, now);
     return accounts.length;
   }
 
   /** Claims up to `share` of the lane's due notifications; settles the lane when it gave less. */
-  private async claimLane(turn: Turn, share: number, token: string): Promise<NotifyingMessage[]> {
-    const { store, commits, leaseMs } = this.options;
-    const claimed = await claimDueNotifications(store.messages, {
+  private async claimLane(turn: Turn, share: number, token: string): Promise<T[]> {
+    const { store, leaseMs } = this.options;
+    const claimed = await this.source.claim(turn.key, {
       now: store.clock.now(),
       limit: share,
       leaseMs,
       token,
-      commits,
-      filter: { accountId: turn.key },
     });
     if (claimed.length < share) {
       try {
-        await this.lanes.settle(turn, await nextDueAt(store.messages, NOTIFY_QUEUE, turn.key));
+        const next = await nextDueAt(this.source.collection, NOTIFY_QUEUE, turn.key);
+        await this.lanes.settle(turn, next);
       } catch (error) {
         // The lane stays due: one empty turn more, nothing lost.
         this.options.logger.warn(

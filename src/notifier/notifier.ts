@@ -18,6 +18,10 @@
  * - Recording (outcome-recorder.ts): outcomes are buffered and written with one bulkWrite per flush while the next
  *   requests run; then the lanes of messages left with a `notifyAt` are marked due at that time. A
  *   message whose next status is already in the claimed snapshot goes on under the same claim.
+ * - Inbound messages' webhooks (inbound-notifications.ts) are claimed through lanes of their own,
+ *   in rounds that take turns with the status rounds, and share the dispatcher (its bounds), the
+ *   sender and the claim limits per account. The intake of this process wakes them
+ *   (inbound-queue.ts); other instances' are found by the periodic wake-up.
  */
 
 import { WakeSignal } from "../delivery/wake-signal.ts";
@@ -27,9 +31,16 @@ import type { Store } from "../store/database.ts";
 import { headersFor } from "../tracing/tracing.ts";
 import { endWebhookSpan, webhookSpan } from "../tracing/work-spans.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
+import { ClaimBudget } from "./claim-budget.ts";
 import { NotificationClaimer, type NotifyingMessage, type WebhookAccount } from "./claiming.ts";
 import { FairDispatcher } from "./dispatch.ts";
-import type { NotificationOutcome } from "./notification-records.ts";
+import {
+  InboundNotifications,
+  type InboundStats,
+  type InboundTask,
+} from "./inbound-notifications.ts";
+import { onInboundQueued } from "./inbound-queue.ts";
+import { type NotificationOutcome, recordNotificationOutcomes } from "./notification-records.ts";
 import {
   type NotifierOptions,
   type ResolvedNotifierOptions,
@@ -60,6 +71,8 @@ export interface NotifierStats extends ChangeWatcherStats {
   rounds: number;
   /** Lanes marked due by the overdue sweep. */
   lanesRepaired: number;
+  /** Inbound messages' webhooks. */
+  inbound: InboundStats;
 }
 
 export class Notifier {
@@ -67,18 +80,23 @@ export class Notifier {
   private readonly logger: Logger;
   private readonly options: ResolvedNotifierOptions;
   private readonly claimer: NotificationClaimer;
-  private readonly dispatcher: FairDispatcher<SendTask>;
+  private readonly dispatcher: FairDispatcher<SendTask | InboundTask>;
   private readonly sender: WebhookSender;
+  private readonly inbound: InboundNotifications;
+  /** Inbound webhooks may be due: look in their lanes in the next rounds. */
+  private inboundDue = true;
+  /** Which kind claims first in a loop turn: they alternate while both have work. */
+  private inboundFirst = false;
   private readonly watcher: ChangeWatcher | undefined;
 
   private running = false;
   private loop: Promise<void> | undefined;
   private readonly signal = new WakeSignal();
   private timers: NodeJS.Timeout[] = [];
+  private unlisten: (() => void) | undefined;
   /** Claimed messages here until their outcome is recorded, in all and by account. */
-  private inFlight = 0;
-  private readonly heldByAccount = new Map<string, number>();
-  private readonly recorder: OutcomeRecorder;
+  private readonly budget: ClaimBudget;
+  private readonly recorder: OutcomeRecorder<NotificationOutcome>;
   private readonly counters = {
     delivered: 0,
     failedAttempts: 0,
@@ -95,6 +113,7 @@ export class Notifier {
     this.options = o;
     this.store = o.store;
     this.logger = o.logger;
+    this.budget = new ClaimBudget(o);
     this.claimer = new NotificationClaimer({
       store: o.store,
       commits: new BatchCommits(o.store.batches),
@@ -104,20 +123,33 @@ export class Notifier {
       lanesPerRound: o.lanesPerRound,
       laneParallelism: 8,
     });
-    this.recorder = new OutcomeRecorder({
+    this.recorder = new OutcomeRecorder<NotificationOutcome>({
       store: o.store,
       claimer: this.claimer,
       logger: o.logger,
+      write: (outcomes, now) => recordNotificationOutcomes(o.store.messages, outcomes, now),
       recorded: (accountIds) => {
-        for (const accountId of accountIds) this.done(accountId);
+        for (const accountId of accountIds) this.budget.done(accountId);
         this.wake();
       },
     });
-    this.dispatcher = new FairDispatcher<SendTask>(o, {
-      run: (task) => this.send(task),
-      putBack: (task) => this.putBack(task.message, task.claim, o.deferMs),
+    this.dispatcher = new FairDispatcher<SendTask | InboundTask>(o, {
+      run: (task) => ("inbound" in task ? this.inbound.send(task) : this.send(task)),
+      putBack: (task) =>
+        "inbound" in task
+          ? this.inbound.putBack(task, o.deferMs)
+          : this.putBack(task.message, task.claim, o.deferMs),
     });
     this.sender = new WebhookSender({ ...o, maxSockets: o.concurrency });
+    this.inbound = new InboundNotifications(o, this.sender, {
+      running: () => this.running,
+      push: (task) => this.dispatcher.push(task),
+      take: (accountId) => this.budget.take(accountId),
+      recorded: (accountIds) => {
+        for (const accountId of accountIds) this.budget.done(accountId);
+        this.wakeInbound();
+      },
+    });
     if (o.watch) {
       this.watcher = new ChangeWatcher({
         store: o.store,
@@ -136,13 +168,15 @@ export class Notifier {
     this.running = true;
     await this.watcher?.start();
     this.claimer.start();
+    this.inbound.start();
+    this.unlisten = onInboundQueued(this.store.db, () => this.wakeInbound());
     const every = (ms: number, tick: () => void) => {
       const timer = setInterval(tick, ms);
       timer.unref();
       this.timers.push(timer);
     };
     every(this.options.sweepIntervalMs, () => {
-      this.wake();
+      this.wakeInbound();
       void this.watcher?.persistToken();
       this.dispatcher.expire();
       this.dispatcher.pump();
@@ -162,12 +196,17 @@ export class Notifier {
     this.running = false;
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
+    this.unlisten?.();
     this.signal.release();
     const watching = this.watcher?.stop();
     await this.loop;
-    for (const task of this.dispatcher.drain()) this.putBack(task.message, task.claim, 0);
+    for (const task of this.dispatcher.drain()) {
+      if ("inbound" in task) this.inbound.putBack(task, 0);
+      else this.putBack(task.message, task.claim, 0);
+    }
     await this.dispatcher.idle();
     await this.recorder.drain();
+    await this.inbound.stop();
     await this.claimer.stop();
     await watching;
     this.sender.destroy();
@@ -179,13 +218,19 @@ export class Notifier {
     this.signal.wake();
   }
 
+  /** Looks for due inbound webhooks now (and status notifications). */
+  wakeInbound(): void {
+    this.inboundDue = true;
+    this.signal.wake();
+  }
+
   stats(): NotifierStats {
     const stream = this.watcher?.stats() ?? {
       streamEvents: 0,
       streamOpens: 0,
       resumedFromToken: false,
     };
-    return { ...this.counters, ...stream };
+    return { ...this.counters, ...stream, inbound: this.inbound.stats() };
   }
 
   // ---- claiming ---------------------------------------------------------------------------------
@@ -195,46 +240,13 @@ export class Notifier {
     await this.repairLanes(0);
     while (this.running) {
       if (!(await this.signal.next())) continue;
-      // Claim in chunks: wait until a good part of the pipeline is free (a recorded outcome wakes us).
-      const free = this.options.maxInFlight - this.inFlight;
-      if (
-        free <= 0 ||
-        (this.inFlight > 0 && free < Math.min(this.options.chunkSize, this.options.maxInFlight / 4))
-      )
-        continue;
-      // An account is claimed for again once a quarter of its claim limit is free.
-      const skip = new Set<string>();
-      const refill = Math.ceil(this.options.accountClaimLimit / 4);
-      for (const [accountId, held] of this.heldByAccount)
-        if (this.options.accountClaimLimit - held < refill) skip.add(accountId);
-      const started = Date.now();
+      // While inbound webhooks may be due, their rounds and the status rounds take turns going first.
+      const inboundFirst = this.inboundDue && this.inboundFirst;
+      if (this.inboundDue) this.inboundFirst = !this.inboundFirst;
       try {
-        const round = await this.claimer.claimRound(
-          Math.min(free, this.options.chunkSize),
-          (accountId) => this.options.accountClaimLimit - (this.heldByAccount.get(accountId) ?? 0),
-          skip,
-        );
-        if (round.lanes > 0) {
-          this.counters.rounds++;
-          this.logger.debug(
-            {
-              lanes: round.lanes,
-              claimed: round.messages.length,
-              ms: Date.now() - started,
-              inFlight: this.inFlight + round.messages.length,
-            },
-            "notifier: claimed",
-          );
-        }
-        this.counters.claimed += round.messages.length;
-        for (const message of round.messages) {
-          this.take(message.accountId);
-          if (round.accounts)
-            this.dispatch(message, round.accounts.get(message.accountId), round.token);
-          else this.putBack(message, round.token, this.options.deferMs);
-        }
-        this.dispatcher.pump();
-        if (round.more) this.signal.wake(); // there may be more due
+        if (inboundFirst) await this.claimInbound();
+        await this.claimStatus();
+        if (!inboundFirst && this.inboundDue) await this.claimInbound();
       } catch (error) {
         this.logger.error({ err: error }, "notifier: claiming failed");
         await new Promise((resolve) =>
@@ -242,6 +254,51 @@ export class Notifier {
         );
         this.signal.wake();
       }
+    }
+  }
+
+  /** One round of status notifications, dispatched. */
+  private async claimStatus(): Promise<void> {
+    const room = this.budget.round();
+    if (!room) return;
+    const started = Date.now();
+    const round = await this.claimer.claimRound(room.limit, room.room, room.skip);
+    if (round.lanes > 0) {
+      this.counters.rounds++;
+      this.logger.debug(
+        {
+          lanes: round.lanes,
+          claimed: round.messages.length,
+          ms: Date.now() - started,
+          inFlight: this.budget.held + round.messages.length,
+        },
+        "notifier: claimed",
+      );
+    }
+    this.counters.claimed += round.messages.length;
+    for (const message of round.messages) {
+      this.budget.take(message.accountId);
+      if (round.accounts)
+        this.dispatch(message, round.accounts.get(message.accountId), round.token);
+      else this.putBack(message, round.token, this.options.deferMs);
+    }
+    this.dispatcher.pump();
+    if (round.more) this.signal.wake(); // there may be more due
+  }
+
+  /** One round of inbound webhooks, dispatched; left due while the pipeline has no room. */
+  private async claimInbound(): Promise<void> {
+    const room = this.budget.round();
+    if (!room) return;
+    this.inboundDue = false;
+    try {
+      const round = await this.inbound.claimRound(room.limit, room.room, room.skip);
+      if (round.lanes > 0) this.counters.rounds++;
+      this.dispatcher.pump();
+      if (round.more) this.wakeInbound();
+    } catch (error) {
+      this.inboundDue = true;
+      throw error;
     }
   }
 
@@ -254,19 +311,13 @@ export class Notifier {
     } catch (error) {
       this.logger.warn({ err: error }, "notifier: the overdue sweep failed");
     }
-  }
-
-  /** One more claimed notification of `accountId` is here until its outcome is recorded. */
-  private take(accountId: string): void {
-    this.inFlight++;
-    this.heldByAccount.set(accountId, (this.heldByAccount.get(accountId) ?? 0) + 1);
-  }
-
-  private done(accountId: string): void {
-    this.inFlight--;
-    const held = (this.heldByAccount.get(accountId) ?? 0) - 1;
-    if (held > 0) this.heldByAccount.set(accountId, held);
-    else this.heldByAccount.delete(accountId);
+    try {
+      const marked = await this.inbound.repairLanes(graceMs);
+      this.counters.lanesRepaired += marked;
+      if (marked > 0) this.wakeInbound();
+    } catch (error) {
+      this.logger.warn({ err: error }, "notifier: the inbound webhooks' overdue sweep failed");
+    }
   }
 
   // ---- dispatching ------------------------------------------------------------------------------
@@ -364,7 +415,7 @@ export class Notifier {
     this.recorder.record(outcome, message.accountId);
     const handled = message.notifications[outcome.index];
     if (handled && outcome.state) handled.state = outcome.state;
-    this.take(message.accountId);
+    this.budget.take(message.accountId);
     this.dispatch(message, account, claim);
   }
 

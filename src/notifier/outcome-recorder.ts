@@ -2,32 +2,45 @@
  * Writes what became of claimed notifications, buffered: everything recorded while a write is
  * under way goes in the next one (one bulkWrite per round). After each write the claims that
  * ended stop being renewed and the lanes of messages left with a due notification are marked.
+ * One per queue: status notifications (notification-records.ts), inbound webhooks
+ * (inbound-records.ts).
  */
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
 import type { NotificationClaimer } from "./claiming.ts";
-import { type NotificationOutcome, recordNotificationOutcomes } from "./notification-records.ts";
 
-interface Pending {
-  outcome: NotificationOutcome;
+/** What a recorder needs of an outcome: its document and claim, and whether the claim goes on. */
+export interface RecordedOutcome {
+  messageId: number;
+  claim: string;
+  keepLease?: boolean;
+}
+
+interface Pending<O> {
+  outcome: O;
   accountId: string;
 }
 
-export class OutcomeRecorder {
-  private results: Pending[] = [];
+export class OutcomeRecorder<O extends RecordedOutcome> {
+  private results: Pending<O>[] = [];
   private flushing: Promise<void> | undefined;
 
   constructor(
     private readonly deps: {
       store: Store;
-      claimer: NotificationClaimer;
+      claimer: Pick<NotificationClaimer, "release" | "mark" | "flushMarks">;
       logger: Logger;
+      /**
+       * Writes the outcomes in one bulkWrite; answers for each the due time its document was left
+       * with (undefined: none, or the claim goes on), at which its account's lane is marked.
+       */
+      write: (outcomes: O[], now: Date) => Promise<(Date | undefined)[]>;
       /** After each write, with the account of each outcome written (once per outcome). */
       recorded: (accountIds: string[]) => void;
     },
   ) {}
 
-  record(outcome: NotificationOutcome, accountId: string): void {
+  record(outcome: O, accountId: string): void {
     this.results.push({ outcome, accountId });
     if (!this.flushing) this.flushing = this.flushLoop();
   }
@@ -49,8 +62,7 @@ export class OutcomeRecorder {
         const started = Date.now();
         let dueAt: (Date | undefined)[] = [];
         try {
-          dueAt = await recordNotificationOutcomes(
-            store.messages,
+          dueAt = await this.deps.write(
             batch.map((p) => p.outcome),
             store.clock.now(),
           );

@@ -73,14 +73,14 @@ export function planNotification(
     url = notificationUrl(callback, message._id, notification.status, message.batchId);
     checkCallbackUrl(url, allowPrivate);
   } catch (error) {
-    const attempt: WebhookAttemptDoc = {
-      at: now,
-      httpStatus: 0,
-      error: describe(error),
-      durationMs: 0,
-    };
     return {
-      record: { ...handled, state: "gave_up", url: callback, attempt, last },
+      record: {
+        ...handled,
+        state: "gave_up",
+        url: callback,
+        attempt: refusedAttempt(error, now),
+        last,
+      },
       because: "refused",
     };
   }
@@ -110,12 +110,7 @@ export function attemptOutcome(
 ): NotificationOutcome {
   const { message, index } = task;
   const snapshot = message.notifications[index];
-  const attempt: WebhookAttemptDoc = {
-    at,
-    httpStatus: result.httpStatus,
-    durationMs: result.durationMs,
-  };
-  if (result.error) attempt.error = result.error;
+  const after = afterAttempt(result, at, task.attemptsBefore, schedule, now);
   const outcome: NotificationOutcome = {
     ...ofMessage(message),
     length: message.notifications.length,
@@ -123,21 +118,45 @@ export function attemptOutcome(
     claim: task.claim,
     ...(snapshot && { notification: { ...snapshot } }),
     url: task.callback,
-    attempt,
+    attempt: after.attempt,
     last: FINAL_STATUSES.has(task.status),
+    state: after.state,
   };
-  if (result.httpStatus >= 200 && result.httpStatus < 300) {
-    outcome.state = "delivered";
-    return outcome;
-  }
-  const delay = result.permanent ? undefined : retryDelayMs(schedule, task.attemptsBefore + 1);
-  if (delay === undefined) {
-    outcome.state = "gave_up";
-  } else {
-    outcome.state = "pending";
-    outcome.nextAttemptAt = new Date(now.getTime() + delay);
-  }
+  if (after.nextAttemptAt) outcome.nextAttemptAt = after.nextAttemptAt;
   return outcome;
+}
+
+/** A URL refused before any request (not public, or unusable): its one recorded attempt. */
+export function refusedAttempt(error: unknown, now: Date): WebhookAttemptDoc {
+  return { at: now, httpStatus: 0, error: describe(error), durationMs: 0 };
+}
+
+/**
+ * What one request (made at `at`, after `attemptsBefore` others) leaves of a webhook: delivered on
+ * any 2xx, else again after the schedule's next delay, or given up once the schedule ran out or
+ * when retrying cannot help (a refused address).
+ */
+export function afterAttempt(
+  result: AttemptResult,
+  at: Date,
+  attemptsBefore: number,
+  schedule: readonly number[],
+  now: Date,
+): {
+  attempt: WebhookAttemptDoc;
+  state: "delivered" | "gave_up" | "pending";
+  nextAttemptAt?: Date;
+} {
+  const attempt: WebhookAttemptDoc = {
+    at,
+    httpStatus: result.httpStatus,
+    durationMs: result.durationMs,
+  };
+  if (result.error) attempt.error = result.error;
+  if (result.httpStatus >= 200 && result.httpStatus < 300) return { attempt, state: "delivered" };
+  const delay = result.permanent ? undefined : retryDelayMs(schedule, attemptsBefore + 1);
+  if (delay === undefined) return { attempt, state: "gave_up" };
+  return { attempt, state: "pending", nextAttemptAt: new Date(now.getTime() + delay) };
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
- * One status webhook on the wire (design "Status webhooks"): `GET <url>?id=<id>&status=<STATUS>
- * [&batch_id=<id>]`, appended to the URL's own query, with the Standard Webhooks signature headers,
- * over keep-alive agents whose DNS lookup refuses private addresses unless allowed, and a timeout
- * that covers the whole response.
+ * One webhook on the wire (design "Status webhooks"): a status is `GET <url>?id=<id>&status=<STATUS>
+ * [&batch_id=<id>]`, appended to the URL's own query, signed over its path and query; an inbound
+ * message is a JSON `POST` to the inbound URL, signed over its body. Both with the Standard Webhooks
+ * signature headers, over keep-alive agents whose DNS lookup refuses private addresses unless
+ * allowed, and a timeout that covers the whole response.
  */
 import http from "node:http";
 import https from "node:https";
@@ -79,21 +80,28 @@ export class WebhookSender {
     this.lookup = guardedLookup(options.allowPrivate);
   }
 
-  /** One signed GET (unsigned when the account has no usable secret). */
-  /** `extraHeaders`: the trace's `traceparent` (and `tracestate`) when tracing is on. */
+  /**
+   * One signed GET, or with `body` a signed JSON POST (unsigned when the account has no usable
+   * secret). `extraHeaders`: the trace's `traceparent` (and `tracestate`) when tracing is on.
+   */
   attempt(
     url: URL,
     webhookId: string,
     secret: string | undefined,
     extraHeaders?: Record<string, string>,
+    body?: string,
   ): Promise<AttemptResult> {
     const { timeoutMs, userAgent, logger } = this.options;
     const started = Date.now();
-    const pathAndQuery = `${url.pathname}${url.search}`;
     const headers: Record<string, string> = { ...extraHeaders, "user-agent": userAgent };
+    if (body !== undefined) {
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(Buffer.byteLength(body));
+    }
     if (secret) {
       try {
-        Object.assign(headers, webhookHeaders(secret, webhookId, pathAndQuery));
+        const signed = body ?? `${url.pathname}${url.search}`;
+        Object.assign(headers, webhookHeaders(secret, webhookId, signed));
       } catch (error) {
         logger.warn({ err: error }, "notifier: cannot sign with the account's webhook secret");
       }
@@ -110,7 +118,7 @@ export class WebhookSender {
       const request = (isHttps ? https : http).request(
         url,
         {
-          method: "GET",
+          method: body === undefined ? "GET" : "POST",
           headers,
           agent: isHttps ? this.httpsAgent : this.httpAgent,
           lookup: this.lookup,
@@ -138,7 +146,7 @@ export class WebhookSender {
           permanent: error instanceof AddressBlockedError,
         });
       });
-      request.end();
+      request.end(body);
     });
   }
 

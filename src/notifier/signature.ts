@@ -5,7 +5,8 @@
  * `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` = `v1,` + base64
  * HMAC-SHA256 over `${id}.${timestamp}.${pathAndQuery}`. The notifications are GET requests without a
  * body, so the request's path and query (as in the request line, e.g. `/hook?id=7&status=SENT`) take
- * the place of the body. The key is the base64-decoded part of the account's `whsec_...` secret.
+ * the place of the body. An inbound message's webhook is a POST: its body is signed, as Standard
+ * Webhooks has it. The key is the base64-decoded part of the account's `whsec_...` secret.
  */
 import { createHmac, createSecretKey, randomBytes } from "node:crypto";
 import { sameSecret } from "../store/credentials.ts";

@@ -70,6 +70,18 @@ export interface NotificationDoc {
   nextAttemptAt?: Date;
 }
 
+/**
+ * The webhook of an inbound message (design "Two-way messaging"), when its account had an inbound
+ * URL as it came: sent by the notifier in order per (account, sender), retried like a status's.
+ */
+export interface InboundWebhookDoc {
+  state: NotificationState;
+  /** The inbound URL it was last sent to. */
+  url?: string;
+  attempts: WebhookAttemptDoc[];
+  nextAttemptAt?: Date;
+}
+
 export interface SegmentDoc {
   id: number;
   text: string;
@@ -194,8 +206,8 @@ export interface StateDoc {
   updatedAt: Date;
 }
 
-/** The queues that share turns by account: delivery steps and notifications. */
-export type LaneQueue = "delivery" | "notify";
+/** The queues that share turns by account: delivery steps, notifications and inbound webhooks. */
+export type LaneQueue = "delivery" | "notify" | "inbound";
 
 export interface LaneState {
   /** When the lane's earliest work is due; absent while the lane is idle. */
@@ -212,4 +224,5 @@ export interface LaneDoc {
   _id: string;
   delivery?: LaneState;
   notify?: LaneState;
+  inbound?: LaneState;
 }

@@ -1,5 +1,6 @@
 import type { Collection, Db, Filter, IndexDescription } from "mongodb";
 import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import type { InboundWebhookDoc, Lease } from "./documents.ts";
 import { newestFirst, type TimeCursor } from "./message-listing.ts";
 import { duplicateKeyIndexes } from "./write-outcomes.ts";
 
@@ -33,6 +34,15 @@ export interface InboundMessageDoc {
    * a message once an equal MO arrives later than that, which is then a new message.
    */
   dedupeKey?: string;
+  /**
+   * Its webhook (src/notifier/inbound-notifications.ts), stored with it when the account had an
+   * inbound URL: storing the message is queueing its webhook.
+   */
+  webhook?: InboundWebhookDoc;
+  /** Due time of its webhook while one is to be sent; absent otherwise. Indexed. */
+  notifyAt?: Date;
+  /** Lease of the notifier instance sending its webhook. */
+  notifyLease?: Lease;
 }
 
 /** Which of an account's inbound messages a list shows. */
@@ -61,6 +71,11 @@ export const INBOUND_INDEXES: Named[] = [
   { name: "account_to_received", key: { accountId: 1, to: 1, receivedAt: -1, _id: -1 } },
   // Sparse: a retired key is removed, and many messages may be without one.
   { name: "dedupe_key", key: { dedupeKey: 1 }, unique: true, sparse: true },
+  // Webhooks, as the messages' notifications: the overdue sweep, a lane's claims, and the order
+  // per (account, sender) (src/notifier/inbound-claims.ts).
+  { name: "notify_due", key: { notifyAt: 1 }, sparse: true },
+  { name: "account_notify_due", key: { accountId: 1, notifyAt: 1 } },
+  { name: "account_from_notify_due", key: { accountId: 1, from: 1, notifyAt: 1 } },
 ];
 
 export function inboundMessagesCollection(db: Db): Collection<InboundMessageDoc> {

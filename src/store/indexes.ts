@@ -22,7 +22,7 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // A lane's claims and its next due time: an account's due work in due order.
     store.messages.createIndex({ accountId: 1, deliveryAt: 1 }, { name: "account_delivery_due" }),
     store.messages.createIndex({ accountId: 1, notifyAt: 1 }, { name: "account_notify_due" }),
-    ...(["delivery", "notify"] as const).flatMap((queue) => [
+    ...(["delivery", "notify", "inbound"] as const).flatMap((queue) => [
       store.lanes.createIndex({ [`${queue}.dueAt`]: 1 }, { name: `${queue}_due`, sparse: true }),
       store.lanes.createIndex({ [`${queue}.servedAt`]: 1 }, { name: `${queue}_served` }),
     ]),

@@ -1,7 +1,8 @@
 /**
- * A real HTTP receiver for status webhooks on 127.0.0.1 (port chosen by the system). It records
- * every request and answers 200 with an empty body, unless told to fail the first N requests, to
- * answer with a status chosen per request, or to delay its answers.
+ * A real HTTP receiver for webhooks on 127.0.0.1 (port chosen by the system). It records every
+ * request (an inbound webhook's body too) and answers 200 with an empty body once the request is
+ * read, unless told to fail the first N requests, to answer with a status chosen per request, or to
+ * delay its answers.
  */
 import { once } from "node:events";
 import http from "node:http";
@@ -14,6 +15,8 @@ export interface ReceivedRequest {
   path: string;
   query: Record<string, string>;
   headers: http.IncomingHttpHeaders;
+  /** The request's body as read (empty for a GET); complete once the request is answered. */
+  body: string;
   /** Status the receiver answered (0 when the client went away first). */
   answered: number;
   at: number;
@@ -57,27 +60,34 @@ export async function startWebhookReceiver(
       path: parsed.pathname,
       query: Object.fromEntries(parsed.searchParams),
       headers: req.headers,
+      body: "",
       answered: 0,
       at: Date.now(),
     };
     requests.push(record);
-    let status = options.respond?.(record);
-    if (status === undefined) {
-      if (failuresLeft > 0) {
-        failuresLeft--;
-        status = options.failStatus ?? 500;
-      } else {
-        status = 200;
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => {
+      record.body += chunk;
+    });
+    req.on("end", () => {
+      let status = options.respond?.(record);
+      if (status === undefined) {
+        if (failuresLeft > 0) {
+          failuresLeft--;
+          status = options.failStatus ?? 500;
+        } else {
+          status = 200;
+        }
       }
-    }
-    const answer = () => {
-      if (res.destroyed) return;
-      record.answered = status;
-      res.writeHead(status, { "content-length": "0" });
-      res.end();
-    };
-    if (options.delayMs) setTimeout(answer, options.delayMs);
-    else answer();
+      const answer = () => {
+        if (res.destroyed) return;
+        record.answered = status;
+        res.writeHead(status, { "content-length": "0" });
+        res.end();
+      };
+      if (options.delayMs) setTimeout(answer, options.delayMs);
+      else answer();
+    });
   });
   server.keepAliveTimeout = 30_000;
   server.listen(0, "127.0.0.1");

@@ -6,11 +6,11 @@
  * updateMany per claim token, filtered on the owner, so a claim another instance took over is
  * never renewed.
  */
-import type { Collection } from "mongodb";
+import type { Collection, Filter, UpdateFilter } from "mongodb";
 import type { MessageDoc } from "../../store/documents.ts";
 import { idsIn } from "../../store/id-ranges.ts";
 import type { ServerClock } from "../../store/server-clock.ts";
-import type { WorkQueue } from "./claims.ts";
+import type { QueuedDoc, WorkQueue } from "./claims.ts";
 
 /**
  * The claim lease of both queues, delivery and notifications, by default: longer than an election
@@ -20,21 +20,22 @@ import type { WorkQueue } from "./claims.ts";
  */
 export const DEFAULT_LEASE_MS = 30_000;
 
-export interface LeaseKeeperOptions {
-  messages: Collection<MessageDoc>;
+export interface LeaseKeeperOptions<D extends QueuedDoc = MessageDoc> {
+  /** The queue's collection: messages, or inbound messages (their webhooks). */
+  messages: Collection<D>;
   queue: Pick<WorkQueue, "due" | "lease">;
   clock: ServerClock;
   leaseMs: number;
   onError?: (error: unknown) => void;
 }
 
-export class LeaseKeeper {
+export class LeaseKeeper<D extends QueuedDoc = MessageDoc> {
   /** Held message ids by claim token. */
   private readonly held = new Map<string, Set<number>>();
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
 
-  constructor(private readonly options: LeaseKeeperOptions) {}
+  constructor(private readonly options: LeaseKeeperOptions<D>) {}
 
   /** Keeps renewing the claim `token` of message `id` until `release`. */
   hold(id: number, token: string): void {
@@ -89,8 +90,8 @@ export class LeaseKeeper {
         if (ids.size === 0) return;
         try {
           await messages.updateMany(
-            { _id: idsIn([...ids]), [`${queue.lease}.owner`]: token },
-            { $set: { [queue.due]: until, [`${queue.lease}.until`]: until } },
+            { _id: idsIn([...ids]), [`${queue.lease}.owner`]: token } as Filter<D>,
+            { $set: { [queue.due]: until, [`${queue.lease}.until`]: until } } as UpdateFilter<D>,
           );
         } catch (error) {
           this.options.onError?.(error);
