@@ -302,3 +302,73 @@ describe("numbers (AdminService)", () => {
     expect(Object.keys(bad.fields)).toEqual(["inbound_url"]);
   });
 });
+
+describe("SimulateInbound (AdminService)", () => {
+  it("stores a message for the number's account, each call a message of its own, and applies its word", async () => {
+    const account = await service.createAccount();
+    await service.admin.assignNumber(
+      { apiKey: account.apiKey, number: "+4930777777" },
+      adminHeaders,
+    );
+    const first = await service.admin.simulateInbound(
+      { sender: "4915100000555", to: "+4930777777", text: "Stop" },
+      adminHeaders,
+    );
+    expect(first.inboundMessage).toMatchObject({
+      sender: "+4915100000555",
+      to: "+4930777777",
+      text: "Stop",
+      parts: 1,
+      optOutType: OptOutType.STOP,
+    });
+    const again = await service.admin.simulateInbound(
+      { sender: "+4915100000555", to: "+4930777777", text: "Stop" },
+      adminHeaders,
+    );
+    expect(again.inboundMessage?.id).not.toBe(first.inboundMessage?.id);
+    const listed = await getJson(`${service.baseUrl}/inbound?${query(account)}`);
+    expect(listed.body.inbound.map((m: { id: number }) => m.id)).toEqual([
+      Number(again.inboundMessage?.id),
+      Number(first.inboundMessage?.id),
+    ]);
+    const refused = await postJson(`${service.baseUrl}/sms`, {
+      to: "+4915100000555",
+      text: "hi",
+      ...account,
+    });
+    expect(refused.status).toBe(400);
+  });
+
+  it("refuses a number nobody owns and a sender that is not a number", async () => {
+    const unowned = await failure(
+      service.admin.simulateInbound(
+        { sender: "+4915100000556", to: "+4930999", text: "hi" },
+        adminHeaders,
+      ),
+    );
+    expect([unowned.code, unowned.reason]).toEqual([Code.NotFound, "NUMBER_NOT_FOUND"]);
+    const bad = await failure(
+      service.admin.simulateInbound({ sender: "Shop", to: "+4930777777", text: "" }, adminHeaders),
+    );
+    expect(bad.code).toBe(Code.InvalidArgument);
+    expect(Object.keys(bad.fields).sort()).toEqual(["sender", "text"]);
+  });
+
+  it("is refused unless the carrier is the simulator", async () => {
+    const smpp = await startService({
+      SMS_CARRIER: "smpp",
+      SMS_SMPP_URL: "smpp://user:secret@127.0.0.1:1",
+    });
+    try {
+      const refused = await failure(
+        smpp.admin.simulateInbound(
+          { sender: "+4915100000557", to: "+4930777777", text: "hi" },
+          adminHeaders,
+        ),
+      );
+      expect([refused.code, refused.reason]).toEqual([Code.FailedPrecondition, "SIMULATOR_ONLY"]);
+    } finally {
+      await smpp.close();
+    }
+  });
+});
