@@ -229,7 +229,7 @@ describe("approval, rejection and use as sender", () => {
     const error = await failure(setDefaultSender(service, account, "Waiting"));
     expect(error?.code).toBe(Code.InvalidArgument);
     expect(error?.rawMessage).toMatch(
-      /neither the shared sender SMSINFO nor an approved sender name/,
+      /neither the shared sender SMSINFO, an approved sender name of the account nor a number assigned to it/,
     );
     await setDefaultSender(service, account, "SMSINFO");
   });
