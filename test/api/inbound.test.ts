@@ -268,6 +268,18 @@ describe("numbers (AdminService)", () => {
       expect(sent.status, from).toBe(200);
       expect(sent.body.from).toBe(from);
     }
+    // An assigned number may be the default sender.
+    const withDefault = await service.admin.setDefaultSender(
+      { apiKey: account.apiKey, senderName: "7726" },
+      adminHeaders,
+    );
+    expect(withDefault.account?.defaultSender).toBe("7726");
+    const byDefault = await postJson(`${service.baseUrl}/sms`, {
+      to: "+4915112345678",
+      text: "hi",
+      ...account,
+    });
+    expect(byDefault.body.from).toBe("7726");
     const notTheirs = await postJson(`${service.baseUrl}/sms`, {
       to: "+4915112345678",
       from: "+4930222222222",
