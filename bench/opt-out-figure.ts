@@ -7,37 +7,22 @@
 //   b. Figure 2 (a 10000-message batch, time to 200) from the listed account, beside insertMany
 //      of the same documents, alternated: <= 1.5 x.
 
-import autocannon from "autocannon";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
 import { openOptOuts, optOutId, optOutKey } from "../src/store/opt-outs.ts";
 import {
-  type Account,
   type BenchContext,
   batchBody,
   createAccount,
   equivalentDocs,
   postBatch,
+  sendRate,
 } from "./common.ts";
 import { median, startProcess } from "./processes.ts";
 
 const LIST_SIZE = 100_000;
 const BATCH = 10_000;
-
-/** Figure 1's load: POST /sms requests per second from `account`. */
-async function sendRate(baseUrl: string, account: Account, seconds: number) {
-  const result = await autocannon({
-    url: `${baseUrl}/sms`,
-    method: "POST",
-    connections: 32,
-    duration: seconds,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark", ...account }),
-  });
-  if (result.non2xx > 0) throw new Error(`figure 15: ${result.non2xx} sends were refused`);
-  return result.requests.average;
-}
 
 export async function optOutFigure(ctx: BenchContext): Promise<void> {
   if (!ctx.runs("optout", "15")) return;
@@ -65,15 +50,15 @@ export async function optOutFigure(ctx: BenchContext): Promise<void> {
     // a. Alternated rounds, so both accounts meet the same database and JIT state.
     const seconds = ctx.quick ? 3 : 10;
     const rounds = ctx.quick ? 2 : 3;
-    await sendRate(api.baseUrl, plain, seconds); // warm-up
-    await sendRate(api.baseUrl, listed, seconds);
+    await sendRate(api.baseUrl, plain, seconds, "15"); // warm-up
+    await sendRate(api.baseUrl, listed, seconds, "15");
     const plainRates: number[] = [];
     const listedRates: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const first = r % 2 === 0;
-      if (first) plainRates.push(await sendRate(api.baseUrl, plain, seconds));
-      listedRates.push(await sendRate(api.baseUrl, listed, seconds));
-      if (!first) plainRates.push(await sendRate(api.baseUrl, plain, seconds));
+      if (first) plainRates.push(await sendRate(api.baseUrl, plain, seconds, "15"));
+      listedRates.push(await sendRate(api.baseUrl, listed, seconds, "15"));
+      if (!first) plainRates.push(await sendRate(api.baseUrl, plain, seconds, "15"));
     }
     ctx.log(`figure 15a: plain ${plainRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
     ctx.log(`figure 15a: listed ${listedRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
