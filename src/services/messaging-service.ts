@@ -31,6 +31,7 @@ import {
   notFound,
   unavailable,
 } from "./errors.ts";
+import { LoopSlices, mapInSlices } from "./loop-slices.ts";
 import {
   type CheckedMessage,
   checkMessage,
@@ -232,7 +233,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       let rejected: BatchMessageError[] = [];
       const acceptedAt: number[] = [];
       let idCount = 0;
-      req.messages.forEach((input, index) => {
+      // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
+      const slices = new LoopSlices();
+      for (const [index, input] of req.messages.entries()) {
+        if (slices.due()) await slices.next();
         const checked = checkMessage(
           { to: input.to, from: input.sender || req.sender, text: input.text },
           account,
@@ -240,12 +244,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         );
         if ("errors" in checked) {
           rejected.push(rejection(index, checked.errors));
-          return;
+          continue;
         }
         accepted.push(checked.message);
         acceptedAt.push(index);
         idCount += 1 + (checked.message.parts?.length ?? 0);
-      });
+      }
 
       if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
       const now = store.clock.now();
@@ -283,29 +287,33 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       } else {
         let nextId = firstId;
         const traceContext = currentTraceCarrier();
-        const docs: MessageDoc[] = accepted.map((message) => {
-          const id = nextId;
-          const segments = segmentDocs(message.parts, id + 1);
-          nextId += 1 + (message.parts?.length ?? 0);
-          return acceptedMessage(
-            {
-              id,
-              accountId: account.apiKey,
-              batchId,
-              to: message.to,
-              from: message.from,
-              text: message.text,
-              parts: message.partCount,
-              ttl: TTL_DEFAULT_SECONDS,
-              deliveryClass: deliveryClass(message.from, account.otpSenders, true),
-              ...(segments && { segments }),
-              ...(req.statusCallback && { statusCallback: req.statusCallback }),
-              ...(traceContext && { traceContext }),
-              routing: routingOf(policy, message, id),
-            },
-            now,
-          );
-        });
+        const docs: MessageDoc[] = await mapInSlices(
+          accepted,
+          (message) => {
+            const id = nextId;
+            const segments = segmentDocs(message.parts, id + 1);
+            nextId += 1 + (message.parts?.length ?? 0);
+            return acceptedMessage(
+              {
+                id,
+                accountId: account.apiKey,
+                batchId,
+                to: message.to,
+                from: message.from,
+                text: message.text,
+                parts: message.partCount,
+                ttl: TTL_DEFAULT_SECONDS,
+                deliveryClass: deliveryClass(message.from, account.otpSenders, true),
+                ...(segments && { segments }),
+                ...(req.statusCallback && { statusCallback: req.statusCallback }),
+                ...(traceContext && { traceContext }),
+                routing: routingOf(policy, message, id),
+              },
+              now,
+            );
+          },
+          slices,
+        );
         // Storing may take longer than a call's deadline; every write of it is issued under
         // this one, which starts when the charge is stamped, so the settler's rule holds.
         deadline.extendTo(Date.now() + timeouts.batchStoreMs);
