@@ -2,14 +2,16 @@
  * Crash between storing an MO and answering it (issue 26, "Tests"): a process running the SMPP
  * adapter and the intake is killed with SIGKILL once an MO is stored and before its
  * deliver_sm_resp; the test SMSC delivers it again to the survivor; there is exactly one inbound
- * message, and the survivor hands it to the hook (opt-outs) once. A single MO and the last part
- * of a long one.
+ * message, the survivor hands it to the hook (opt-outs) once, and its account's receiver gets
+ * exactly one inbound webhook for it. A single MO and the last part of a long one.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
+import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
+import { Notifier } from "../../src/notifier/notifier.ts";
 import {
   type InboundMessageDoc,
   inboundMessagesCollection,
@@ -17,24 +19,35 @@ import {
 import { assignNumber } from "../../src/store/numbers.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
 import { testServer } from "../support/database.ts";
+import { insertAccount } from "../support/fixtures.ts";
 import { recordingLogger, smppCarrier, waitFor } from "../support/smpp.ts";
 import { type MoOptions, startSmsc, type TestSmsc } from "../support/smsc.ts";
 import { useTestStore } from "../support/store.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const fixture = useTestStore();
 let smsc: TestSmsc;
 let survivor: SmppCarrier | undefined;
+let receiver: WebhookReceiver;
+let accountId: string;
 
 beforeAll(async () => {
   // Unanswered MO go again after 500 ms.
   smsc = await startSmsc({ config: { resendUnackedMs: 500 } });
-  await assignNumber(fixture.store.db, "acct-crash", "+4930222001");
-  await assignNumber(fixture.store.db, "acct-crash", "+4930222002");
+  receiver = await startWebhookReceiver();
+  accountId = (await insertAccount(fixture.store))._id;
+  await fixture.store.accounts.updateOne(
+    { _id: accountId },
+    { $set: { inboundUrl: `${receiver.baseUrl}/inbound` } },
+  );
+  await assignNumber(fixture.store.db, accountId, "+4930222001");
+  await assignNumber(fixture.store.db, accountId, "+4930222002");
 }, 120_000);
 
 afterAll(async () => {
   await survivor?.stop();
   await smsc?.stop();
+  await receiver?.close();
 });
 
 /** Sends an MO to a doomed process, which dies once it stored it; a survivor gets it again. */
@@ -70,6 +83,13 @@ async function crashAndRecover(
   );
 
   const handed: InboundMessageDoc[] = [];
+  const notifier = new Notifier({
+    store: fixture.store,
+    logger: recordingLogger(),
+    instanceId: "survivor",
+    allowPrivate: true,
+  });
+  await notifier.start();
   const intake = new InboundIntake({
     db: fixture.store.db,
     now: () => new Date(),
@@ -78,6 +98,7 @@ async function crashAndRecover(
     onInbound: async (message) => {
       handed.push(message);
     },
+    webhooks: new InboundWebhookQueue(fixture.store, recordingLogger()),
     reassemblyMs: 1_800_000,
     defaultAlphabet: "gsm7",
   });
@@ -93,13 +114,28 @@ async function crashAndRecover(
     const last = (await smsc.moParts()).at(-1);
     expect(last?.statuses.at(-1)).toBe(0);
     expect(last?.attempts).toBeGreaterThanOrEqual(2);
+    // Its webhook, queued by the doomed process as it stored the message, sent by the survivor.
+    await waitFor(
+      async () =>
+        (await inboundMessagesCollection(fixture.store.db).findOne({ to: assigned }))?.webhook
+          ?.state === "delivered",
+      30_000,
+      "the inbound webhook delivered",
+    );
   } finally {
     await survivor.stop();
     survivor = undefined;
+    await notifier.stop();
   }
   const stored = await inboundMessagesCollection(fixture.store.db).find({ to: assigned }).toArray();
   expect(stored).toHaveLength(1);
   expect(handed.map((m) => m._id)).toEqual([stored[0]?._id]);
+  const webhooks = receiver.requests.filter(
+    (r) => r.headers["webhook-id"] === `inbound_${stored[0]?._id}`,
+  );
+  expect(webhooks.map((r) => [r.answered, JSON.parse(r.body).text])).toEqual([
+    [200, stored[0]?.text],
+  ]);
   return stored;
 }
 

@@ -1,14 +1,16 @@
 /**
  * The SMPP adapter and the MO intake alone in a process, for the crash test of inbound messages:
  * `node --import tsx test/support/inbound-process.ts`, configured by TEST_MONGODB_URI, INBOUND_DB
- * and SMPP_URL. Its intake's hook kills the process with SIGKILL: every MO it stores dies with
- * its deliver_sm_resp unsent, as a crash between the two would leave it.
+ * and SMPP_URL. Its intake's hook kills the process with SIGKILL: every MO it stores (its inbound
+ * webhook queued with it, when the account has an inbound URL) dies with its deliver_sm_resp
+ * unsent, as a crash between the two would leave it.
  */
 import { MongoClient } from "mongodb";
 import { pino } from "pino";
 import { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
 import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
+import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
 import { openStore } from "../../src/store/database.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
 
@@ -30,6 +32,7 @@ const intake = new InboundIntake({
     process.kill(process.pid, "SIGKILL");
     await new Promise(() => {});
   },
+  webhooks: new InboundWebhookQueue(store, logger),
   reassemblyMs: 1_800_000,
   defaultAlphabet: "gsm7",
 });
