@@ -34,7 +34,8 @@ import { webhookRun } from "./webhook-run.ts";
 
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
-// 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts; 11 in
+// 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts (6b, run with
+// 6, in own-batches-figure.ts); 11 in
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts.
