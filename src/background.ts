@@ -4,6 +4,12 @@ type Logger = FastifyBaseLogger;
 
 import type { Config } from "./config/config.ts";
 import type { Carrier, CarrierStatus } from "./delivery/carrier.ts";
+import {
+  CarrierHealth,
+  claimFilter,
+  healthTracked,
+  strandedRoutes,
+} from "./delivery/routing/carrier-health.ts";
 import type { SmppSettings } from "./delivery/routing/carrier-plan.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
 import { SmppCarrier } from "./delivery/smpp/adapter.ts";
@@ -128,14 +134,23 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
           log,
         );
   });
+  const healths = plan.carriers.map(
+    (spec, i) =>
+      new CarrierHealth(spec.name, plan.failover, () => (carriers[i] as Carrier).status?.().state),
+  );
+  // The carriers that get no new work: their waiting work goes to the next of its route.
+  const down = () => new Set(healths.filter((h) => !h.healthy()).map((h) => h.name));
   const workers = plan.carriers.map(
     (spec, i) =>
       new DeliveryWorker({
         store: deps.store,
-        carrier: carriers[i] as Carrier,
+        carrier: healthTracked(carriers[i] as Carrier, healths[i] as CarrierHealth),
         logger: logger.child({ carrier: spec.name }),
         instanceId: deps.instanceId,
-        planCarrier: { name: spec.name, takesUnrouted: spec.name === unrouted },
+        planCarrier: {
+          name: spec.name,
+          claims: () => claimFilter(spec.name, plan.routes, down(), spec.name === unrouted),
+        },
         ...(deps.screen && { screen: deps.screen }),
       }),
   );
@@ -148,14 +163,19 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
       for (const worker of workers) worker.wake();
     },
     carrier: () => {
+      const now = down();
       const each = plan.carriers.map((spec, i) => ({
         name: spec.name,
         ...(carriers[i] as Carrier).status?.(),
+        circuit: (healths[i] as CarrierHealth).circuit(),
+        takesWork: !now.has(spec.name),
       }));
+      const stranded = strandedRoutes(plan.routes, now);
       return {
         name: "carriers",
-        // Bound while any is: a route whose carriers are all down is failover's concern.
-        state: each.some((c) => c.state !== "unbound") ? "bound" : "unbound",
+        // Ready while every route has a carrier that takes work.
+        state: stranded.length > 0 ? "unbound" : "bound",
+        ...(stranded.length > 0 && { routesWithoutCarrier: stranded }),
         carriers: each,
         ...(deps.inbound && { inbound: deps.inbound.stats() }),
       };

@@ -22,8 +22,10 @@
  * handler, `stop` finishes the claims in flight and then stops the carrier.
  */
 
+import type { Filter } from "mongodb";
 import type { Logger } from "../logger.ts";
 import type { Store } from "../store/database.ts";
+import type { MessageDoc } from "../store/documents.ts";
 import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
@@ -69,11 +71,11 @@ export interface DeliveryWorkerOptions {
   screen?: SubmissionDeps["screen"];
   /**
    * With several carriers (design "Routing, failover and prices"), one worker runs per carrier:
-   * this carrier's name in the plan. The worker then claims only messages whose route starts with
-   * it (those without a route too, when `takesUnrouted`), records it beside the parts' ids, and
-   * matches its receipts to its own parts only. Undefined: the one carrier takes everything.
+   * this carrier's name in the plan and which messages it claims now (those whose route's current
+   * carrier it is, routing/carrier-health.ts). The worker records its name beside the parts' ids
+   * and matches its receipts to its own parts only. Undefined: the one carrier takes everything.
    */
-  planCarrier?: { name: string; takesUnrouted: boolean };
+  planCarrier?: { name: string; claims: () => Filter<MessageDoc> };
 }
 
 export interface DeliveryWorkerStats {
@@ -181,14 +183,7 @@ export class DeliveryWorker {
       maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.pacing.claimed.size / 2)),
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
-      // null matches a message with no route (one the service wrote itself, e.g. a STOP reply).
-      ...(planCarrier && {
-        filter: {
-          "route.carriers.0": planCarrier.takesUnrouted
-            ? { $in: [planCarrier.name, null] }
-            : planCarrier.name,
-        },
-      }),
+      ...(planCarrier && { filter: planCarrier.claims }),
     });
   }
 

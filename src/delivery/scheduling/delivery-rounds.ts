@@ -46,8 +46,8 @@ export interface DeliveryRoundsOptions {
   onClaim: (claim: LaneClaim) => void;
   /** Runs background work (a lane's settling) that the worker's `stop` waits for. */
   track: (work: Promise<void>) => void;
-  /** Further conditions on the messages claimed (a carrier's worker: its routes' messages). */
-  filter?: Filter<MessageDoc>;
+  /** Further conditions on the messages claimed, asked each turn (a carrier's worker: its routes' messages). */
+  filter?: () => Filter<MessageDoc>;
 }
 
 export class DeliveryRounds {
@@ -98,7 +98,7 @@ export class DeliveryRounds {
       leaseMs,
       token,
       commits: this.commits,
-      filter: { ...this.options.filter, accountId: turn.key },
+      filter: { ...this.options.filter?.(), accountId: turn.key },
       candidates: (read) => this.batchTurns.candidates(turn.key, read),
     });
     // A lane with less work than its share is settled beside the round, not in its way.
