@@ -1,6 +1,7 @@
 // Helpers shared by the API tests: raw HTTP where fetch cannot go (bodies refused before they are
 // read, bytes that are not UTF-8), and the account state the tests assert on.
 import http from "node:http";
+import { basicAuthorization } from "../../src/services/authentication.ts";
 import { adminHeaders, type RunningService } from "../support/service.ts";
 
 export interface Account {
@@ -97,6 +98,11 @@ export async function setDefaultSender(
 ): Promise<void> {
   await service.admin.setDefaultSender({ apiKey: account.apiKey, senderName }, adminHeaders);
 }
+
+/** Call options of an account's Connect call: its Basic credentials. */
+export const accountCall = (who: Account) => ({
+  headers: { authorization: basicAuthorization(who.apiKey, who.apiSecret) },
+});
 
 /** `n` distinct valid phone numbers. */
 export const phoneNumbers = (n: number, prefix = "+49151"): string[] =>

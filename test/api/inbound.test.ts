@@ -8,7 +8,6 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { OptOutType } from "../../gen/sms/v1/types_pb.ts";
-import { basicAuthorization } from "../../src/services/authentication.ts";
 import {
   type InboundMessageDoc,
   inboundMessagesCollection,
@@ -22,7 +21,7 @@ import {
   type RunningService,
   startService,
 } from "../support/service.ts";
-import type { Account } from "./helpers.ts";
+import { type Account, accountCall } from "./helpers.ts";
 
 let service: RunningService;
 beforeAll(async () => {
@@ -30,9 +29,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-const auth = (who: Account) => ({
-  headers: { authorization: basicAuthorization(who.apiKey, who.apiSecret) },
-});
+const auth = accountCall;
 const inbound = () =>
   createClient(
     InboundService,

@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { OptOutAction, OptOutSource } from "../../gen/sms/v1/types_pb.ts";
-import { basicAuthorization } from "../../src/services/authentication.ts";
 import { failure } from "../support/error-details.ts";
 import {
   adminHeaders,
@@ -19,7 +18,7 @@ import {
   type RunningService,
   startService,
 } from "../support/service.ts";
-import { type Account, storedFor, withQuery } from "./helpers.ts";
+import { type Account, accountCall, storedFor, withQuery } from "./helpers.ts";
 
 let service: RunningService;
 beforeAll(async () => {
@@ -27,9 +26,7 @@ beforeAll(async () => {
 });
 afterAll(() => service?.close());
 
-const auth = (who: Account) => ({
-  headers: { authorization: basicAuthorization(who.apiKey, who.apiSecret) },
-});
+const auth = accountCall;
 const clients = () => {
   const transport = createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" });
   return {
