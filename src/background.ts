@@ -144,7 +144,12 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
     (spec, i) =>
       new DeliveryWorker({
         store: deps.store,
-        carrier: healthTracked(carriers[i] as Carrier, healths[i] as CarrierHealth),
+        // Counted under its name in the plan (metrics/carrier.ts), its circuit and failover too.
+        carrier: measured(
+          deps,
+          healthTracked(carriers[i] as Carrier, healths[i] as CarrierHealth),
+          spec.name,
+        ),
         logger: logger.child({ carrier: spec.name }),
         instanceId: deps.instanceId,
         planCarrier: {
@@ -186,6 +191,10 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
       await notifier.stop();
     },
   };
+}
+
+function measured(deps: BackgroundDeps, carrier: Carrier, name: string): Carrier {
+  return deps.metrics ? deps.metrics.carrier(carrier, name) : carrier;
 }
 
 function startNotifier(deps: BackgroundDeps): Notifier {

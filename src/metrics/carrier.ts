@@ -6,9 +6,27 @@ import type { Carrier, CarrierPart, SubmitResult } from "../delivery/carrier.ts"
 // and counted as the worker sees them; what only the adapter knows (binds, the SMSC's throttling)
 // is read from its status() at scrape time.
 
-export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
+/** The carriers measured into one registry: its metrics are made once and read every carrier. */
+interface Source {
+  labels: { carrier: string };
+  carrier: Carrier;
+  inFlight: number;
+  throttledSeen: number;
+}
+
+interface CarrierMetrics {
+  sources: Source[];
+  parts: Counter<"carrier" | "result">;
+  latency: Histogram<"carrier">;
+}
+
+const made = new WeakMap<Registry, CarrierMetrics>();
+
+function metricsOf(registry: Registry): CarrierMetrics {
+  const existing = made.get(registry);
+  if (existing) return existing;
   const registers = [registry];
-  const labels = { carrier: carrier.name };
+  const sources: Source[] = [];
   const parts = new Counter({
     name: "sms_carrier_submitted_parts_total",
     help: "Parts handed to the carrier, by result: accepted, refused (by the carrier), error (carrier unreachable)",
@@ -22,14 +40,13 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  let inFlight = 0;
   new Gauge({
     name: "sms_carrier_window_in_use",
     help: "Parts submitted and not answered yet",
     labelNames: ["carrier"],
     registers,
     collect() {
-      this.set(labels, inFlight);
+      for (const s of sources) this.set(s.labels, s.inFlight);
     },
   });
   new Gauge({
@@ -38,7 +55,7 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
     labelNames: ["carrier"],
     registers,
     collect() {
-      this.set(labels, carrier.limits.window);
+      for (const s of sources) this.set(s.labels, s.carrier.limits.window);
     },
   });
   new Gauge({
@@ -47,7 +64,7 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
     labelNames: ["carrier"],
     registers,
     collect() {
-      this.set(labels, carrier.status?.().state === "unbound" ? 0 : 1);
+      for (const s of sources) this.set(s.labels, s.carrier.status?.().state === "unbound" ? 0 : 1);
     },
   });
   new Gauge({
@@ -57,27 +74,70 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
     registers,
     collect() {
       this.reset();
-      const binds = carrier.status?.().binds;
-      if (!Array.isArray(binds)) return;
-      for (const bind of binds as { state: string }[]) this.inc({ ...labels, state: bind.state });
+      for (const s of sources) {
+        const binds = s.carrier.status?.().binds;
+        if (!Array.isArray(binds)) continue;
+        for (const bind of binds as { state: string }[])
+          this.inc({ ...s.labels, state: bind.state });
+      }
+    },
+  });
+  new Gauge({
+    name: "sms_carrier_circuit_open",
+    help: "With several carriers: 1 while the carrier's circuit is open (no new work), 0.5 half-open, 0 closed",
+    labelNames: ["carrier"],
+    registers,
+    collect() {
+      for (const s of sources) {
+        const circuit = s.carrier.status?.().circuit;
+        if (typeof circuit !== "string") continue;
+        this.set(s.labels, circuit === "open" ? 1 : circuit === "half-open" ? 0.5 : 0);
+      }
+    },
+  });
+  new Gauge({
+    name: "sms_carrier_takes_work",
+    help: "With several carriers: 1 while the carrier gets new work, 0 while its work fails over to the next carrier of its routes",
+    labelNames: ["carrier"],
+    registers,
+    collect() {
+      for (const s of sources) {
+        const takes = s.carrier.status?.().takesWork;
+        if (typeof takes === "boolean") this.set(s.labels, takes ? 1 : 0);
+      }
     },
   });
   // The adapter counts the SMSC's throttling answers; the counter follows its total.
-  let throttledSeen = 0;
   new Counter({
     name: "sms_carrier_throttled_total",
     help: "Submissions the SMSC answered with throttling (ESME_RTHROTTLED, queue full)",
     labelNames: ["carrier"],
     registers,
     collect() {
-      const total = carrier.status?.().throttled;
-      if (typeof total === "number" && total > throttledSeen) {
-        this.inc(labels, total - throttledSeen);
-        throttledSeen = total;
-      } else this.inc(labels, 0);
+      for (const s of sources) {
+        const total = s.carrier.status?.().throttled;
+        if (typeof total === "number" && total > s.throttledSeen) {
+          this.inc(s.labels, total - s.throttledSeen);
+          s.throttledSeen = total;
+        } else this.inc(s.labels, 0);
+      }
     },
   });
+  const metrics = { sources, parts, latency };
+  made.set(registry, metrics);
+  return metrics;
+}
 
+/** `name`: the `carrier` label, the carrier's name in the plan (default: the adapter's name). */
+export function measuredCarrier(
+  carrier: Carrier,
+  registry: Registry,
+  name = carrier.name,
+): Carrier {
+  const { sources, parts, latency } = metricsOf(registry);
+  const source: Source = { labels: { carrier: name }, carrier, inFlight: 0, throttledSeen: 0 };
+  sources.push(source);
+  const labels = source.labels;
   const measured: Carrier = {
     name: carrier.name,
     limits: carrier.limits,
@@ -85,7 +145,7 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
     stop: () => carrier.stop(),
     async submit(given: readonly CarrierPart[]): Promise<SubmitResult[]> {
       const end = latency.startTimer(labels);
-      inFlight += given.length;
+      source.inFlight += given.length;
       try {
         const results = await carrier.submit(given);
         let accepted = 0;
@@ -97,7 +157,7 @@ export function measuredCarrier(carrier: Carrier, registry: Registry): Carrier {
         parts.inc({ ...labels, result: "error" }, given.length);
         throw error;
       } finally {
-        inFlight -= given.length;
+        source.inFlight -= given.length;
         end();
       }
     },

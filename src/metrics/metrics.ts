@@ -27,7 +27,8 @@ export interface Metrics {
   /** Reports the shared queues' depth from `store` (instances that run the workers do). */
   reportQueues(store: Store): void;
   /** The carrier wrapped so its submissions are counted and timed. */
-  carrier(carrier: Carrier): Carrier;
+  /** `name`: its `carrier` label (the plan's name; default the adapter's). */
+  carrier(carrier: Carrier, name?: string): Carrier;
 }
 
 export function createMetrics(db: Db): Metrics {
@@ -41,6 +42,6 @@ export function createMetrics(db: Db): Metrics {
     intake: intakeMetrics(registry),
     webhooks: webhookMetrics(registry),
     changeStream: changeStreamMetrics(registry),
-    carrier: (carrier) => measuredCarrier(carrier, registry),
+    carrier: (carrier, name) => measuredCarrier(carrier, registry, name),
   };
 }

@@ -98,3 +98,23 @@ it("shows every carrier in the operator's /health", async () => {
   expect(body.carrier.carriers.map((c: { name: string }) => c.name)).toEqual(["alpha", "beta"]);
   expect(body.carrier.carriers[1].binds).toHaveLength(2);
 });
+
+it("labels the carrier metrics with each carrier's name", async () => {
+  const metrics = await fetch(service.metricsUrl ?? "").then((r) => r.text());
+  const value = (line: string) =>
+    Number(
+      metrics
+        .split("\n")
+        .find((l) => l.startsWith(`${line} `))
+        ?.split(" ")[1],
+    );
+  for (const carrier of ["alpha", "beta"]) {
+    expect(
+      value(`sms_carrier_submitted_parts_total{carrier="${carrier}",result="accepted"}`),
+    ).toBeGreaterThan(5);
+    expect(value(`sms_carrier_bound{carrier="${carrier}"}`)).toBe(1);
+    expect(value(`sms_carrier_circuit_open{carrier="${carrier}"}`)).toBe(0);
+    expect(value(`sms_carrier_takes_work{carrier="${carrier}"}`)).toBe(1);
+  }
+  expect(metrics).not.toContain('carrier="smpp"');
+});

@@ -156,6 +156,8 @@ describe.skipIf(prometheusTestsSkipped)("the service scraped by Prometheus", () 
     const rules = await prometheus.api("/api/v1/rules");
     const loaded = rules.data.groups.flatMap((g: any) => g.rules);
     expect(loaded.map((r: any) => r.name).sort()).toEqual([
+      "SmsCarrierCircuitOpen",
+      "SmsCarrierFailingOver",
       "SmsCarrierNotBound",
       "SmsDatabaseUnreachable",
       "SmsDeliveryQueueBehind",

@@ -129,6 +129,11 @@ export function healthTracked(carrier: Carrier, health: CarrierHealth): Carrier 
     },
     start: (onReceipts) => carrier.start(onReceipts),
     stop: () => carrier.stop(),
-    status: () => ({ state: "bound", ...carrier.status?.(), circuit: health.circuit() }),
+    status: () => ({
+      state: "bound",
+      ...carrier.status?.(),
+      circuit: health.circuit(),
+      takesWork: health.healthy(),
+    }),
   };
 }
