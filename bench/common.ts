@@ -208,7 +208,7 @@ export async function pacedSends(
 
 export interface Arrival {
   path: string;
-  /** `${id}:${status}` of the webhook. */
+  /** `${id}:${status}` of a status webhook; an inbound webhook's `webhook-id` (`inbound_<id>`). */
   key: string;
   /** Epoch ms of the request's arrival. */
   at: number;
@@ -218,9 +218,9 @@ export interface Receiver {
   url(path: string): string;
   /** Every request, in arrival order (duplicates included). */
   readonly arrivals: Arrival[];
-  /** First arrival of each `${id}:${status}`. */
+  /** First arrival of each key (see `Arrival`). */
   readonly first: Map<string, number>;
-  /** Arrivals that repeat an `${id}:${status}` already received. */
+  /** Arrivals that repeat a key already received. */
   duplicates(): number;
   close(): void;
 }
@@ -237,7 +237,9 @@ export async function startReceiver(
   const server = createServer((req, res) => {
     const at = Date.now();
     const url = new URL(req.url ?? "/", "http://x");
-    const key = `${url.searchParams.get("id")}:${url.searchParams.get("status")}`;
+    const key = url.searchParams.has("id")
+      ? `${url.searchParams.get("id")}:${url.searchParams.get("status")}`
+      : String(req.headers["webhook-id"]);
     arrivals.push({ path: url.pathname, key, at });
     if (!first.has(key)) first.set(key, at);
     const delay = answerAfter(url.pathname);

@@ -11,7 +11,6 @@ import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import type { MoPart } from "../../src/inbound/mo-part.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
-import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import type { AccountDoc } from "../../src/store/documents.ts";
 import {
@@ -21,6 +20,7 @@ import {
 import { assignNumber } from "../../src/store/numbers.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
 import { eventually, insertAccount } from "../support/fixtures.ts";
+import { testNotifiers } from "../support/notifiers.ts";
 import { useTestStore } from "../support/store.ts";
 import {
   type ReceivedRequest,
@@ -31,34 +31,20 @@ import {
 const logger = pino({ level: "silent" });
 const fixture = useTestStore();
 let receiver: WebhookReceiver;
-const notifiers: Notifier[] = [];
+const notifiers = testNotifiers(() => fixture.store);
+const notifier = notifiers.make;
 let numbers = 0;
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
 });
 afterEach(async () => {
-  await Promise.all(notifiers.splice(0).map((n) => n.stop()));
+  await notifiers.stopAll();
   receiver.set({ delayMs: 0, respond: undefined });
 });
 afterAll(async () => {
   await receiver?.close();
 });
-
-function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
-  const n = new Notifier({
-    store: fixture.store,
-    logger,
-    instanceId: tag,
-    retrySchedule: [100, 200],
-    timeoutMs: 2000,
-    allowPrivate: true,
-    sweepIntervalMs: 200,
-    ...options,
-  });
-  notifiers.push(n);
-  return n;
-}
 
 function intake(): InboundIntake {
   return new InboundIntake({

@@ -7,10 +7,8 @@
  * duplicates, two instances included); a claim taken over is neither renewed nor recorded.
  * Assertions are on counts and order, never on how long something took.
  */
-import { pino } from "pino";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
-import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";
 import {
@@ -19,37 +17,24 @@ import {
   insertMessages as insertMessagesInto,
   testMessage,
 } from "../support/fixtures.ts";
+import { testNotifiers } from "../support/notifiers.ts";
 import { useTestStore } from "../support/store.ts";
 import { countsByNotification, type GatedReceiver, startGatedReceiver } from "./gated-receiver.ts";
 
-const logger = pino({ level: "silent" });
 const fixture = useTestStore();
-const notifiers: Notifier[] = [];
+const notifiers = testNotifiers(() => fixture.store, { timeoutMs: 60_000 });
 const receivers: GatedReceiver[] = [];
 
 afterEach(async () => {
   for (const r of receivers) r.release();
-  await Promise.all(notifiers.splice(0).map((n) => n.stop()));
+  await notifiers.stopAll();
   await Promise.all(receivers.splice(0).map((r) => r.close()));
 });
 afterAll(async () => {
   await Promise.all(receivers.map((r) => r.close()));
 });
 
-function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
-  const n = new Notifier({
-    store: fixture.store,
-    logger,
-    instanceId: tag,
-    retrySchedule: [100, 200],
-    timeoutMs: 60_000,
-    allowPrivate: true,
-    sweepIntervalMs: 200,
-    ...options,
-  });
-  notifiers.push(n);
-  return n;
-}
+const notifier = notifiers.make;
 
 async function receiver(options: Parameters<typeof startGatedReceiver>[0]) {
   const r = await startGatedReceiver(options);

@@ -3,10 +3,8 @@
  * order per message, skipped notifications, two instances, a restart that resumes from the stored
  * change-stream token, private-address protection, a slow receiver.
  */
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
-import { Notifier, type NotifierOptions } from "../../src/notifier/notifier.ts";
 import { RESUME_TOKEN_KEY } from "../../src/notifier/resume-token.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
@@ -17,19 +15,19 @@ import {
   insertMessages as insertMessagesInto,
   testMessage,
 } from "../support/fixtures.ts";
+import { testNotifiers } from "../support/notifiers.ts";
 import { useTestStore } from "../support/store.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
-const logger = pino({ level: "silent" });
 const fixture = useTestStore();
 let receiver: WebhookReceiver;
-const notifiers: Notifier[] = [];
+const notifiers = testNotifiers(() => fixture.store);
 
 beforeAll(async () => {
   receiver = await startWebhookReceiver();
 });
 afterAll(async () => {
-  await Promise.all(notifiers.map((n) => n.stop()));
+  await notifiers.stopAll();
   await receiver?.close();
 });
 
@@ -46,20 +44,7 @@ async function insertMessages(
   return insertMessagesInto(fixture.store, messages);
 }
 
-function notifier(tag: string, options: Partial<NotifierOptions> = {}): Notifier {
-  const n = new Notifier({
-    store: fixture.store,
-    logger,
-    instanceId: tag,
-    retrySchedule: [100, 200],
-    timeoutMs: 2000,
-    allowPrivate: true,
-    sweepIntervalMs: 200,
-    ...options,
-  });
-  notifiers.push(n);
-  return n;
-}
+const notifier = notifiers.make;
 
 async function eventually(
   check: () => Promise<boolean> | boolean,
