@@ -10,6 +10,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import type { MoPart } from "../../src/inbound/mo-part.ts";
+import { inSenderOrder } from "../../src/notifier/inbound-claims.ts";
+import { planInbound } from "../../src/notifier/inbound-notifications.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import type { AccountDoc } from "../../src/store/documents.ts";
@@ -205,5 +207,83 @@ describe("inbound webhooks", () => {
     await eventually(async () => (await stored(number))[0]?.webhook?.state === "delivered");
     expect(at("/inbound/later").map((r) => bodyOf(r).text)).toEqual(["while nobody listened"]);
     expect(n.stats().inbound).toMatchObject({ delivered: 1 });
+  });
+});
+
+describe("the order per sender and the plan, pure", () => {
+  const now = new Date("2030-01-01T00:00:10Z");
+  const message = (id: number, from: string, second: number, notifyAt?: Date) => ({
+    _id: id,
+    from,
+    receivedAt: new Date(`2030-01-01T00:00:0${second}Z`),
+    ...(notifyAt && { notifyAt }),
+  });
+
+  it("sends a claim's messages oldest first and holds those with an older pending one outside it", () => {
+    const later = new Date("2030-01-01T00:00:40Z");
+    const claimed = [
+      message(5, "A", 5),
+      message(2, "A", 2),
+      message(7, "B", 7),
+      message(8, "C", 3),
+      message(9, "C", 3),
+    ];
+    const others = [
+      // B's older message is leased elsewhere (its lease runs to `later`).
+      message(6, "B", 6, later),
+      // C's message 10 is as old as 8 and 9, of a later id: it does not hold them back.
+      message(10, "C", 3, now),
+      // A's newer pending message does not hold A's claimed ones back.
+      message(11, "A", 9, now),
+    ];
+    const { ready, waiting } = inSenderOrder(claimed, others, now, 1000);
+    expect(ready.map((m) => m._id)).toEqual([2, 8, 9, 5]);
+    expect(waiting).toEqual([{ id: 7, until: later }]);
+    // An older one that is due already: wait the deferral.
+    const due = inSenderOrder([message(3, "D", 5)], [message(1, "D", 1, now)], now, 1000);
+    expect(due).toEqual({ ready: [], waiting: [{ id: 3, until: new Date(now.getTime() + 1000) }] });
+  });
+
+  it("plans a skip without an inbound URL, a refusal for a private address, a wait for its own retry", () => {
+    const inbound = {
+      _id: 1,
+      accountId: "a",
+      from: "+4915100000001",
+      to: "+4930777",
+      text: "hi",
+      parts: 1,
+      receivedAt: now,
+    };
+    const account = { _id: "a", webhookSecret: "whsec_AAAA" };
+    expect(planInbound(inbound, account, "c", now, false)).toMatchObject({
+      record: { state: "skipped", messageId: 1, claim: "c" },
+    });
+    const refused = planInbound(
+      inbound,
+      { ...account, inboundUrl: "http://127.0.0.1:9/in" },
+      "c",
+      now,
+      false,
+    );
+    expect(refused).toMatchObject({ record: { state: "gave_up", url: "http://127.0.0.1:9/in" } });
+    expect("record" in refused && refused.record.attempt?.error).toContain("not a public address");
+    const retry = new Date(now.getTime() + 5000);
+    const waiting = {
+      ...inbound,
+      webhook: { state: "pending" as const, attempts: [], nextAttemptAt: retry },
+    };
+    expect(
+      planInbound(waiting, { ...account, inboundUrl: "https://example.com/in" }, "c", now, false),
+    ).toEqual({
+      record: {
+        messageId: 1,
+        accountId: "a",
+        from: "+4915100000001",
+        claim: "c",
+        state: "pending",
+        nextAttemptAt: retry,
+        deferred: true,
+      },
+    });
   });
 });
