@@ -24,7 +24,10 @@ export interface InboundOutcome {
   attempt?: WebhookAttemptDoc;
   url?: string;
   nextAttemptAt?: Date;
-  /** With `pending`: not attempted (its receiver was busy, or an older message failed); its own retry time stays. */
+  /**
+   * With `pending`: not attempted (its receiver was busy, or an older message of its sender
+   * failed); its own retry time stays.
+   */
   deferred?: boolean;
 }
 

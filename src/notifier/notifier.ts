@@ -1,5 +1,6 @@
 /**
- * The status-webhook dispatcher (design "Status webhooks" and "Scheduling: fair and prioritized").
+ * The webhook dispatcher: status webhooks, and inbound messages' webhooks beside them (design
+ * "Status webhooks", "Two-way messaging" and "Scheduling: fair and prioritized").
  *
  * - Due work: a message whose first pending notification is due (`notifyAt`). Only the first
  *   pending notification of a message is ever sent, so notifications go out in order, each after
@@ -240,7 +241,7 @@ export class Notifier {
     await this.repairLanes(0);
     while (this.running) {
       if (!(await this.signal.next())) continue;
-      // While inbound webhooks may be due, their rounds and the status rounds take turns going first.
+      // While inbound webhooks may be due, their rounds and status rounds take turns going first.
       const inboundFirst = this.inboundDue && this.inboundFirst;
       if (this.inboundDue) this.inboundFirst = !this.inboundFirst;
       try {
