@@ -262,8 +262,8 @@ function readCarrierPlan(env: NodeJS.ProcessEnv, config: Config, problems: strin
       simTps: config.simTps,
       env,
     });
-    // Until the delivery worker takes every carrier of the plan, it delivers through the default
-    // route's first carrier, never a simulator the file does not name.
+    // A file of one carrier runs it through the one-carrier path (background.ts), never a
+    // simulator the file does not name; several carriers each get their own worker.
     const first = plan.carriers.find((c) => c.name === plan.routes.at(-1)?.carriers[0]);
     if (first?.kind === "smpp") {
       config.carrier = "smpp";

@@ -5,10 +5,8 @@
  * matched to its own message: every message ends DELIVERED. Both SMSCs number their message ids
  * alike, so receipts matched by id alone would mix the carriers up.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { carriersFile } from "../support/carriers-file.ts";
 import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
 import { waitFor } from "../support/smpp.ts";
 import { startSmsc, type TestSmsc } from "../support/smsc.ts";
@@ -22,21 +20,17 @@ beforeAll(async () => {
     startSmsc({ config: { receiptDelayMs: 50 } }),
     startSmsc({ config: { receiptDelayMs: 50 } }),
   ]);
-  const file = join(mkdtempSync(join(tmpdir(), "carriers-")), "carriers.yaml");
-  writeFileSync(
-    file,
-    [
-      "carriers:",
-      `  - { name: alpha, url: "${alpha.url}", binds: 1, window: 5, tps: 100 }`,
-      `  - { name: beta, url: "${beta.url}", binds: 2, window: 3, tps: 100 }`,
-      "routes:",
-      "  - { name: germany, match: { countries: [DE] }, carriers: [alpha, beta] }",
-      "  - { name: france, match: { countries: [FR] }, split: { alpha: 50, beta: 50 } }",
-      "  - { name: default, carriers: [beta, alpha] }",
-      "prices:",
-      "  default: 0.05",
-    ].join("\n"),
-  );
+  const file = carriersFile([
+    "carriers:",
+    `  - { name: alpha, url: "${alpha.url}", binds: 1, window: 5, tps: 100 }`,
+    `  - { name: beta, url: "${beta.url}", binds: 2, window: 3, tps: 100 }`,
+    "routes:",
+    "  - { name: germany, match: { countries: [DE] }, carriers: [alpha, beta] }",
+    "  - { name: france, match: { countries: [FR] }, split: { alpha: 50, beta: 50 } }",
+    "  - { name: default, carriers: [beta, alpha] }",
+    "prices:",
+    "  default: 0.05",
+  ]);
   service = await startService({ SMS_RUN_WORKERS: "true", SMS_CARRIERS_FILE: file }, undefined, {
     metrics: true,
   });
