@@ -11,7 +11,7 @@ import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import type { MoPart } from "../../src/inbound/mo-part.ts";
 import { inSenderOrder } from "../../src/notifier/inbound-claims.ts";
-import { planInbound } from "../../src/notifier/inbound-notifications.ts";
+import { inboundWebhookBody, planInbound } from "../../src/notifier/inbound-notifications.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
 import type { AccountDoc } from "../../src/store/documents.ts";
@@ -242,6 +242,28 @@ describe("the order per sender and the plan, pure", () => {
     // An older one that is due already: wait the deferral.
     const due = inSenderOrder([message(3, "D", 5)], [message(1, "D", 1, now)], now, 1000);
     expect(due).toEqual({ ready: [], waiting: [{ id: 3, until: new Date(now.getTime() + 1000) }] });
+  });
+
+  it("says that a message is incomplete, and leaves out an absent opt-out word", () => {
+    const body = inboundWebhookBody({
+      _id: 3,
+      accountId: "a",
+      from: "+4915100000001",
+      to: "+4930777",
+      text: "Half of a lo",
+      parts: 2,
+      receivedAt: now,
+      incomplete: true,
+    });
+    expect(JSON.parse(body)).toEqual({
+      id: 3,
+      from: "+4915100000001",
+      to: "+4930777",
+      text: "Half of a lo",
+      parts: 2,
+      receivedAt: "2030-01-01T00:00:10.000Z",
+      incomplete: true,
+    });
   });
 
   it("plans a skip without an inbound URL, a refusal for a private address, a wait for its own retry", () => {
