@@ -130,14 +130,6 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const lanes = new LaneMarker(store.lanes, (err) =>
     app.log.warn({ err }, "marking lanes failed; the overdue sweep will"),
   );
-  const schedule = async (accountId: string, deliveryAt: Date, acceptedAt: Date) => {
-    lanes.mark(accountId, "delivery", deliveryAt);
-    lanes.mark(accountId, "notify", acceptedAt);
-    await lanes.flush();
-    background?.wake();
-  };
-  // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
-  const twoWayParts = twoWay(store, config, schedule, app.log.child({ component: "inbound" }));
   // Set by startBackground(), once the ports listen.
   let background: BackgroundWork | undefined;
   let settleTimer: NodeJS.Timeout | undefined;
@@ -148,6 +140,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     requestsPerSecond: config.rateLimitRps,
     authFailuresPerMinute: config.authFailuresPerMin,
   });
+  const schedule = async (accountId: string, deliveryAt: Date, acceptedAt: Date) => {
+    lanes.mark(accountId, "delivery", deliveryAt);
+    lanes.mark(accountId, "notify", acceptedAt);
+    await lanes.flush();
+    background?.wake();
+  };
+  // Opt-outs, replies to opt-out words, numbers and inbound messages (design "Two-way messaging").
+  const twoWayParts = twoWay(store, config, schedule, app.log.child({ component: "inbound" }));
   const serviceRoutes = routes({
     ...twoWayParts.serviceDeps,
     store,
