@@ -111,8 +111,10 @@ describe("fair delivery between accounts", () => {
       );
       // Served within the next rounds (a round is half a second of the carrier's
       // throughput, 100 parts, shared by the due accounts), not behind the batch's remainder.
+      // Each instance has a round of its own in flight when the sends arrive, so two instances
+      // may have two rounds of the batch ahead of them (CI saw 182 with a bound of 180).
       expect(before).toBeLessThan(300);
-      expect(Math.max(...positions)).toBeLessThan(before + 100);
+      expect(Math.max(...positions)).toBeLessThan(before + 100 * instances);
     });
   }
 });
