@@ -68,24 +68,33 @@ it(
       existsSync(BIN),
       `schemathesis not found at ${BIN}: run scripts/test-tools.sh (npm test does) or set SCHEMATHESIS`,
     ).toBe(true);
-    const { code, output } = await run([
-      "run",
-      `${service.baseUrl}/openapi.json`,
-      "--checks",
-      "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
-      "--phases",
-      "examples,coverage,fuzzing",
-      "--max-examples",
-      "150",
-      "--seed",
-      "20251123",
-      "--request-timeout",
-      "10",
-      "--workers",
-      "2",
-      "--generation-database",
-      "none",
-    ]);
+    const fuzz = () =>
+      run([
+        "run",
+        `${service.baseUrl}/openapi.json`,
+        "--checks",
+        "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--max-examples",
+        "150",
+        "--seed",
+        "20251123",
+        "--request-timeout",
+        "10",
+        "--workers",
+        "2",
+        "--generation-database",
+        "none",
+      ]);
+    let { code, output } = await fuzz();
+    // Hypothesis can crash inside itself while describing a filter's lambda from two worker
+    // threads (CI: ast.parse of a half-read source in lambda_sources.py): that is the tool
+    // failing, not a finding, so such a run is made once more.
+    if (code !== 0 && /hypothesis\/internal\/lambda_sources\.py/.test(output)) {
+      console.log(output.slice(-3000));
+      ({ code, output } = await fuzz());
+    }
     // The summary, in the CI log whatever the outcome.
     console.log(output.slice(-3000));
     expect(output).toMatch(/passed/);

@@ -86,9 +86,11 @@ describe.skipIf(browserTestsSkipped)("dashboard: two-way pages in a browser", ()
 
     await page.getByLabel("Number", { exact: true }).fill("+4915112340000");
     await page.getByLabel("Number", { exact: true }).press("Enter");
-    await expect(page.getByRole("status").textContent()).resolves.toContain(
-      "+4915112340000 is on the opt-out list",
-    );
+    // The form's answer is a new page: wait for its status, not the one before the submit.
+    await page
+      .getByRole("status")
+      .filter({ hasText: "+4915112340000 is on the opt-out list" })
+      .waitFor();
     await screenshot(page, "opt-outs");
 
     const remove = page.getByRole("button", {
@@ -96,9 +98,11 @@ describe.skipIf(browserTestsSkipped)("dashboard: two-way pages in a browser", ()
     });
     await remove.focus();
     await page.keyboard.press("Enter");
-    await expect(page.getByRole("status").textContent()).resolves.toContain(
-      "+4915112340000 is off the opt-out list",
-    );
+    // The form's answer is a new page: wait for its status, not the one before the submit.
+    await page
+      .getByRole("status")
+      .filter({ hasText: "+4915112340000 is off the opt-out list" })
+      .waitFor();
     expect(await page.locator('tr[data-number="+4915112340000"]').count()).toBe(0);
     expect(await stopRow.count()).toBe(1);
     await page.context().close();
