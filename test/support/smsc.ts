@@ -45,6 +45,10 @@ export interface SmscConfig {
   dropReceipts: boolean;
   /** Receipts carry receipted_message_id (0x001E) and message_state (0x0427); off: only the text. Default true. */
   receiptTlvs: boolean;
+  /** 0 = off; else every submit_sm admitted (within maxTps) is refused with this command_status, e.g. 8 (ESME_RSYSERR). Default 0. */
+  refuseStatus: number;
+  /** 0 = off; else the submit_sm after this many (since it was set, or a reset) get no answer until it is set again. Default 0. */
+  hangAfterSubmits: number;
 }
 
 export interface PduTlv {
@@ -370,6 +374,8 @@ const settingFlags: Record<keyof SmscConfig, string> = {
   maxTps: "--max-tps",
   dropReceipts: "--drop-receipts",
   receiptTlvs: "--no-receipt-tlvs",
+  refuseStatus: "--refuse-status",
+  hangAfterSubmits: "--hang-after-submits",
 };
 
 async function spawnSmsc(

@@ -2,6 +2,7 @@ package sms.smsc;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 /** What the control server's POST /config changes at run time (also settable by flags at start). */
 final class Config {
@@ -19,6 +20,14 @@ final class Config {
     volatile boolean dropReceipts = false;
     /** Receipts carry receipted_message_id and message_state TLVs; off: only the text's id:. */
     volatile boolean receiptTlvs = true;
+    /** 0 = off (the destination rules decide); else every admitted submit_sm is refused with this command_status. */
+    volatile int refuseStatus = 0;
+    /** 0 = off; else once this many submit_sm came since the setting was given (or a reset), later ones get no answer. */
+    volatile long hangAfterSubmits = 0;
+    /** Changes whenever hangAfterSubmits is given: submit_sm held under an earlier value are let go. */
+    volatile long hangEpoch = 0;
+    /** submit_sm counted against hangAfterSubmits. */
+    final AtomicLong submitsSinceHang = new AtomicLong();
 
     synchronized Map<String, Object> toMap() {
         Map<String, Object> m = new LinkedHashMap<>();
@@ -29,6 +38,8 @@ final class Config {
         m.put("maxTps", maxTps);
         m.put("dropReceipts", dropReceipts);
         m.put("receiptTlvs", receiptTlvs);
+        m.put("refuseStatus", refuseStatus);
+        m.put("hangAfterSubmits", hangAfterSubmits);
         return m;
     }
 
@@ -50,6 +61,12 @@ final class Config {
                 case "maxTps" -> maxTps = (int) millis(v);
                 case "dropReceipts" -> dropReceipts = (Boolean) v;
                 case "receiptTlvs" -> receiptTlvs = (Boolean) v;
+                case "refuseStatus" -> refuseStatus = (int) millis(v);
+                case "hangAfterSubmits" -> {
+                    submitsSinceHang.set(0);
+                    hangAfterSubmits = millis(v);
+                    hangEpoch++;
+                }
                 default -> throw new IllegalStateException(e.getKey());
             }
         }
@@ -57,9 +74,15 @@ final class Config {
 
     private static void check(String key, Object value) {
         switch (key) {
-            case "receiptDelayMs", "answerDelayMs", "resendUnackedMs", "enquireLinkMs", "maxTps" -> {
+            case "receiptDelayMs", "answerDelayMs", "resendUnackedMs", "enquireLinkMs", "maxTps", "hangAfterSubmits" -> {
                 if (!(value instanceof Number n) || n.doubleValue() < 0 || n.doubleValue() != Math.floor(n.doubleValue())) {
                     throw new IllegalArgumentException(key + " must be a whole number >= 0, got " + value);
+                }
+            }
+            case "refuseStatus" -> {
+                if (!(value instanceof Number n) || n.doubleValue() < 0 || n.doubleValue() > Integer.MAX_VALUE
+                    || n.doubleValue() != Math.floor(n.doubleValue())) {
+                    throw new IllegalArgumentException(key + " must be a command_status from 0 to 0x7FFFFFFF, got " + value);
                 }
             }
             case "dropReceipts", "receiptTlvs" -> {

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *        [--system-id test] [--password secret]
  *        [--receipt-delay-ms 100] [--answer-delay-ms 0] [--resend-unacked-ms 3000]
  *        [--enquire-link-ms 10000] [--max-tps 0] [--drop-receipts] [--no-receipt-tlvs]
- *        [--no-stdin-watch]
+ *        [--refuse-status 0] [--hang-after-submits 0] [--no-stdin-watch]
  * </pre>
  *
  * Prints {@code test-smsc listening smpp=<port> control=<port>} on stdout once both listen. Exits
@@ -60,6 +60,8 @@ public final class Launcher {
                 case "--resend-unacked-ms" -> settings.put("resendUnackedMs", Long.parseLong(value(args, ++i, arg)));
                 case "--enquire-link-ms" -> settings.put("enquireLinkMs", Long.parseLong(value(args, ++i, arg)));
                 case "--max-tps" -> settings.put("maxTps", Long.parseLong(value(args, ++i, arg)));
+                case "--refuse-status" -> settings.put("refuseStatus", Long.decode(value(args, ++i, arg)));
+                case "--hang-after-submits" -> settings.put("hangAfterSubmits", Long.parseLong(value(args, ++i, arg)));
                 case "--drop-receipts" -> settings.put("dropReceipts", true);
                 case "--no-receipt-tlvs" -> settings.put("receiptTlvs", false);
                 case "--no-stdin-watch" -> watchStdin = false;

@@ -346,6 +346,7 @@ final class Smsc implements TappedConnection.Listener {
     }
 
     private SubmitSmResult submitSm(SubmitSm submit, SmscSession session) throws ProcessRequestException {
+        holdIfHanging(session);
         boolean admitted = session.admitSubmit(config.maxTps);
         long delay = config.answerDelayMs;
         if (delay > 0) {
@@ -358,6 +359,10 @@ final class Smsc implements TappedConnection.Listener {
         }
         if (!admitted) {
             throw new ProcessRequestException("over maxTps", SMPPConstant.STAT_ESME_RTHROTTLED);
+        }
+        int refuseAll = config.refuseStatus;
+        if (refuseAll != 0) {
+            throw new ProcessRequestException("refused by refuseStatus", refuseAll);
         }
         String digits = digits(submit.getDestAddress());
         int refusal = refusal(digits);
@@ -375,6 +380,26 @@ final class Smsc implements TappedConnection.Listener {
             return new SubmitSmResult(new MessageId(messageId), new OptionalParameter[0]);
         } catch (PDUStringException e) {
             throw new ProcessRequestException(e.getMessage(), SMPPConstant.STAT_ESME_RSYSERR);
+        }
+    }
+
+    /**
+     * With hangAfterSubmits on, the submit_sm past that count are never answered: held here until the
+     * setting is given again (then answered as usual) or their connection goes.
+     */
+    private void holdIfHanging(SmscSession session) throws ProcessRequestException {
+        long epoch = config.hangEpoch;
+        long limit = config.hangAfterSubmits;
+        if (limit == 0 || config.submitsSinceHang.incrementAndGet() <= limit) {
+            return;
+        }
+        while (config.hangEpoch == epoch && session.getSessionState().isBound()) {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new ProcessRequestException("interrupted", SMPPConstant.STAT_ESME_RSYSERR);
+            }
         }
     }
 
@@ -643,7 +668,7 @@ final class Smsc implements TappedConnection.Listener {
         return account != null ? account : systemId;
     }
 
-    /** Clears the PDU log, the 8/9 numbers' first refusals, pending receipts and the rate windows. */
+    /** Clears the PDU log, the 8/9 numbers' first refusals, pending receipts, the rate windows and the hangAfterSubmits count. */
     void reset() {
         for (Receipt r : receipts.values()) {
             r.dropped = true;
@@ -652,6 +677,7 @@ final class Smsc implements TappedConnection.Listener {
         awaitingResponse.clear();
         mo.reset();
         refusedOnce.clear();
+        config.submitsSinceHang.set(0);
         for (SmscSession s : sessions.values()) {
             s.clearRate();
         }
