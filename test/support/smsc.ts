@@ -18,6 +18,7 @@
  * DELIVRD. See test/smsc/README.md.
  */
 import type { ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startJavaTool } from "../../src/store/java-tool.ts";
@@ -222,6 +223,11 @@ export interface StartSmscOptions {
   config?: Partial<SmscConfig>;
   /** Receives the SMSC's stderr lines and build messages; default: dropped. */
   log?: (line: string) => void;
+  /**
+   * Also appends every PDU to this file as one JSON line (a `Pdu`, `index` counted since start,
+   * not cleared by reset()), each written as it is logged: what it received survives kill().
+   */
+  pduFile?: string;
 }
 
 export interface TestSmsc {
@@ -332,6 +338,15 @@ export async function startSmsc(options: StartSmscOptions = {}): Promise<TestSms
 // ---------------------------------------------------------------------------------------------
 // Reading the log
 
+/** The records of a `pduFile`, in the order written (a line cut off by a kill is left out). */
+export function readPduFile(path: string): Pdu[] {
+  const records: Pdu[] = [];
+  for (const line of readFileSync(path, "utf8").split("\n")) {
+    if (line.endsWith("}")) records.push(JSON.parse(line) as Pdu);
+  }
+  return records;
+}
+
 /** The short_message bytes of a submit_sm / deliver_sm record. */
 export function shortMessage(pdu: Pdu): Buffer {
   return Buffer.from(pdu.short_message_hex ?? "", "hex");
@@ -398,6 +413,7 @@ async function spawnSmsc(
     "--password",
     options.password ?? "secret",
   ];
+  if (options.pduFile) args.push("--pdu-file", options.pduFile);
   for (const [key, value] of Object.entries(options.config ?? {})) {
     const flag = settingFlags[key as keyof SmscConfig];
     if (!flag) throw new Error(`unknown test SMSC setting ${key}`);

@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *        [--system-id test] [--password secret]
  *        [--receipt-delay-ms 100] [--answer-delay-ms 0] [--resend-unacked-ms 3000]
  *        [--enquire-link-ms 10000] [--max-tps 0] [--drop-receipts] [--no-receipt-tlvs]
- *        [--refuse-status 0] [--hang-after-submits 0] [--no-stdin-watch]
+ *        [--refuse-status 0] [--hang-after-submits 0] [--no-stdin-watch] [--pdu-file PATH]
  * </pre>
  *
  * Prints {@code test-smsc listening smpp=<port> control=<port>} on stdout once both listen. Exits
@@ -65,6 +65,8 @@ public final class Launcher {
                 case "--drop-receipts" -> settings.put("dropReceipts", true);
                 case "--no-receipt-tlvs" -> settings.put("receiptTlvs", false);
                 case "--no-stdin-watch" -> watchStdin = false;
+                // Read by PduLog when the Smsc below is made.
+                case "--pdu-file" -> System.setProperty(PduLog.FILE_PROPERTY, value(args, ++i, arg));
                 default -> {
                     System.err.println("test-smsc: unknown argument " + arg);
                     System.exit(2);
