@@ -11,16 +11,9 @@
  * after its claim (`screen`), so it sees the opt-out.
  */
 import type { Filter } from "mongodb";
-import {
-  KEYWORD_REPLY_MAX_PARTS,
-  KEYWORD_REPLY_WINDOW_MS,
-  keywordReply,
-} from "../domain/keyword-replies.ts";
 import { type OptOutType, optOutTypeOf } from "../domain/opt-out-keywords.ts";
-import { segmentText } from "../domain/segments.ts";
 import type { Store } from "../store/database.ts";
 import type { MessageDoc } from "../store/documents.ts";
-import { acceptedMessage } from "../store/messages.ts";
 import {
   addOptOut,
   type ChangeCause,
@@ -31,10 +24,10 @@ import {
   optedOutAmong,
   optOutKey,
   removeOptOut,
-  takeReplySlot,
 } from "../store/opt-outs.ts";
 import type { IdAllocator } from "../store/sequences.ts";
 import { withdrawMessages } from "../store/withdrawals.ts";
+import { replyToKeyword } from "./opt-out-replies.ts";
 
 /** What the rules read of a stored inbound message (store/inbound-messages.ts). */
 export interface InboundForOptOut {
@@ -61,9 +54,6 @@ export interface OptOutRulesDeps {
   claimWaitMs?: number;
   logger?: { warn(obj: unknown, msg?: string): void };
 }
-
-/** A reply's validity: a confirmation hours late is worse than none. */
-const REPLY_TTL_SECONDS = 3600;
 
 export class OptOutRules {
   constructor(private readonly deps: OptOutRulesDeps) {}
@@ -115,7 +105,7 @@ export class OptOutRules {
     if (type === "START") {
       await this.remove(message.accountId, message.from, ["KEYWORD", "API", "OPERATOR"], cause);
     }
-    await this.reply(message, type);
+    await replyToKeyword(this.deps, message, type);
   }
 
   /**
@@ -195,45 +185,5 @@ export class OptOutRules {
     // Their SEND_ERROR webhooks are due.
     if (ids.length > 0) await this.deps.onQueued(accountId, now, now);
     return ids;
-  }
-
-  /** One reply per (account, number, word) per window, from the number the word was sent to. */
-  private async reply(message: InboundForOptOut, type: OptOutType): Promise<void> {
-    const { store } = this.deps;
-    const account = await store.accounts.findOne(
-      { _id: message.accountId },
-      { projection: { name: 1, keywordReplies: 1 } },
-    );
-    if (!account) return;
-    const now = store.clock.now();
-    const slot = {
-      accountId: message.accountId,
-      number: canonicalNumber(message.from),
-      keyword: type,
-    };
-    if (!(await takeReplySlot(this.deps.optOuts, slot, now, KEYWORD_REPLY_WINDOW_MS))) return;
-    const text = keywordReply(type, account.name, account.keywordReplies);
-    // Own texts are checked when set, and the defaults fit (domain/keyword-replies.ts).
-    const segmented = segmentText(text, KEYWORD_REPLY_MAX_PARTS);
-    if (!segmented.ok) return;
-    const parts = segmented.parts;
-    const id = await this.deps.messageIds.take(parts.length > 1 ? parts.length + 1 : 1);
-    const doc = acceptedMessage(
-      {
-        id,
-        accountId: message.accountId,
-        to: message.from,
-        from: message.to,
-        text: parts.join(""),
-        parts: parts.length,
-        ttl: REPLY_TTL_SECONDS,
-        deliveryClass: "single",
-        ...(parts.length > 1 && { segments: parts.map((t, i) => ({ id: id + 1 + i, text: t })) }),
-      },
-      now,
-    );
-    doc.keywordReply = type;
-    await store.messages.insertOne(doc);
-    await this.deps.onQueued(message.accountId, doc.deliveryAt ?? now, now);
   }
 }

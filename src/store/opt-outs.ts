@@ -1,13 +1,13 @@
 /**
  * Opt-out lists (design "Two-way messaging": "Scope and effect", "Managing"): one document per
  * (account, recipient number) in `optOuts`, every change kept in `optOutChanges`, and the
- * 5-minute slots of the automatic replies in `optOutReplies`. Numbers are kept in one form, `+`
- * and digits, whatever form a send or a handset used.
+ * 5-minute slots of the automatic replies in `optOutReplies` (src/store/reply-slots.ts).
+ * Numbers are kept in one form, `+` and digits, whatever form a send or a handset used.
  */
 
 import type { Collection, Db, FindOptions, MongoServerError } from "mongodb";
 import { ObjectId } from "mongodb";
-import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import type { ReplySlotDoc } from "./reply-slots.ts";
 
 export type OptOutSource = "KEYWORD" | "API" | "OPERATOR";
 
@@ -43,11 +43,6 @@ export interface OptOutChangeDoc {
   keyword?: string;
   inboundId?: number;
   at: Date;
-}
-
-export interface ReplySlotDoc {
-  _id: { accountId: string; number: string; keyword: OptOutType };
-  sentAt: Date;
 }
 
 export interface OptOutStore {
@@ -267,28 +262,4 @@ export function findChangePage(
   return store.changes
     .find(query, { ...options, sort: { at: -1, _id: -1 }, limit: limit + 1 })
     .toArray();
-}
-
-/**
- * Takes the reply slot of (account, number, word) unless it was taken within `windowMs` of `now`:
- * at most one automatic reply per slot and window, however many instances answer at once.
- */
-export async function takeReplySlot(
-  store: OptOutStore,
-  slot: ReplySlotDoc["_id"],
-  now: Date,
-  windowMs: number,
-): Promise<boolean> {
-  try {
-    await store.replies.updateOne(
-      { _id: slot, sentAt: { $lte: new Date(now.getTime() - windowMs) } },
-      { $set: { sentAt: now } },
-      { upsert: true },
-    );
-    return true;
-  } catch (error) {
-    // The slot exists and was taken within the window: the upsert's insert collides.
-    if (isDuplicate(error)) return false;
-    throw error;
-  }
 }
