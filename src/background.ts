@@ -140,6 +140,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
   );
   // The carriers that get no new work: their waiting work goes to the next of its route.
   const down = () => new Set(healths.filter((h) => !h.healthy()).map((h) => h.name));
+  const failovers = deps.metrics?.failovers(plan.carriers.map((spec) => spec.name));
   const workers = plan.carriers.map(
     (spec, i) =>
       new DeliveryWorker({
@@ -155,6 +156,9 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
         planCarrier: {
           name: spec.name,
           claims: () => claimFilter(spec.name, plan.routes, down(), spec.name === unrouted),
+          ...(failovers && {
+            failedOver: (from: string, messages: number) => failovers(from, spec.name, messages),
+          }),
         },
         ...(deps.screen && { screen: deps.screen }),
       }),

@@ -28,7 +28,31 @@ export interface CarrierPart {
   expiresAt: Date;
 }
 
-export type SubmitResult = { ok: true; carrierId: string } | { ok: false; error: string };
+export type SubmitResult =
+  | { ok: true; carrierId: string }
+  | {
+      ok: false;
+      error: string;
+      /**
+       * The carrier failed as a whole rather than refusing this part (SMPP ESME_RSYSERR): nothing
+       * was accepted, so with several carriers the message may go to the next of its route.
+       */
+      carrierFault?: boolean;
+    };
+
+/**
+ * What a `submit` that throws may tell: the positions (in the parts given) of the parts the
+ * carrier accepted before the call failed. Their message stays with that carrier.
+ */
+export interface SubmitFailure {
+  acceptedParts?: readonly number[];
+}
+
+/** The positions of the parts accepted before `error` ended a submit call (none if it does not say). */
+export function partsAcceptedBefore(error: unknown): ReadonlySet<number> {
+  const accepted = (error as SubmitFailure | undefined)?.acceptedParts;
+  return new Set(Array.isArray(accepted) ? accepted : []);
+}
 
 export interface CarrierReceipt {
   carrierId: string;
@@ -75,7 +99,10 @@ export interface Carrier {
   /** Short name for logs, e.g. `simulator`, `smpp`. */
   readonly name: string;
   readonly limits: CarrierLimits;
-  /** Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot be reached at all. */
+  /**
+   * Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot
+   * be reached at all (with `SubmitFailure.acceptedParts` when it had accepted some before).
+   */
   submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]>;
   /** Connects and starts delivering receipts to `onReceipts`. */
   start(onReceipts: ReceiptHandler): Promise<void>;

@@ -38,6 +38,8 @@ export type ClaimedMessage = Pick<
   | "carrierIds"
   | "submitAttempts"
   | "traceContext"
+  | "route"
+  | "carrier"
 >;
 
 /** A claimed message's own place in its account's queue, where it goes back when given back unsent. */
@@ -77,4 +79,8 @@ const CLAIMED_FIELDS = {
   carrierIds: 1,
   submitAttempts: 1,
   traceContext: 1,
+  // With several carriers: where it goes if its carrier fails (submission.ts), where it came
+  // from, and the carrier it is kept for once that one accepted a part of it.
+  route: 1,
+  carrier: 1,
 } as const;

@@ -108,6 +108,10 @@ export interface Release {
   dueAt?: Date;
   /** Given back without being submitted: its claim's attempt is taken back. */
   unattempted?: boolean;
+  /** This carrier accepted some of its parts: the rest go to it alone (MessageDoc.carrier). */
+  pinTo?: string;
+  /** This carrier refused it for a fault of its own: it goes to the next one of its route. */
+  leave?: string;
 }
 
 /**
@@ -126,6 +130,11 @@ export async function releaseDeliveries(
         ? { $unset: { deliveryAt: "", deliveryLease: "" } }
         : { $set: { deliveryAt: r.dueAt }, $unset: { deliveryLease: "" } };
     if (r.unattempted) update.$inc = { submitAttempts: -1 };
+    if (r.pinTo !== undefined) update.$set = { ...update.$set, carrier: r.pinTo };
+    if (r.leave !== undefined) {
+      update.$pull = { "route.carriers": r.leave };
+      update.$push = { "route.refusedBy": r.leave };
+    }
     return { updateOne: { filter: { _id: r.id }, update } };
   });
   await messages.bulkWrite(ops, { ordered: false });

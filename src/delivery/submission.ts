@@ -16,7 +16,12 @@ import type { DeliveryClass } from "../domain/delivery-priority.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
 import { submissionSpans } from "../tracing/work-spans.ts";
-import type { Carrier, CarrierPart, SubmitResult } from "./carrier.ts";
+import {
+  type Carrier,
+  type CarrierPart,
+  partsAcceptedBefore,
+  type SubmitResult,
+} from "./carrier.ts";
 import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
 import {
   expireMessages,
@@ -80,7 +85,18 @@ export interface SubmissionDeps {
    * withdrew (their recipient opted out: SEND_ERROR, refunded; services/opt-out-rules.ts).
    */
   screen?: (messages: readonly ClaimedMessage[]) => Promise<ReadonlySet<number>>;
+  /**
+   * With several carriers, this carrier's name in the plan: a message it cut off after accepting
+   * some of its parts stays with it (never split between carriers), and one it refused for a
+   * fault of its own with no part accepted goes to the next carrier of its route.
+   */
+  planCarrier?: string;
+  /** Told of messages this carrier answered that were meant for another (`from`, their route's first). */
+  failedOver?: (from: string, messages: number) => void;
 }
+
+/** How a message goes back to the queue besides its due time (Release's options). */
+type BackOptions = Pick<Release, "pinTo" | "leave">;
 
 export async function workClaim(
   deps: SubmissionDeps,
@@ -95,9 +111,15 @@ export async function workClaim(
     carrierDown: false,
   };
   const releases: Release[] = [];
-  const release = (message: ClaimedMessage, dueAt?: Date, attempted = false) => {
+  const release = (
+    message: ClaimedMessage,
+    dueAt?: Date,
+    attempted = false,
+    options?: BackOptions,
+  ) => {
     const r: Release = dueAt === undefined ? { id: message._id } : { id: message._id, dueAt };
     if (!attempted) r.unattempted = true;
+    if (options) Object.assign(r, options);
     releases.push(r);
     if (dueAt !== undefined) outcome.released.push({ accountId: message.accountId, dueAt });
   };
@@ -125,15 +147,20 @@ async function submit(
   deps: SubmissionDeps,
   messages: ClaimedMessage[],
   outcome: ClaimOutcome,
-  release: (message: ClaimedMessage, dueAt: Date, attempted: boolean) => void,
+  release: (
+    message: ClaimedMessage,
+    dueAt: Date,
+    attempted: boolean,
+    options?: BackOptions,
+  ) => void,
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<void> {
   // This claim counted one attempt; more means an earlier claim was cut off (a crash or a lost
   // lease) and may have reached the carrier with these parts.
   for (const message of messages)
     if ((message.submitAttempts ?? 0) > 1) outcome.resubmittedParts += Math.max(1, message.parts);
-  const giveBack = (message: ClaimedMessage, attempted: boolean) =>
-    release(message, placeInQueue(message), attempted);
+  const giveBack: GiveBack = (message, attempted, options) =>
+    release(message, placeInQueue(message), attempted, options);
   // The claim streams through the window: each run of messages goes as soon as its parts fit, and
   // their parts leave the window once their outcome is recorded. Runs of an eighth of the window at
   // most, and the claims that have had fewest runs go first: the window turns over run by run, so
@@ -169,12 +196,15 @@ async function submit(
   if (failed) throw failed.reason;
 }
 
+/** Puts a claimed message back in its place in the queue. */
+type GiveBack = (message: ClaimedMessage, attempted: boolean, options?: BackOptions) => void;
+
 /** Submits one run of messages and records the carrier's answers. */
 async function submitGroup(
   deps: SubmissionDeps,
   messages: ClaimedMessage[],
   outcome: ClaimOutcome,
-  giveBack: (message: ClaimedMessage, attempted: boolean) => void,
+  giveBack: GiveBack,
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<void> {
   const parts = messages.flatMap(carrierParts);
@@ -191,19 +221,38 @@ async function submitGroup(
     logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
     outcome.carrierDown = true;
     spans?.failed(error);
-    for (const message of messages) giveBack(message, true);
+    // A message this carrier accepted some parts of stays with it: the next claim is its.
+    const accepted = partsAcceptedBefore(error);
+    const pinned = new Set([...accepted].map((i) => parts[i]?.messageId));
+    const pinTo = deps.planCarrier;
+    for (const message of messages)
+      giveBack(
+        message,
+        true,
+        pinTo !== undefined && pinned.has(message._id) ? { pinTo } : undefined,
+      );
     return;
   }
-  const perMessage = new Map<number, { carrierIds: string[]; error?: string }>();
+  const perMessage = new Map<number, Answered>();
   parts.forEach((part, i) => {
     const result = results[i];
-    const entry = perMessage.get(part.messageId) ?? { carrierIds: [] };
+    const entry = perMessage.get(part.messageId) ?? { carrierIds: [], carrierFault: true };
     if (result?.ok) entry.carrierIds.push(result.carrierId);
-    else entry.error ??= result?.error ?? "no result";
+    else {
+      entry.error ??= result?.error ?? "no result";
+      if (!result?.carrierFault) entry.carrierFault = false;
+    }
     perMessage.set(part.messageId, entry);
   });
   spans?.answered((id) => perMessage.get(id)?.error);
-  const outcomes: SubmissionOutcome[] = messages.map((message) => {
+  countFailovers(deps, messages);
+  const recorded = messages.filter((message) => {
+    const leave = movesOn(deps.planCarrier, message, perMessage.get(message._id));
+    // Not recorded: back in its place, its attempt taken back, for the next carrier of its route.
+    if (leave) giveBack(message, false, { leave });
+    return leave === undefined;
+  });
+  const outcomes: SubmissionOutcome[] = recorded.map((message) => {
     const entry = perMessage.get(message._id) ?? { carrierIds: [], error: "no result" };
     const submission: SubmissionOutcome = {
       id: message._id,
@@ -216,9 +265,46 @@ async function submitGroup(
   });
   await deps.recorder.record(outcomes);
   // A SENT message is due again at its expiry, which may come before its lane's next turn.
-  for (const message of messages)
+  for (const message of recorded)
     if (perMessage.get(message._id)?.error === undefined)
       outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
+}
+
+/** A message's answers from the carrier: ids of the parts accepted, the first refusal. */
+export interface Answered {
+  carrierIds: string[];
+  error?: string;
+  /** Every refusal blamed the carrier itself (SubmitResult.carrierFault). */
+  carrierFault: boolean;
+}
+
+/**
+ * The carrier a message leaves (this one) when it refused it for a fault of its own, accepted
+ * none of its parts (now or in a submission cut off earlier: then `message.carrier` keeps it
+ * here), and its route has another carrier; else undefined (the answer is recorded).
+ */
+export function movesOn(
+  carrier: string | undefined,
+  message: Pick<ClaimedMessage, "route" | "carrier">,
+  answered: Answered | undefined,
+): string | undefined {
+  if (carrier === undefined || answered?.error === undefined) return undefined;
+  if (!answered.carrierFault || answered.carrierIds.length > 0) return undefined;
+  if (message.carrier !== undefined) return undefined;
+  const others = message.route?.carriers.some((c) => c !== carrier) ?? false;
+  return others ? carrier : undefined;
+}
+
+/** Counts the messages this carrier answered that their route meant for another one first. */
+function countFailovers(deps: SubmissionDeps, messages: readonly ClaimedMessage[]): void {
+  const carrier = deps.planCarrier;
+  if (carrier === undefined || !deps.failedOver) return;
+  const moved = new Map<string, number>();
+  for (const { route } of messages) {
+    const first = route?.refusedBy?.[0] ?? route?.carriers[0];
+    if (first !== undefined && first !== carrier) moved.set(first, (moved.get(first) ?? 0) + 1);
+  }
+  for (const [from, count] of moved) deps.failedOver(from, count);
 }
 
 /** The classes of claimed messages, which rank their notifications. */

@@ -74,8 +74,13 @@ export interface DeliveryWorkerOptions {
    * this carrier's name in the plan and which messages it claims now (those whose route's current
    * carrier it is, routing/carrier-health.ts). The worker records its name beside the parts' ids
    * and matches its receipts to its own parts only. Undefined: the one carrier takes everything.
+   * `failedOver` is told of the messages it answered that their route meant for another carrier.
    */
-  planCarrier?: { name: string; claims: () => Filter<MessageDoc> };
+  planCarrier?: {
+    name: string;
+    claims: () => Filter<MessageDoc>;
+    failedOver?: (from: string, messages: number) => void;
+  };
 }
 
 export interface DeliveryWorkerStats {
@@ -111,6 +116,7 @@ export class DeliveryWorker {
   private readonly pacing: ClaimPacing;
   private readonly recorder: SubmissionRecorder;
   private readonly screen: SubmissionDeps["screen"];
+  private readonly planCarrier: DeliveryWorkerOptions["planCarrier"];
   private readonly receipts: ReceiptHandler;
   private running = false;
   private loop: Promise<void> | undefined;
@@ -143,6 +149,7 @@ export class DeliveryWorker {
     this.screen = options.screen;
     this.pacing = new ClaimPacing(this.carrier.limits, options.claimAheadParts);
     const planCarrier = options.planCarrier;
+    this.planCarrier = planCarrier;
     this.carrierName = planCarrier?.name ?? options.carrier.name;
     this.recorder = new SubmissionRecorder(
       options.store.messages,
@@ -317,6 +324,8 @@ export class DeliveryWorker {
           recorded.then(runDone(submitted), runDone(submitted));
         },
         ...(this.screen && { screen: this.screen }),
+        ...(this.planCarrier && { planCarrier: this.planCarrier.name }),
+        ...(this.planCarrier?.failedOver && { failedOver: this.planCarrier.failedOver }),
       },
       { token, messages, now: this.store.clock.now() },
       this.logger,

@@ -168,3 +168,23 @@ export function measuredCarrier(
   }
   return measured;
 }
+
+/**
+ * `sms_carrier_failovers_total{from,to}`: messages a carrier answered that their route meant for
+ * another one first (it was down, its circuit open, or it refused them for a fault of its own).
+ * Every pair of the plan's carriers starts at 0, so `increase()` sees the first failover.
+ */
+export function failoverCounter(
+  registry: Registry,
+  carriers: readonly string[],
+): (from: string, to: string, messages: number) => void {
+  const counter = new Counter({
+    name: "sms_carrier_failovers_total",
+    help: "Messages a carrier took that their route meant for another carrier first (from: that carrier, to: the one that took them)",
+    labelNames: ["from", "to"],
+    registers: [registry],
+  });
+  for (const from of carriers)
+    for (const to of carriers) if (from !== to) counter.inc({ from, to }, 0);
+  return (from, to, messages) => counter.inc({ from, to }, messages);
+}

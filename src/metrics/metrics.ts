@@ -2,7 +2,7 @@ import type { Db } from "mongodb";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import type { Carrier } from "../delivery/carrier.ts";
 import type { Store } from "../store/database.ts";
-import { measuredCarrier } from "./carrier.ts";
+import { failoverCounter, measuredCarrier } from "./carrier.ts";
 import { type ChangeStreamMetrics, changeStreamMetrics } from "./change-stream.ts";
 import { type DatabaseMetrics, databaseMetrics } from "./database.ts";
 import { type IntakeMetrics, intakeMetrics } from "./intake.ts";
@@ -29,6 +29,8 @@ export interface Metrics {
   /** The carrier wrapped so its submissions are counted and timed. */
   /** `name`: its `carrier` label (the plan's name; default the adapter's). */
   carrier(carrier: Carrier, name?: string): Carrier;
+  /** With several carriers: counts messages moved between the plan's `carriers` (from, to). */
+  failovers(carriers: readonly string[]): (from: string, to: string, messages: number) => void;
 }
 
 export function createMetrics(db: Db): Metrics {
@@ -43,5 +45,6 @@ export function createMetrics(db: Db): Metrics {
     webhooks: webhookMetrics(registry),
     changeStream: changeStreamMetrics(registry),
     carrier: (carrier, name) => measuredCarrier(carrier, registry, name),
+    failovers: (carriers) => failoverCounter(registry, carriers),
   };
 }

@@ -133,7 +133,9 @@ export interface MessageDoc {
   carrierIds?: string[];
   /**
    * The carrier that took the parts (its name in the carriers file), recorded with them when the
-   * plan has several: carrier ids are unique only per carrier, so receipts match on both.
+   * plan has several: carrier ids are unique only per carrier, so receipts match on both. Also set
+   * on an ACCEPTED message whose submission that carrier cut off after accepting some of its parts:
+   * the rest go to it alone (delivery/routing/carrier-health.ts claimFilter).
    */
   carrier?: string;
   /** Carrier ids of the parts with a DELIVERED receipt so far (multi-part messages only). */
@@ -169,6 +171,11 @@ export interface StoredRoute {
   name: string;
   /** The carriers to try, in order: the first healthy one takes the message. */
   carriers: readonly string[];
+  /**
+   * Carriers that refused it for a fault of their own (ESME_RSYSERR) before any part was
+   * accepted, in order: each is taken out of `carriers`, so the next one takes the message.
+   */
+  refusedBy?: readonly string[];
 }
 
 export interface BatchDoc {

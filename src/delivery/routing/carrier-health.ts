@@ -82,7 +82,9 @@ export class CarrierHealth {
  * Which messages a carrier's worker claims, given the carriers that get no new work: those whose
  * stored route's first carrier not in `down` is this one, and, where every carrier of the route is
  * down, those whose route starts with it (they wait for it). A filter on the stored route, so a
- * split route's own order per message holds.
+ * split route's own order per message holds. A message with a `carrier` is that carrier's alone,
+ * down or not: one it cut off after accepting some of its parts (never split between carriers;
+ * it waits for it or expires), and its SENT ones (due for expiry).
  */
 export function claimFilter(
   carrier: string,
@@ -106,9 +108,10 @@ export function claimFilter(
     any.push({ "route.carriers.0": carrier, "route.name": { $in: stranded } });
   // A message the service wrote itself has no route: the default route's first carrier takes it.
   if (takesUnrouted) any.push({ route: { $exists: false } });
-  // Nothing to claim: a clause no message matches.
-  if (any.length === 0) return { _id: { $in: [] } };
-  return any.length === 1 ? (any[0] as Record<string, unknown>) : { $or: any };
+  const own = { carrier };
+  if (any.length === 0) return own;
+  const free = any.length === 1 ? (any[0] as Record<string, unknown>) : { $or: any };
+  return { $or: [own, { ...free, carrier: { $exists: false } }] };
 }
 
 /** The routes none of whose carriers gets new work. */

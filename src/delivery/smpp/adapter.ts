@@ -9,7 +9,8 @@
  *
  * What `submit` answers for each part:
  * - accepted (`submit_sm_resp` status 0): the SMSC's `message_id`, exactly as written;
- * - refused with any status but the two below: `{ ok: false }` (the message becomes SEND_ERROR);
+ * - refused with any status but the two below: `{ ok: false }` (the message becomes SEND_ERROR;
+ *   ESME_RSYSERR is marked `carrierFault`: with several carriers it may go to the next one);
  * - ESME_RTHROTTLED / ESME_RMSGQFUL: submitted again, after the bind's backoff or on another bind;
  * - no answer (the connection was lost, or no `submit_sm_resp` within `responseTimeoutMs`, after
  *   which the bind is dropped and bound again): the outcome is unknown, so the part is submitted
@@ -18,7 +19,8 @@
  * While no bind is up, `submit` waits for one up to `unboundWaitMs`; then it throws (the carrier
  * cannot be reached): the worker pauses and the claim's messages go back to their lanes, unfailed,
  * to be submitted when a bind is up again. Parts of that call the SMSC had already accepted are
- * then submitted again too: at most the call's parts, which the worker keeps within its window.
+ * then submitted again too: at most the call's parts, which the worker keeps within its window. The
+ * error names them (`acceptedParts`), so their messages stay with this carrier.
  *
  * Receipts and mobile-originated messages (deliver_sm, data_sm): incoming.ts.
  */
@@ -30,10 +32,11 @@ import type {
   CarrierPart,
   CarrierStatus,
   ReceiptHandler,
+  SubmitFailure,
   SubmitResult,
 } from "../carrier.ts";
 import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
-import { ESME_RMSGQFUL, ESME_RTHROTTLED, statusName } from "./command-status.ts";
+import { ESME_RMSGQFUL, ESME_RTHROTTLED, isCarrierFault, statusName } from "./command-status.ts";
 import { type Concatenation, submitSmFields } from "./encoding.ts";
 import { describeEndpoint, type SmppEndpoint } from "./endpoint.ts";
 import { type InboundParts, IncomingPdus } from "./incoming.ts";
@@ -80,6 +83,7 @@ export interface SmppCarrierOptions {
 
 /** One submit call: its parts' results, settled once all are in (or failed as a whole). */
 interface Call {
+  results: SubmitResult[];
   remaining: number;
   settled: boolean;
   accepted: number;
@@ -96,7 +100,10 @@ interface Job {
 }
 
 /** Thrown by `submit` when no bind is up: nothing was failed; the worker retries later. */
-export class CarrierUnavailable extends Error {
+export class CarrierUnavailable extends Error implements SubmitFailure {
+  /** The call's parts the SMSC had accepted before it failed (their positions). */
+  acceptedParts: readonly number[] = [];
+
   constructor(message: string) {
     super(message);
     this.name = "CarrierUnavailable";
@@ -206,6 +213,7 @@ export class SmppCarrier implements Carrier {
     return new Promise((resolve, reject) => {
       const results: SubmitResult[] = new Array(parts.length);
       const call: Call = {
+        results,
         remaining: parts.length,
         settled: false,
         accepted: 0,
@@ -334,7 +342,11 @@ export class SmppCarrier implements Carrier {
       this.counts.refused++;
       const error = `submit_sm refused: ${statusName(answer.status)}`;
       this.logger.info({ ...where, status: answer.status }, `smpp: ${error}`);
-      job.settle({ ok: false, error });
+      job.settle(
+        isCarrierFault(answer.status)
+          ? { ok: false, error, carrierFault: true }
+          : { ok: false, error },
+      );
     }
     this.pump();
     this.watchUnbound();
@@ -348,7 +360,7 @@ export class SmppCarrier implements Carrier {
   }
 
   /** Fails a call as a whole: its queued parts are dropped; answers still to come are ignored. */
-  private fail(call: Call, error: Error): void {
+  private fail(call: Call, error: CarrierUnavailable): void {
     if (call.settled) return;
     call.settled = true;
     clearTimeout(call.unboundTimer);
@@ -356,6 +368,7 @@ export class SmppCarrier implements Carrier {
     for (let i = this.queue.length - 1; i >= 0; i--)
       if (this.queue[i]?.call === call) this.queue.splice(i, 1);
     if (call.accepted > 0) {
+      error.acceptedParts = call.results.flatMap((result, i) => (result?.ok ? [i] : []));
       this.logger.warn(
         { accepted: call.accepted, err: error.message },
         "smpp: submission given back to the worker; parts the SMSC accepted will be submitted again",

@@ -2,6 +2,8 @@
 
 export const ESME_ROK = 0x00;
 export const ESME_RINVCMDID = 0x03;
+/** The SMSC's own failure: it says nothing of the message, which another carrier may take. */
+export const ESME_RSYSERR = 0x08;
 export const ESME_RMSGQFUL = 0x14;
 export const ESME_RTHROTTLED = 0x58;
 /** deliver_sm_resp of an MO: temporary, the SMSC delivers it again later. */
@@ -30,6 +32,15 @@ const STATUS_NAMES = new Map<number, string>([
   [0x64, "ESME_RX_T_APPN"],
   [0x66, "ESME_RX_R_APPN"],
 ]);
+
+/**
+ * Refusals that blame the SMSC, not the part (SubmitResult.carrierFault): with several carriers the
+ * message goes to the next of its route. Every other refusal (a bad address, ESME_RSUBMITFAIL, ...)
+ * would be refused elsewhere too and ends the message (SEND_ERROR).
+ */
+export function isCarrierFault(status: number): boolean {
+  return status === ESME_RSYSERR;
+}
 
 /** e.g. `ESME_RSUBMITFAIL (0x45)`, or `status 0x4a` for one without a name here. */
 export function statusName(status: number): string {
