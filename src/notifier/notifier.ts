@@ -2,9 +2,12 @@
  * The webhook dispatcher: status webhooks, and inbound messages' webhooks beside them (design
  * "Status webhooks", "Two-way messaging" and "Scheduling: fair and prioritized").
  *
- * - Due work: a message whose first pending notification is due (`notifyAt`). Only the first
- *   pending notification of a message is ever sent, so notifications go out in order, each after
- *   the previous one succeeded or was given up (outcomes.ts).
+ * - Two kinds of webhooks, each with lanes, claims and writes of its own and the loop they share
+ *   (webhook-queue.ts): status notifications (status-notifications.ts) and inbound messages'
+ *   webhooks (inbound-notifications.ts). Their rounds take turns while both have work; they share
+ *   the dispatcher (its bounds), the sender and the claim limits per account. The intake of this
+ *   process wakes the inbound webhooks (inbound-queue.ts); other instances' are found by the
+ *   periodic wake-up.
  * - Claims (claiming.ts): by account lane, in rounds that share the free capacity between the due
  *   lanes least recently served, on every instance alike; every claimed message's lease is renewed
  *   until its outcome is recorded. An account whose claimed, unfinished notifications reach
@@ -16,73 +19,49 @@
  *   back to the database for a moment.
  * - Wake-ups (change-stream.ts): a change stream on `messages`, with its resume token stored, and a
  *   periodic wake-up for retries and lanes that come due later.
- * - Recording (outcome-recorder.ts): outcomes are buffered and written with one bulkWrite per flush while the next
- *   requests run; then the lanes of messages left with a `notifyAt` are marked due at that time. A
- *   message whose next status is already in the claimed snapshot goes on under the same claim.
- * - Inbound messages' webhooks (inbound-notifications.ts) are claimed through lanes of their own,
- *   in rounds that take turns with the status rounds, and share the dispatcher (its bounds), the
- *   sender and the claim limits per account. The intake of this process wakes them
- *   (inbound-queue.ts); other instances' are found by the periodic wake-up.
+ * - Recording (outcome-recorder.ts): outcomes are buffered and written with one bulkWrite per
+ *   flush while the next requests run; then the lanes of documents left with a `notifyAt` are
+ *   marked due at that time.
  */
 
 import { WakeSignal } from "../delivery/wake-signal.ts";
 import type { Logger } from "../logger.ts";
-import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
-import { headersFor } from "../tracing/tracing.ts";
-import { endWebhookSpan, webhookSpan } from "../tracing/work-spans.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { ClaimBudget } from "./claim-budget.ts";
-import { NotificationClaimer, type NotifyingMessage, type WebhookAccount } from "./claiming.ts";
 import { FairDispatcher } from "./dispatch.ts";
-import {
-  InboundNotifications,
-  type InboundStats,
-  type InboundTask,
-} from "./inbound-notifications.ts";
+import { InboundNotifications, type InboundTask } from "./inbound-notifications.ts";
 import { onInboundQueued } from "./inbound-queue.ts";
-import { type NotificationOutcome, recordNotificationOutcomes } from "./notification-records.ts";
 import {
   type NotifierOptions,
   type ResolvedNotifierOptions,
   resolveNotifierOptions,
 } from "./options.ts";
-import { OutcomeRecorder } from "./outcome-recorder.ts";
-import {
-  attemptOutcome,
-  hasNextPending,
-  planNotification,
-  putBackOutcome,
-  type SendTask,
-} from "./outcomes.ts";
+import type { SendTask } from "./outcomes.ts";
 import { WebhookSender } from "./sending.ts";
+import { StatusNotifications } from "./status-notifications.ts";
+import type { NotifierHost, WebhookStats } from "./webhook-queue.ts";
 
 export type { NotifierOptions } from "./options.ts";
 export { notificationUrl, receiverKey } from "./sending.ts";
 
-export interface NotifierStats extends ChangeWatcherStats {
-  delivered: number;
-  failedAttempts: number;
-  gaveUp: number;
-  skipped: number;
-  claimed: number;
-  /** Notifications put back unattempted (saturated receiver, or stopping). */
-  deferred: number;
+/** The status notifications' counts, the claim rounds and sweeps of both kinds, the stream's. */
+export interface NotifierStats extends ChangeWatcherStats, WebhookStats {
   /** Claim rounds that took a turn on at least one lane. */
   rounds: number;
   /** Lanes marked due by the overdue sweep. */
   lanesRepaired: number;
   /** Inbound messages' webhooks. */
-  inbound: InboundStats;
+  inbound: WebhookStats;
 }
 
 export class Notifier {
   private readonly store: Store;
   private readonly logger: Logger;
   private readonly options: ResolvedNotifierOptions;
-  private readonly claimer: NotificationClaimer;
   private readonly dispatcher: FairDispatcher<SendTask | InboundTask>;
   private readonly sender: WebhookSender;
+  private readonly status: StatusNotifications;
   private readonly inbound: InboundNotifications;
   /** Inbound webhooks may be due: look in their lanes in the next rounds. */
   private inboundDue = true;
@@ -97,17 +76,7 @@ export class Notifier {
   private unlisten: (() => void) | undefined;
   /** Claimed messages here until their outcome is recorded, in all and by account. */
   private readonly budget: ClaimBudget;
-  private readonly recorder: OutcomeRecorder<NotificationOutcome>;
-  private readonly counters = {
-    delivered: 0,
-    failedAttempts: 0,
-    gaveUp: 0,
-    skipped: 0,
-    claimed: 0,
-    deferred: 0,
-    rounds: 0,
-    lanesRepaired: 0,
-  };
+  private readonly counters = { rounds: 0, lanesRepaired: 0 };
 
   constructor(options: NotifierOptions) {
     const o = resolveNotifierOptions(options);
@@ -115,42 +84,24 @@ export class Notifier {
     this.store = o.store;
     this.logger = o.logger;
     this.budget = new ClaimBudget(o);
-    this.claimer = new NotificationClaimer({
-      store: o.store,
-      commits: new BatchCommits(o.store.batches),
-      logger: o.logger,
-      instanceId: o.instanceId,
-      leaseMs: o.leaseMs,
-      lanesPerRound: o.lanesPerRound,
-      laneParallelism: 8,
-    });
-    this.recorder = new OutcomeRecorder<NotificationOutcome>({
-      store: o.store,
-      claimer: this.claimer,
-      logger: o.logger,
-      write: (outcomes, now) => recordNotificationOutcomes(o.store.messages, outcomes, now),
-      recorded: (accountIds) => {
-        for (const accountId of accountIds) this.budget.done(accountId);
-        this.wake();
-      },
-    });
     this.dispatcher = new FairDispatcher<SendTask | InboundTask>(o, {
-      run: (task) => ("inbound" in task ? this.inbound.send(task) : this.send(task)),
+      run: (task) => ("inbound" in task ? this.inbound.send(task) : this.status.send(task)),
       putBack: (task) =>
         "inbound" in task
           ? this.inbound.putBack(task, o.deferMs)
-          : this.putBack(task.message, task.claim, o.deferMs),
+          : this.status.putBack(task, o.deferMs),
     });
     this.sender = new WebhookSender({ ...o, maxSockets: o.concurrency });
-    this.inbound = new InboundNotifications(o, this.sender, {
-      running: () => this.running,
-      push: (task) => this.dispatcher.push(task),
-      take: (accountId) => this.budget.take(accountId),
-      recorded: (accountIds) => {
-        for (const accountId of accountIds) this.budget.done(accountId);
-        this.wakeInbound();
-      },
-    });
+    this.status = new StatusNotifications(
+      o,
+      this.sender,
+      this.host(() => this.wake()),
+    );
+    this.inbound = new InboundNotifications(
+      o,
+      this.sender,
+      this.host(() => this.wakeInbound()),
+    );
     if (o.watch) {
       this.watcher = new ChangeWatcher({
         store: o.store,
@@ -168,7 +119,7 @@ export class Notifier {
     if (this.running) return;
     this.running = true;
     await this.watcher?.start();
-    this.claimer.start();
+    this.status.start();
     this.inbound.start();
     this.unlisten = onInboundQueued(this.store.db, () => this.wakeInbound());
     const every = (ms: number, tick: () => void) => {
@@ -203,12 +154,11 @@ export class Notifier {
     await this.loop;
     for (const task of this.dispatcher.drain()) {
       if ("inbound" in task) this.inbound.putBack(task, 0);
-      else this.putBack(task.message, task.claim, 0);
+      else this.status.putBack(task, 0);
     }
     await this.dispatcher.idle();
-    await this.recorder.drain();
+    await this.status.stop();
     await this.inbound.stop();
-    await this.claimer.stop();
     await watching;
     this.sender.destroy();
     this.logger.info({ instanceId: this.options.instanceId, ...this.stats() }, "notifier stopped");
@@ -231,7 +181,12 @@ export class Notifier {
       streamOpens: 0,
       resumedFromToken: false,
     };
-    return { ...this.counters, ...stream, inbound: this.inbound.stats() };
+    return {
+      ...this.status.stats(),
+      ...this.counters,
+      ...stream,
+      inbound: this.inbound.stats(),
+    };
   }
 
   // ---- claiming ---------------------------------------------------------------------------------
@@ -260,170 +215,82 @@ export class Notifier {
 
   /** One round of status notifications, dispatched. */
   private async claimStatus(): Promise<void> {
-    const room = this.budget.round();
-    if (!room) return;
-    const started = Date.now();
-    const round = await this.claimer.claimRound(room.limit, room.room, room.skip);
-    if (round.lanes > 0) {
-      this.counters.rounds++;
-      this.logger.debug(
-        {
-          lanes: round.lanes,
-          claimed: round.messages.length,
-          ms: Date.now() - started,
-          inFlight: this.budget.held + round.messages.length,
-        },
-        "notifier: claimed",
-      );
-    }
-    this.counters.claimed += round.messages.length;
-    for (const message of round.messages) {
-      this.budget.take(message.accountId);
-      if (round.accounts)
-        this.dispatch(message, round.accounts.get(message.accountId), round.token);
-      else this.putBack(message, round.token, this.options.deferMs);
-    }
-    this.dispatcher.pump();
-    if (round.more) this.signal.wake(); // there may be more due
+    if (await this.claimRound(this.status)) this.wake(); // there may be more due
   }
 
   /** One round of inbound webhooks, dispatched; left due while the pipeline has no room. */
   private async claimInbound(): Promise<void> {
-    const room = this.budget.round();
-    if (!room) return;
     this.inboundDue = false;
     try {
-      const round = await this.inbound.claimRound(room.limit, room.room, room.skip);
-      if (round.lanes > 0) this.counters.rounds++;
-      this.dispatcher.pump();
-      if (round.more) this.wakeInbound();
+      const more = await this.claimRound(this.inbound);
+      if (more === undefined) this.inboundDue = true;
+      else if (more) this.wakeInbound();
     } catch (error) {
       this.inboundDue = true;
       throw error;
     }
   }
 
-  private async repairLanes(graceMs: number): Promise<void> {
-    try {
-      const marked = await this.claimer.repairLanes(graceMs);
-      this.counters.lanesRepaired += marked;
-      await this.claimer.flushMarks(); // marks a failed flush kept
-      if (marked > 0) this.wake();
-    } catch (error) {
-      this.logger.warn({ err: error }, "notifier: the overdue sweep failed");
-    }
-    try {
-      const marked = await this.inbound.repairLanes(graceMs);
-      this.counters.lanesRepaired += marked;
-      if (marked > 0) this.wakeInbound();
-    } catch (error) {
-      this.logger.warn({ err: error }, "notifier: the inbound webhooks' overdue sweep failed");
-    }
-  }
-
-  // ---- dispatching ------------------------------------------------------------------------------
-
-  /** Queues a claimed message's first pending notification, or records at once what needs no request. */
-  private dispatch(message: NotifyingMessage, account: WebhookAccount | undefined, claim: string) {
-    const plan = planNotification(
-      message,
-      account,
-      claim,
-      this.store.clock.now(),
-      this.options.allowPrivate,
-    );
-    if ("send" in plan) {
-      if (this.running) this.dispatcher.push(plan.send);
-      else this.putBack(message, claim, 0);
-      return;
-    }
-    if (plan.because === "no-url") {
-      this.counters.skipped++;
-      if (hasNextPending(message, plan.record.index)) {
-        // No URL for the next known status either: skipped under the same claim too.
-        this.goOn(plan.record, message, account, claim);
-        return;
-      }
-    }
-    if (plan.because === "refused") {
-      this.counters.gaveUp++;
-      this.logger.warn(
-        { messageId: message._id, url: plan.record.url, error: plan.record.attempt?.error },
-        "webhook refused",
+  /** One round of a kind, dispatched: whether more may be due; undefined when there was no room. */
+  private async claimRound(
+    kind: StatusNotifications | InboundNotifications,
+  ): Promise<boolean | undefined> {
+    const room = this.budget.round();
+    if (!room) return undefined;
+    const started = Date.now();
+    const round = await kind.claimRound(room.limit, room.room, room.skip);
+    if (round.lanes > 0) {
+      this.counters.rounds++;
+      this.logger.debug(
+        {
+          inbound: kind === this.inbound,
+          lanes: round.lanes,
+          claimed: round.claimed,
+          ms: Date.now() - started,
+          inFlight: this.budget.held,
+        },
+        "notifier: claimed",
       );
     }
-    this.recorder.record(plan.record, message.accountId);
+    this.dispatcher.pump();
+    return round.more;
   }
 
-  /** Sends one notification and records the outcome; a success goes on with the next status. */
-  private async send(task: SendTask): Promise<void> {
-    const { message, index } = task;
-    const at = this.store.clock.now();
-    // A span in the message's trace, whose traceparent the request carries (tracing on only).
-    const span = webhookSpan(message, task.status);
-    const result = await this.sender.attempt(
-      task.url,
-      `msg_${message._id}_${index}`,
-      task.account?.webhookSecret,
-      span && headersFor(span),
+  private async repairLanes(graceMs: number): Promise<void> {
+    await this.repairLanesOf(this.status, graceMs, () => this.wake(), "the overdue sweep");
+    await this.repairLanesOf(
+      this.inbound,
+      graceMs,
+      () => this.wakeInbound(),
+      "the inbound webhooks' overdue sweep",
     );
-    if (span) endWebhookSpan(span, result);
-    const outcome = attemptOutcome(
-      task,
-      result,
-      at,
-      this.options.retrySchedule,
-      this.store.clock.now(),
-    );
-    this.options.metrics.webhooks.attempt(
-      outcome.state === "delivered" || outcome.state === "gave_up" ? outcome.state : "retry",
-      result.durationMs,
-    );
-    if (outcome.state === "delivered") {
-      this.counters.delivered++;
-      if (hasNextPending(message, index)) {
-        // The next status of this message is already known: send it under the same claim
-        // rather than releasing the message and claiming it again (half the claims, in order).
-        this.goOn(outcome, message, task.account, task.claim);
-        return;
-      }
-    } else {
-      this.counters.failedAttempts++;
-      if (outcome.state === "gave_up") {
-        this.counters.gaveUp++;
-        this.logger.warn(
-          {
-            messageId: message._id,
-            status: task.status,
-            url: task.callback,
-            error: outcome.attempt?.error ?? outcome.attempt?.httpStatus,
-          },
-          "webhook given up",
-        );
-      }
+  }
+
+  private async repairLanesOf(
+    kind: StatusNotifications | InboundNotifications,
+    graceMs: number,
+    wake: () => void,
+    sweep: string,
+  ): Promise<void> {
+    try {
+      const marked = await kind.repairLanes(graceMs);
+      this.counters.lanesRepaired += marked;
+      if (marked > 0) wake();
+    } catch (error) {
+      this.logger.warn({ err: error }, `notifier: ${sweep} failed`);
     }
-    this.recorder.record(outcome, message.accountId);
   }
 
-  /** Records a handled notification keeping the claim, and dispatches the message's next one. */
-  private goOn(
-    outcome: NotificationOutcome,
-    message: NotifyingMessage,
-    account: WebhookAccount | undefined,
-    claim: string,
-  ): void {
-    outcome.keepLease = true;
-    this.recorder.record(outcome, message.accountId);
-    const handled = message.notifications[outcome.index];
-    if (handled && outcome.state) handled.state = outcome.state;
-    this.budget.take(message.accountId);
-    this.dispatch(message, account, claim);
-  }
-
-  /** Records a claimed message's notification as not attempted, due again in `delayMs`. */
-  private putBack(message: NotifyingMessage, claim: string, delayMs: number): void {
-    this.counters.deferred++;
-    const at = new Date(this.store.clock.nowMs() + delayMs);
-    this.recorder.record(putBackOutcome(message, claim, at), message.accountId);
+  /** What the notifier lends a kind: its dispatcher and claim budget; `wake` once outcomes are written. */
+  private host<T extends SendTask | InboundTask>(wake: () => void): NotifierHost<T> {
+    return {
+      running: () => this.running,
+      push: (task) => this.dispatcher.push(task),
+      take: (accountId) => this.budget.take(accountId),
+      recorded: (accountIds) => {
+        for (const accountId of accountIds) this.budget.done(accountId);
+        wake();
+      },
+    };
   }
 }
