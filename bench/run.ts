@@ -21,6 +21,7 @@ import {
 } from "./common.ts";
 import { deliveryFigures } from "./delivery-figures.ts";
 import { embeddedFigure } from "./embedded-figure.ts";
+import { failoverFigure } from "./failover-figure.ts";
 import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
@@ -29,6 +30,7 @@ import { median, percentile, residentBytes, startProcess } from "./processes.ts"
 import { routingCostFigure } from "./routing-cost-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
+import { twoCarriersFigure } from "./two-carriers-figure.ts";
 import { webhookFigures } from "./webhook-figures.ts";
 import { webhookRun } from "./webhook-run.ts";
 
@@ -38,7 +40,8 @@ const quick = process.argv.includes("--quick");
 // 6, in own-batches-figure.ts); 11 in
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
-// (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts.
+// (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
+// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -343,6 +346,9 @@ await hostileBodiesFigure(ctx);
 await moIntakeFigure(ctx);
 // ---- 15 (issue 26). Sends checked against a 100000-number opt-out list
 await optOutFigure(ctx);
+// ---- 16, 17 (issue 27). Failover when a carrier's SMSC dies; a split over two carriers beside one
+await failoverFigure(ctx);
+await twoCarriersFigure(ctx);
 // ---- 18 (issue 27). 250 routes and prices for 250 countries beside one carrier
 await routingCostFigure(ctx);
 

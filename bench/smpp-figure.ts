@@ -48,12 +48,12 @@ async function submitTimes(smsc: TestSmsc, count: number, timeoutMs: number) {
   return times;
 }
 
-function rateOf(times: number[]): number {
+export function rateOf(times: number[]): number {
   if (times.length < 2) return 0;
   return (times.length - 1) / (((times.at(-1) as number) - (times[0] as number)) / 1000);
 }
 
-function steadyRateOf(times: number[]): number {
+export function steadyRateOf(times: number[]): number {
   return rateOf(times.slice(Math.floor(times.length * 0.1), Math.ceil(times.length * 0.9)));
 }
 
