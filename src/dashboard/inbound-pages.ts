@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import type { ListInboundMessagesRequestSchema } from "../../gen/sms/v1/inbound_pb.ts";
-import type { InboundMessage } from "../../gen/sms/v1/types_pb.ts";
+import { type InboundMessage, NotificationState } from "../../gen/sms/v1/types_pb.ts";
 import {
   badId,
   type Dashboard,
@@ -14,7 +14,13 @@ import {
   utcTimeOf,
 } from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
-import { OPT_OUT_MEANINGS, optOutTypeName, timeText } from "./wording.ts";
+import {
+  attemptRows,
+  notificationState,
+  OPT_OUT_MEANINGS,
+  optOutTypeName,
+  timeText,
+} from "./wording.ts";
 
 // Messages handsets sent to the account's numbers, read with InboundService (design "Two-way
 // messaging": "Reading"): searching by sender, number and time in AIP-158 pages, and one message.
@@ -119,10 +125,25 @@ export function inboundPages(app: FastifyInstance, dashboard: Dashboard): void {
         sessionCall(request, account),
       );
       if (!inboundMessage) throw new Error("the service returned no inbound message");
+      const webhook = inboundMessage.webhook;
       return dashboard.render(
         reply,
         "inbound-message",
-        { title: `Inbound message ${id}`, nav: "inbound", message: inboundRow(inboundMessage) },
+        {
+          title: `Inbound message ${id}`,
+          nav: "inbound",
+          message: inboundRow(inboundMessage),
+          // As a message's status webhooks are shown (message-pages.ts).
+          webhook: webhook && {
+            state:
+              webhook.state === NotificationState.SKIPPED
+                ? "skipped (no inbound URL)"
+                : notificationState(webhook.state),
+            url: webhook.url,
+            nextAttempt: timeText(webhook.nextAttemptTime),
+            attempts: attemptRows(webhook.attempts),
+          },
+        },
         account,
       );
     }),

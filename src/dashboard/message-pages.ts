@@ -20,6 +20,7 @@ import {
 } from "./page-kit.ts";
 import { sessionCall } from "./session.ts";
 import {
+  attemptRows,
   creditText,
   notificationState,
   priceText,
@@ -168,12 +169,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
             state: notificationState(n.state),
             url: n.url,
             nextAttempt: timeText(n.nextAttemptTime),
-            attempts: n.attempts.map((a) => ({
-              at: timeText(a.attemptTime),
-              httpStatus: a.httpStatus === 0 ? "no answer" : String(a.httpStatus),
-              error: a.error,
-              durationMs: a.durationMs,
-            })),
+            attempts: attemptRows(n.attempts),
           })),
         },
         account,

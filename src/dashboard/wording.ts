@@ -8,6 +8,7 @@ import {
   OptOutType,
   SenderNameOwnerType,
   SenderNamePurpose,
+  type WebhookAttempt,
 } from "../../gen/sms/v1/types_pb.ts";
 import type { OptOutType as OptOutTypeName } from "../domain/opt-out-keywords.ts";
 import type { ReasonName, StatusName } from "../store/documents.ts";
@@ -93,6 +94,15 @@ export function reasonOf(reason: NonDeliveryReason): { name: string; meaning: st
 
 export const notificationState = (state: NotificationState): string =>
   NOTIFICATION_STATES[state] ?? "";
+
+/** A webhook's attempts as the pages show them (views/webhook-attempts.eta). */
+export const attemptRows = (attempts: readonly WebhookAttempt[]) =>
+  attempts.map((a) => ({
+    at: timeText(a.attemptTime),
+    httpStatus: a.httpStatus === 0 ? "no answer" : String(a.httpStatus),
+    error: a.error,
+    durationMs: a.durationMs,
+  }));
 
 export const purposeName = (purpose: SenderNamePurpose): string => SenderNamePurpose[purpose] ?? "";
 

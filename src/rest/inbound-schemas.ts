@@ -32,6 +32,52 @@ const inboundMessage = {
   },
 } as const;
 
+/** GET /inbound/{id} only: the inbound webhook's progress, as GetMessage shows a status's. */
+const inboundWebhook = {
+  type: "object",
+  description:
+    "Its inbound webhook with every attempt; present only when the account had an inbound URL when the message came",
+  required: ["state", "url", "attempts"],
+  properties: {
+    state: {
+      type: "string",
+      enum: ["PENDING", "DELIVERED", "GAVE_UP", "SKIPPED"],
+      description:
+        "PENDING: to be sent or retried; DELIVERED: a 2xx answer; GAVE_UP: the retry schedule ran out, or the address is not public; SKIPPED: the account had no inbound URL any more",
+    },
+    url: {
+      type: "string",
+      description: "The inbound URL it is (or was last) sent to; empty before its first attempt",
+    },
+    attempts: {
+      type: "array",
+      description: "Every request made, oldest first",
+      items: {
+        type: "object",
+        required: ["at", "httpStatus", "durationMs"],
+        properties: {
+          at: { type: "string", format: "date-time" },
+          httpStatus: {
+            type: "integer",
+            description: "The receiver's HTTP status; 0 when none came (timeout, refused, blocked)",
+          },
+          error: {
+            type: "string",
+            description:
+              'Why it failed, in a few words, e.g. "ERR_ADDRESS_BLOCKED: callback address is not a public address"; absent on success',
+          },
+          durationMs: { type: "integer" },
+        },
+      },
+    },
+    nextAttemptAt: {
+      type: "string",
+      format: "date-time",
+      description: "When the next attempt is due (PENDING only)",
+    },
+  },
+} as const;
+
 export const listInboundSchema = {
   summary: "List inbound messages",
   description:
@@ -86,7 +132,11 @@ export const getInboundSchema = {
   },
   querystring: { type: "object", required: ["apiKey", "apiSecret"], properties: credentials },
   response: {
-    200: { ...inboundMessage, description: "The inbound message" },
+    200: {
+      ...inboundMessage,
+      description: "The inbound message, with its inbound webhook's attempts",
+      properties: { ...inboundMessage.properties, webhook: inboundWebhook },
+    },
     ...errorResponses("arrays", [...ALWAYS, 404], {
       404: { id: ["no inbound message with id 42"] },
     }),

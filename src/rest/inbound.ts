@@ -1,6 +1,11 @@
-import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
-import { type InboundMessage, OptOutType } from "../../gen/sms/v1/types_pb.ts";
+import {
+  type InboundMessage,
+  type InboundWebhook,
+  NotificationState,
+  OptOutType,
+} from "../../gen/sms/v1/types_pb.ts";
 import { type Credentials, serviceCall } from "./call-options.ts";
 import { getInboundSchema, listInboundSchema } from "./inbound-schemas.ts";
 import type { ServiceClients } from "./service-clients.ts";
@@ -18,7 +23,35 @@ const OPT_OUT_TYPE_NAME: Partial<Record<OptOutType, string>> = {
   [OptOutType.HELP]: "HELP",
 };
 
-/** The design's shape: `{id, from, to, text, parts, receivedAt, optOutType?, incomplete?}`. */
+const STATE_NAME: Record<NotificationState, string> = {
+  [NotificationState.UNSPECIFIED]: "PENDING",
+  [NotificationState.PENDING]: "PENDING",
+  [NotificationState.DELIVERED]: "DELIVERED",
+  [NotificationState.GAVE_UP]: "GAVE_UP",
+  [NotificationState.SKIPPED]: "SKIPPED",
+};
+
+const isoTime = (time: Timestamp | undefined) => (time ? timestampDate(time).toISOString() : "");
+
+/** An inbound message's webhook (GET /inbound/{id}): where it stands, every attempt. */
+function renderWebhook(webhook: InboundWebhook) {
+  return {
+    state: STATE_NAME[webhook.state],
+    url: webhook.url,
+    attempts: webhook.attempts.map((a) => ({
+      at: isoTime(a.attemptTime),
+      httpStatus: a.httpStatus,
+      ...(a.error && { error: a.error }),
+      durationMs: a.durationMs,
+    })),
+    ...(webhook.nextAttemptTime && { nextAttemptAt: isoTime(webhook.nextAttemptTime) }),
+  };
+}
+
+/**
+ * The design's shape: `{id, from, to, text, parts, receivedAt, optOutType?, incomplete?}`, and
+ * `webhook` when the service answered it (GetInboundMessage, for an account with an inbound URL).
+ */
 export function renderInbound(message: InboundMessage | undefined) {
   if (!message) throw new Error("the service returned no inbound message");
   const optOutType = OPT_OUT_TYPE_NAME[message.optOutType];
@@ -28,9 +61,10 @@ export function renderInbound(message: InboundMessage | undefined) {
     to: message.to,
     text: message.text,
     parts: message.parts,
-    receivedAt: message.receiveTime ? timestampDate(message.receiveTime).toISOString() : "",
+    receivedAt: isoTime(message.receiveTime),
     ...(optOutType && { optOutType }),
     ...(message.incomplete && { incomplete: true }),
+    ...(message.webhook && { webhook: renderWebhook(message.webhook) }),
   };
 }
 

@@ -28,6 +28,7 @@ import { authenticateAccount } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import { type FieldMessages, invalidArgument, notFound } from "./errors.ts";
+import { webhookProgress } from "./message-resources.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 export interface InboundServiceDeps {
@@ -42,7 +43,14 @@ const TYPE_TO_PROTO: Record<TypeName, OptOutType> = {
   HELP: OptOutType.HELP,
 };
 
-export function inboundResource(doc: InboundMessageDoc): InboundMessage {
+/**
+ * The InboundMessage resource of a stored message; with `webhook`, its inbound webhook and every
+ * attempt (GetInboundMessage), as GetMessage answers a message's status webhooks.
+ */
+export function inboundResource(
+  doc: InboundMessageDoc,
+  options: { webhook?: boolean } = {},
+): InboundMessage {
   return create(InboundMessageSchema, {
     id: BigInt(doc._id),
     sender: doc.from,
@@ -52,6 +60,7 @@ export function inboundResource(doc: InboundMessageDoc): InboundMessage {
     receiveTime: timestampFromDate(doc.receivedAt),
     optOutType: doc.optOutType ? TYPE_TO_PROTO[doc.optOutType] : OptOutType.UNSPECIFIED,
     incomplete: doc.incomplete === true,
+    ...(options.webhook && doc.webhook && { webhook: webhookProgress(doc.webhook) }),
   });
 }
 
@@ -129,14 +138,14 @@ export function createInboundService(deps: InboundServiceDeps): ServiceImpl<type
       const [page, nextPageToken] = paged(docs, limit, (last) =>
         pageToken(scope, [last.receivedAt.getTime(), last._id]),
       );
-      return { inboundMessages: page.map(inboundResource), nextPageToken };
+      return { inboundMessages: page.map((doc) => inboundResource(doc)), nextPageToken };
     },
 
     async getInboundMessage(req, ctx) {
       const account = await authenticateAccount(ctx, directory);
       const doc = await getInboundMessage(store.db, account.apiKey, Number(req.id));
       if (!doc) throw inboundNotFound(req.id);
-      return { inboundMessage: inboundResource(doc) };
+      return { inboundMessage: inboundResource(doc, { webhook: true }) };
     },
 
     async getInboundSettings(_req, ctx) {

@@ -49,6 +49,24 @@ const NOTIFICATION_STATE_TO_PROTO: Record<NotificationDoc["state"], Notification
   skipped: NotificationState.SKIPPED,
 };
 
+/**
+ * Where a webhook stands and its attempts: the fields a status notification and an inbound
+ * message's webhook share (StatusNotification, InboundWebhook).
+ */
+export function webhookProgress(webhook: Omit<NotificationDoc, "status" | "createdAt">) {
+  return {
+    state: NOTIFICATION_STATE_TO_PROTO[webhook.state],
+    url: webhook.url ?? "",
+    ...(webhook.nextAttemptAt && { nextAttemptTime: timestampFromDate(webhook.nextAttemptAt) }),
+    attempts: webhook.attempts.map((a) => ({
+      attemptTime: timestampFromDate(a.at),
+      httpStatus: a.httpStatus,
+      error: a.error ?? "",
+      durationMs: a.durationMs,
+    })),
+  };
+}
+
 /** What a view leaves out of the stored document: BASIC reads no webhook history. */
 export function messageProjection(view: MessageView): { notifications?: 0 } {
   return view === MessageView.FULL ? {} : { notifications: 0 };
@@ -107,16 +125,8 @@ export function messageResource(
     }),
     notifications: (doc.notifications ?? []).map((n) => ({
       status: STATUS_TO_PROTO[n.status],
-      state: NOTIFICATION_STATE_TO_PROTO[n.state],
-      url: n.url ?? "",
       createTime: timestampFromDate(n.createdAt),
-      ...(n.nextAttemptAt && { nextAttemptTime: timestampFromDate(n.nextAttemptAt) }),
-      attempts: n.attempts.map((a) => ({
-        attemptTime: timestampFromDate(a.at),
-        httpStatus: a.httpStatus,
-        error: a.error ?? "",
-        durationMs: a.durationMs,
-      })),
+      ...webhookProgress(n),
     })),
   });
 }

@@ -1,25 +1,49 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { inboundMessagesCollection } from "../../src/store/inbound-messages.ts";
 import { browserTestsSkipped, launchBrowser, screenshot } from "../support/browser.ts";
+import { eventually } from "../support/fixtures.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
+import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
 // The dashboard's inbound, opt-out and settings pages in a real browser (Debian's Chromium)
 // against the whole service, as an account holder uses them: through the navigation, the search
 // form, buttons and the keyboard. Inbound messages come in through AdminService.SimulateInbound,
-// as the simulator carrier's MO would. `npm run screenshots` saves docs/dashboard/ from here too.
+// as the simulator carrier's MO would, and their webhooks go to a real receiver on loopback (the
+// notifier runs). `npm run screenshots` saves docs/dashboard/ from here too.
 
 const NUMBER = "+4915799990001";
 const HANDSET = "+4917012345678";
 
 let service: RunningService;
+let receiver: WebhookReceiver;
 let browser: Browser;
 let account: { apiKey: string; apiSecret: string };
 const ids: string[] = [];
 
 beforeAll(async () => {
-  service = await startService();
+  // Each inbound webhook's first request fails with 500, its retry gets 200: every message
+  // shows a failed attempt and the one that succeeded.
+  const failedOnce = new Set<unknown>();
+  receiver = await startWebhookReceiver({
+    respond: ({ headers }) => {
+      if (failedOnce.has(headers["webhook-id"])) return 200;
+      failedOnce.add(headers["webhook-id"]);
+      return 500;
+    },
+  });
+  service = await startService({
+    SMS_RUN_WORKERS: "true",
+    SMS_SIM_SEND_DELAY_MS: "0",
+    SMS_SIM_RECEIPT_DELAY_MS: "0",
+    SMS_WEBHOOK_RETRY_SCHEDULE: "200ms,400ms,800ms",
+  });
   account = await service.createAccount();
   await service.admin.assignNumber({ apiKey: account.apiKey, number: NUMBER }, adminHeaders);
+  await service.admin.setInboundUrl(
+    { apiKey: account.apiKey, inboundUrl: `${receiver.baseUrl}/inbound` },
+    adminHeaders,
+  );
   for (const [from, text] of [
     [HANDSET, "Is my order on its way?"],
     ["+4917087654321", "HELP"],
@@ -32,12 +56,20 @@ beforeAll(async () => {
     );
     ids.push(inboundMessage?.id.toString() ?? "");
   }
+  await eventually(
+    async () =>
+      (await inboundMessagesCollection(service.store.db).countDocuments({
+        accountId: account.apiKey,
+        "webhook.state": "delivered",
+      })) === ids.length,
+  );
   browser = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
   await service?.close();
+  await receiver?.close();
 });
 
 async function signedIn(): Promise<Page> {
@@ -71,6 +103,20 @@ describe.skipIf(browserTestsSkipped)("dashboard: two-way pages in a browser", ()
     );
     await expect(page.getByTestId("text").textContent()).resolves.toBe("Is my order on its way?");
     await expect(page.getByTestId("opt-out-type").textContent()).resolves.toContain("none");
+    // Its inbound webhook, as a message's status webhooks are shown: a 500, then the retry's 200.
+    await expect(page.getByTestId("webhook-state").textContent()).resolves.toBe("delivered");
+    const attempts = page.getByRole("table", { name: "Inbound webhook attempts" });
+    const cells = await attempts
+      .locator("tbody tr")
+      .evaluateAll((trs) =>
+        trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)),
+      );
+    expect(cells.map((row) => row[1])).toEqual(["500", "200"]);
+    expect(cells[0]?.[2]).not.toBe("—");
+    expect(cells[1]?.[2]).toBe("—");
+    expect(cells.every((row) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/.test(row[0] ?? ""))).toBe(
+      true,
+    );
     await page.goto(`${service.baseUrl}/dashboard/inbound/${ids[3]}`);
     await expect(page.getByTestId("opt-out-type").textContent()).resolves.toMatch(/^STOP: /);
     await screenshot(page, "inbound-message");

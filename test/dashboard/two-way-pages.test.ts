@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AddressBlockedError } from "../../src/notifier/address-guard.ts";
+import { refusedAttempt } from "../../src/notifier/outcomes.ts";
 import { storeInboundMessages } from "../../src/store/inbound-messages.ts";
 import { reserveIds } from "../../src/store/sequences.ts";
 import { formPage, page, postForm, signIn } from "../support/dashboard-forms.ts";
@@ -164,6 +166,44 @@ describe("dashboard: inbound messages", () => {
     const strangerCookie = await signIn(service.baseUrl, stranger.account);
     await html(strangerCookie, `/inbound/${stop}`, 404);
     await html(cookie, "/inbound/abc", 400);
+  });
+
+  it("shows a message's inbound webhook: none without an inbound URL, a refused address in the status webhooks' words", async () => {
+    const { account, numbers } = await accountWithNumbers(1);
+    const to = numbers[0] as string;
+    const cookie = await signIn(service.baseUrl, account);
+    const without = await html(cookie, `/inbound/${await simulate("+4917055555555", to, "hi")}`);
+    expect(without).toContain('data-testid="webhook-state">None: the account had no inbound URL');
+
+    // As the notifier records an inbound URL whose address is not public (notifier/outcomes.ts).
+    const id = await reserveIds(service.store.counters, "inbound", 1);
+    const refused = refusedAttempt(new AddressBlockedError("127.0.0.1", "loopback"), new Date());
+    await storeInboundMessages(
+      service.store.db,
+      [
+        {
+          _id: id,
+          accountId: account.apiKey,
+          from: "+4917055555555",
+          to,
+          text: "hello again",
+          parts: 1,
+          receivedAt: new Date(),
+          carrier: "simulator",
+          dedupeKey: randomUUID(),
+          webhook: { state: "gave_up", url: "http://127.0.0.1:9/in", attempts: [refused] },
+        },
+      ],
+      new Date(),
+    );
+    const shown = await html(cookie, `/inbound/${id}`);
+    expect(shown).toContain(
+      'data-testid="webhook-state">gave up</span> to <code>http://127.0.0.1:9/in</code>',
+    );
+    expect(shown).toContain("<caption>Inbound webhook attempts</caption>");
+    expect(shown).toMatch(
+      /<tr><td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC<\/td><td>no answer<\/td><td>[^<]*callback address is not a public address<\/td><td>0 ms<\/td><\/tr>/,
+    );
   });
 });
 

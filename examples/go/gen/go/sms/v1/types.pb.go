@@ -1099,7 +1099,11 @@ type InboundMessage struct {
 	OptOutType OptOutType `protobuf:"varint,7,opt,name=opt_out_type,json=optOutType,proto3,enum=sms.v1.OptOutType" json:"opt_out_type,omitempty"`
 	// True when some parts never came: `text` holds the parts that did, in order, and the message
 	// was delivered once the reassembly time ran out (`SMS_MO_REASSEMBLY_S`).
-	Incomplete    bool `protobuf:"varint,8,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	Incomplete bool `protobuf:"varint,8,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	// Its inbound webhook with every attempt, as GetMessage shows a message's status webhooks. Set
+	// by GetInboundMessage only (ListInboundMessages leaves it out), and only when the account had
+	// an inbound URL when the message came; unset otherwise.
+	Webhook       *InboundWebhook `protobuf:"bytes,9,opt,name=webhook,proto3" json:"webhook,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1190,6 +1194,89 @@ func (x *InboundMessage) GetIncomplete() bool {
 	return false
 }
 
+func (x *InboundMessage) GetWebhook() *InboundWebhook {
+	if x != nil {
+		return x.Webhook
+	}
+	return nil
+}
+
+// The inbound webhook of an inbound message: a signed JSON POST to the account's inbound URL,
+// retried like a status webhook until a 2xx answer, in order per (account, sender).
+type InboundWebhook struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where its sending stands: PENDING, DELIVERED, GAVE_UP, or SKIPPED when the account had no
+	// inbound URL any more when it was due.
+	State NotificationState `protobuf:"varint,1,opt,name=state,proto3,enum=sms.v1.NotificationState" json:"state,omitempty"`
+	// The inbound URL it is (or was last) sent to; empty until its first attempt.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// Every attempt so far, oldest first. An address that is not public (refused unless
+	// SMS_WEBHOOK_ALLOW_PRIVATE) is an attempt with http_status 0 and that error.
+	Attempts []*WebhookAttempt `protobuf:"bytes,3,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	// When the next attempt is due; unset unless PENDING.
+	NextAttemptTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=next_attempt_time,json=nextAttemptTime,proto3" json:"next_attempt_time,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *InboundWebhook) Reset() {
+	*x = InboundWebhook{}
+	mi := &file_sms_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InboundWebhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InboundWebhook) ProtoMessage() {}
+
+func (x *InboundWebhook) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InboundWebhook.ProtoReflect.Descriptor instead.
+func (*InboundWebhook) Descriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *InboundWebhook) GetState() NotificationState {
+	if x != nil {
+		return x.State
+	}
+	return NotificationState_NOTIFICATION_STATE_UNSPECIFIED
+}
+
+func (x *InboundWebhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *InboundWebhook) GetAttempts() []*WebhookAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *InboundWebhook) GetNextAttemptTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NextAttemptTime
+	}
+	return nil
+}
+
 // A number on an account's opt-out list: sends of the account to it are refused
 // (FAILED_PRECONDITION, reason RECIPIENT_OPTED_OUT), whatever their sender.
 type OptOut struct {
@@ -1211,7 +1298,7 @@ type OptOut struct {
 
 func (x *OptOut) Reset() {
 	*x = OptOut{}
-	mi := &file_sms_v1_types_proto_msgTypes[6]
+	mi := &file_sms_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1310,7 @@ func (x *OptOut) String() string {
 func (*OptOut) ProtoMessage() {}
 
 func (x *OptOut) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[6]
+	mi := &file_sms_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1323,7 @@ func (x *OptOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptOut.ProtoReflect.Descriptor instead.
 func (*OptOut) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *OptOut) GetNumber() string {
@@ -1296,7 +1383,7 @@ type OptOutChange struct {
 
 func (x *OptOutChange) Reset() {
 	*x = OptOutChange{}
-	mi := &file_sms_v1_types_proto_msgTypes[7]
+	mi := &file_sms_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1395,7 @@ func (x *OptOutChange) String() string {
 func (*OptOutChange) ProtoMessage() {}
 
 func (x *OptOutChange) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[7]
+	mi := &file_sms_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1408,7 @@ func (x *OptOutChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptOutChange.ProtoReflect.Descriptor instead.
 func (*OptOutChange) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OptOutChange) GetNumber() string {
@@ -1425,7 +1512,7 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"owner_type\x18\x06 \x01(\x0e2\x1b.sms.v1.SenderNameOwnerTypeR\townerType\x12\x14\n" +
 	"\x05owner\x18\a \x01(\tR\x05owner\x12\x1f\n" +
 	"\vexample_msg\x18\b \x01(\tR\n" +
-	"exampleMsg\"\x85\x02\n" +
+	"exampleMsg\"\xb7\x02\n" +
 	"\x0eInboundMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x14\n" +
 	"\x06sender\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
@@ -1437,7 +1524,13 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"optOutType\x12\x1e\n" +
 	"\n" +
 	"incomplete\x18\b \x01(\bR\n" +
-	"incomplete\"\xef\x01\n" +
+	"incomplete\x120\n" +
+	"\awebhook\x18\t \x01(\v2\x16.sms.v1.InboundWebhookR\awebhook\"\xcf\x01\n" +
+	"\x0eInboundWebhook\x12/\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x19.sms.v1.NotificationStateR\x05state\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x122\n" +
+	"\battempts\x18\x03 \x03(\v2\x16.sms.v1.WebhookAttemptR\battempts\x12F\n" +
+	"\x11next_attempt_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0fnextAttemptTime\"\xef\x01\n" +
 	"\x06OptOut\x12\x16\n" +
 	"\x06number\x18\x01 \x01(\tR\x06number\x12,\n" +
 	"\x06source\x18\x02 \x01(\x0e2\x14.sms.v1.OptOutSourceR\x06source\x12\x18\n" +
@@ -1520,7 +1613,7 @@ func file_sms_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_sms_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_sms_v1_types_proto_goTypes = []any{
 	(MessageStatus)(0),            // 0: sms.v1.MessageStatus
 	(NonDeliveryReason)(0),        // 1: sms.v1.NonDeliveryReason
@@ -1537,37 +1630,42 @@ var file_sms_v1_types_proto_goTypes = []any{
 	(*WebhookAttempt)(nil),        // 12: sms.v1.WebhookAttempt
 	(*SenderName)(nil),            // 13: sms.v1.SenderName
 	(*InboundMessage)(nil),        // 14: sms.v1.InboundMessage
-	(*OptOut)(nil),                // 15: sms.v1.OptOut
-	(*OptOutChange)(nil),          // 16: sms.v1.OptOutChange
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*InboundWebhook)(nil),        // 15: sms.v1.InboundWebhook
+	(*OptOut)(nil),                // 16: sms.v1.OptOut
+	(*OptOutChange)(nil),          // 17: sms.v1.OptOutChange
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
 }
 var file_sms_v1_types_proto_depIdxs = []int32{
 	0,  // 0: sms.v1.Message.status:type_name -> sms.v1.MessageStatus
 	9,  // 1: sms.v1.Message.segments:type_name -> sms.v1.Segment
 	1,  // 2: sms.v1.Message.non_delivery_reason:type_name -> sms.v1.NonDeliveryReason
-	17, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
-	17, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
+	18, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
+	18, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
 	11, // 5: sms.v1.Message.notifications:type_name -> sms.v1.StatusNotification
 	0,  // 6: sms.v1.StatusNotification.status:type_name -> sms.v1.MessageStatus
 	3,  // 7: sms.v1.StatusNotification.state:type_name -> sms.v1.NotificationState
 	12, // 8: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
-	17, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
-	17, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
-	17, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
+	18, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
+	18, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
+	18, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
 	4,  // 12: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
 	5,  // 13: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
-	17, // 14: sms.v1.InboundMessage.receive_time:type_name -> google.protobuf.Timestamp
+	18, // 14: sms.v1.InboundMessage.receive_time:type_name -> google.protobuf.Timestamp
 	6,  // 15: sms.v1.InboundMessage.opt_out_type:type_name -> sms.v1.OptOutType
-	7,  // 16: sms.v1.OptOut.source:type_name -> sms.v1.OptOutSource
-	17, // 17: sms.v1.OptOut.create_time:type_name -> google.protobuf.Timestamp
-	8,  // 18: sms.v1.OptOutChange.action:type_name -> sms.v1.OptOutAction
-	7,  // 19: sms.v1.OptOutChange.source:type_name -> sms.v1.OptOutSource
-	17, // 20: sms.v1.OptOutChange.change_time:type_name -> google.protobuf.Timestamp
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	15, // 16: sms.v1.InboundMessage.webhook:type_name -> sms.v1.InboundWebhook
+	3,  // 17: sms.v1.InboundWebhook.state:type_name -> sms.v1.NotificationState
+	12, // 18: sms.v1.InboundWebhook.attempts:type_name -> sms.v1.WebhookAttempt
+	18, // 19: sms.v1.InboundWebhook.next_attempt_time:type_name -> google.protobuf.Timestamp
+	7,  // 20: sms.v1.OptOut.source:type_name -> sms.v1.OptOutSource
+	18, // 21: sms.v1.OptOut.create_time:type_name -> google.protobuf.Timestamp
+	8,  // 22: sms.v1.OptOutChange.action:type_name -> sms.v1.OptOutAction
+	7,  // 23: sms.v1.OptOutChange.source:type_name -> sms.v1.OptOutSource
+	18, // 24: sms.v1.OptOutChange.change_time:type_name -> google.protobuf.Timestamp
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_types_proto_init() }
@@ -1576,15 +1674,15 @@ func file_sms_v1_types_proto_init() {
 		return
 	}
 	file_sms_v1_types_proto_msgTypes[1].OneofWrappers = []any{}
-	file_sms_v1_types_proto_msgTypes[6].OneofWrappers = []any{}
 	file_sms_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
+	file_sms_v1_types_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_types_proto_rawDesc), len(file_sms_v1_types_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
