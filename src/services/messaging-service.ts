@@ -1,6 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { BatchMessageError, MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
-import { deliveryClass } from "../domain/delivery-priority.ts";
 import {
   BATCH_MAX_MESSAGES,
   isValidBatchName,
@@ -13,9 +12,8 @@ import { MICROS } from "../store/accounts.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
-import type { MessageDoc, PendingCharge, SegmentDoc } from "../store/documents.ts";
+import type { MessageDoc, PendingCharge } from "../store/documents.ts";
 import type { MessageWriter } from "../store/message-writer.ts";
-import { acceptedMessage } from "../store/messages.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import type { AccountDirectory } from "./account-directory.ts";
@@ -32,6 +30,7 @@ import {
   unavailable,
 } from "./errors.ts";
 import { LoopSlices, mapInSlices } from "./loop-slices.ts";
+import { acceptedDocument, idsTaken } from "./message-documents.ts";
 import {
   type CheckedMessage,
   checkMessage,
@@ -151,30 +150,23 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           [message.to],
           deadlineOf(ctx, timeouts.requestMs).options(),
         ),
-        deps.messageIds.take(1 + (message.parts?.length ?? 0)),
+        deps.messageIds.take(idsTaken(message)),
       ]);
       if (refused && refused.size > 0) {
         deps.intake?.rejected("opted_out", 1, message.partCount);
         throw recipientOptedOut();
       }
-      const segments = segmentDocs(message.parts, id + 1);
       const now = store.clock.now();
-      // The request's trace, which the message's delivery and webhooks join (tracing on only).
-      const traceContext = currentTraceCarrier();
-      const doc = acceptedMessage(
+      const doc = acceptedDocument(
+        message,
+        account,
+        policy,
+        // The request's trace, which the message's delivery and webhooks join (tracing on only).
         {
           id,
-          accountId: account.apiKey,
-          to: message.to,
-          from: message.from,
-          text: message.text,
-          parts: message.partCount,
           ttl: ttl.ttl,
-          deliveryClass: deliveryClass(message.from, account.otpSenders, false),
-          ...(segments && { segments }),
-          ...(req.statusCallback && { statusCallback: req.statusCallback }),
-          ...(traceContext && { traceContext }),
-          routing: routingOf(policy, message, id),
+          statusCallback: req.statusCallback,
+          traceContext: currentTraceCarrier(),
         },
         now,
       );
@@ -248,7 +240,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         }
         accepted.push(checked.message);
         acceptedAt.push(index);
-        idCount += 1 + (checked.message.parts?.length ?? 0);
+        idCount += idsTaken(checked.message);
       }
 
       if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
@@ -291,26 +283,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           accepted,
           (message) => {
             const id = nextId;
-            const segments = segmentDocs(message.parts, id + 1);
-            nextId += 1 + (message.parts?.length ?? 0);
-            return acceptedMessage(
-              {
-                id,
-                accountId: account.apiKey,
-                batchId,
-                to: message.to,
-                from: message.from,
-                text: message.text,
-                parts: message.partCount,
-                ttl: TTL_DEFAULT_SECONDS,
-                deliveryClass: deliveryClass(message.from, account.otpSenders, true),
-                ...(segments && { segments }),
-                ...(req.statusCallback && { statusCallback: req.statusCallback }),
-                ...(traceContext && { traceContext }),
-                routing: routingOf(policy, message, id),
-              },
-              now,
-            );
+            nextId += idsTaken(message);
+            const { statusCallback } = req;
+            const fields = { id, batchId, ttl: TTL_DEFAULT_SECONDS, statusCallback, traceContext };
+            return acceptedDocument(message, account, policy, fields, now);
           },
           slices,
         );
@@ -384,19 +360,4 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       return { message: messageResource(doc) };
     },
   };
-}
-
-/** What a message keeps of its destination: route, country, number type, price per part. */
-function routingOf(policy: IntakePolicy, message: CheckedMessage, id: number) {
-  const { destination } = message;
-  return {
-    route: policy.routing.route(destination, message.from, id),
-    country: destination.country,
-    numberType: destination.numberType,
-    pricePerPartMicros: destination.pricePerPartMicros,
-  };
-}
-
-function segmentDocs(parts: string[] | undefined, firstId: number): SegmentDoc[] | undefined {
-  return parts?.map((text, i) => ({ id: firstId + i, text }));
 }
