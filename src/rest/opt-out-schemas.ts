@@ -1,6 +1,7 @@
 // JSON Schemas of the opt-out operations (see message-schemas.ts for why schemas).
 
 import { ALWAYS, authQuery, credentials, errorResponses } from "./common-schemas.ts";
+import { pageResponse, pageTokenParameter } from "./paging.ts";
 
 // Checked by the service, which names what is wrong in its own words (as `to` of POST /sms).
 const number = {
@@ -27,9 +28,23 @@ const optOut = {
   },
 } as const;
 
-const pageToken = {
-  type: "string",
-  description: "nextPageToken of the previous page; absent for the first",
+const pageToken = pageTokenParameter();
+
+/** One change of the opt-out list. */
+const optOutChange = {
+  type: "object",
+  required: ["number", "action", "source", "time"],
+  properties: {
+    number: { type: "string" },
+    action: { type: "string", enum: ["ADDED", "REMOVED"] },
+    source,
+    keyword: { type: "string", description: "The word the handset sent" },
+    inboundId: {
+      type: "integer",
+      description: "The inbound message that caused the change (source KEYWORD)",
+    },
+    time: { type: "string", format: "date-time" },
+  },
 } as const;
 
 export const listOptOutsSchema = {
@@ -43,15 +58,7 @@ export const listOptOutsSchema = {
     properties: { ...credentials, pageToken },
   },
   response: {
-    200: {
-      description: "A page of the account's opt-out list",
-      type: "object",
-      required: ["optOuts", "nextPageToken"],
-      properties: {
-        optOuts: { type: "array", items: optOut },
-        nextPageToken: { type: "string", description: "Empty on the last page" },
-      },
-    },
+    200: pageResponse("A page of the account's opt-out list", "optOuts", optOut),
     ...errorResponses("arrays", ALWAYS),
   },
 } as const;
@@ -112,32 +119,7 @@ export const listOptOutChangesSchema = {
     },
   },
   response: {
-    200: {
-      description: "A page of changes",
-      type: "object",
-      required: ["changes", "nextPageToken"],
-      properties: {
-        changes: {
-          type: "array",
-          items: {
-            type: "object",
-            required: ["number", "action", "source", "time"],
-            properties: {
-              number: { type: "string" },
-              action: { type: "string", enum: ["ADDED", "REMOVED"] },
-              source,
-              keyword: { type: "string", description: "The word the handset sent" },
-              inboundId: {
-                type: "integer",
-                description: "The inbound message that caused the change (source KEYWORD)",
-              },
-              time: { type: "string", format: "date-time" },
-            },
-          },
-        },
-        nextPageToken: { type: "string", description: "Empty on the last page" },
-      },
-    },
+    200: pageResponse("A page of changes", "changes", optOutChange),
     ...errorResponses("arrays", ALWAYS),
   },
 } as const;

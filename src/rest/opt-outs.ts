@@ -13,6 +13,7 @@ import {
   listOptOutChangesSchema,
   listOptOutsSchema,
 } from "./opt-out-schemas.ts";
+import { type PageQuery, pageRequest, restPage } from "./paging.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
 const SOURCE_NAME: Record<OptOutSource, string> = {
@@ -47,15 +48,15 @@ function renderChange(change: OptOutChange) {
 }
 
 export function optOutRoutes(app: FastifyInstance, clients: ServiceClients): void {
-  app.get<{ Querystring: Credentials & { pageToken?: string } }>(
+  app.get<{ Querystring: Credentials & PageQuery }>(
     "/opt-outs",
     { schema: listOptOutsSchema },
     async (request, reply) => {
       const page = await clients.optOuts.listOptOuts(
-        { pageToken: request.query.pageToken ?? "" },
+        pageRequest(request.query),
         serviceCall(request, reply, request.query),
       );
-      return { optOuts: page.optOuts.map(renderOptOut), nextPageToken: page.nextPageToken };
+      return restPage("optOuts", page.optOuts.map(renderOptOut), page);
     },
   );
 
@@ -71,15 +72,15 @@ export function optOutRoutes(app: FastifyInstance, clients: ServiceClients): voi
     },
   );
 
-  app.get<{ Querystring: Credentials & { number?: string; pageToken?: string } }>(
+  app.get<{ Querystring: Credentials & PageQuery & { number?: string } }>(
     "/opt-outs/changes",
     { schema: listOptOutChangesSchema },
     async (request, reply) => {
       const page = await clients.optOuts.listOptOutChanges(
-        { number: request.query.number ?? "", pageToken: request.query.pageToken ?? "" },
+        { number: request.query.number ?? "", ...pageRequest(request.query) },
         serviceCall(request, reply, request.query),
       );
-      return { changes: page.changes.map(renderChange), nextPageToken: page.nextPageToken };
+      return restPage("changes", page.changes.map(renderChange), page);
     },
   );
 

@@ -3,10 +3,8 @@
  * inbound settings, and the operator's numbers (AdminService): design "Two-way messaging".
  * Inbound messages are written as the intake stores them (store/inbound-messages.ts).
  */
-import { Code, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { OptOutType } from "../../gen/sms/v1/types_pb.ts";
 import {
   type InboundMessageDoc,
@@ -22,6 +20,7 @@ import {
   startService,
 } from "../support/service.ts";
 import { type Account, accountCall } from "./helpers.ts";
+import { allPages, connectClients } from "./list-fixtures.ts";
 
 let service: RunningService;
 beforeAll(async () => {
@@ -30,11 +29,7 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 const auth = accountCall;
-const inbound = () =>
-  createClient(
-    InboundService,
-    createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
-  );
+const inbound = () => connectClients(service).inbound;
 
 async function storeInbound(
   accountId: string,
@@ -131,13 +126,10 @@ describe("GET /inbound and GET /inbound/{id}", () => {
     for (let i = 0; i < 5; i++) {
       stored.push((await storeInbound(account.apiKey, { receivedAt: new Date(t0 + i) }))._id);
     }
-    const seen: number[] = [];
-    let pageToken = "";
-    do {
-      const page = await inbound().listInboundMessages({ pageSize: 2, pageToken }, auth(account));
-      seen.push(...page.inboundMessages.map((m) => Number(m.id)));
-      pageToken = page.nextPageToken;
-    } while (pageToken);
+    const seen = await allPages(
+      (paging) => inbound().listInboundMessages(paging, auth(account)),
+      (page) => page.inboundMessages.map((m) => Number(m.id)),
+    );
     expect(seen).toEqual(stored.reverse());
     const read = await inbound().getInboundMessage({ id: BigInt(seen[0] ?? 0) }, auth(account));
     expect(read.inboundMessage?.optOutType).toBe(OptOutType.UNSPECIFIED);

@@ -3,11 +3,8 @@
  * "Managing"): a number on the account's list is refused before anything is stored or charged,
  * on every send path; the account manages its own entries and reads every change.
  */
-import { Code, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
-import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { OptOutAction, OptOutSource } from "../../gen/sms/v1/types_pb.ts";
 import { failure } from "../support/error-details.ts";
 import {
@@ -19,6 +16,7 @@ import {
   startService,
 } from "../support/service.ts";
 import { type Account, accountCall, storedFor, withQuery } from "./helpers.ts";
+import { allPages, connectClients } from "./list-fixtures.ts";
 
 let service: RunningService;
 beforeAll(async () => {
@@ -27,13 +25,7 @@ beforeAll(async () => {
 afterAll(() => service?.close());
 
 const auth = accountCall;
-const clients = () => {
-  const transport = createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" });
-  return {
-    messaging: createClient(MessagingService, transport),
-    optOuts: createClient(OptOutService, transport),
-  };
-};
+const clients = () => connectClients(service);
 
 const OPTED_OUT = "+4915100000001";
 
@@ -221,14 +213,10 @@ describe("managing the list", () => {
     for (const number of numbers) {
       await clients().optOuts.createOptOut({ number }, auth(account));
     }
-    const seen: string[] = [];
-    let pageToken = "";
-    do {
-      const page = await clients().optOuts.listOptOuts({ pageSize: 2, pageToken }, auth(account));
-      expect(page.optOuts.length).toBeLessThanOrEqual(2);
-      seen.push(...page.optOuts.map((o) => o.number));
-      pageToken = page.nextPageToken;
-    } while (pageToken !== "");
+    const seen = await allPages(
+      (paging) => clients().optOuts.listOptOuts(paging, auth(account)),
+      (page) => page.optOuts.map((o) => o.number),
+    );
     expect(seen).toEqual([...numbers].reverse());
     const other = await service.createAccount();
     const stranger = await failure(
