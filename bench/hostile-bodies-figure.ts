@@ -16,6 +16,8 @@ import { baselineCheckout } from "./throughput-figure.ts";
 const BASELINE_REF = process.env.BENCH_HOSTILE_BASELINE_REF || "be4d4c9";
 const MONITOR = join(dirname(fileURLToPath(import.meta.url)), "loop-monitor.ts");
 const BLOCK_TARGET_MS = 100;
+// BENCH_HOSTILE_CASES=a,b: only the cases whose names contain one of these (to profile one body).
+const CASE_FILTER = process.env.BENCH_HOSTILE_CASES?.split(",").filter(Boolean);
 
 interface Reading {
   maxDelayMs: number;
@@ -165,6 +167,7 @@ async function measure(ctx: BenchContext, label: string, cwd: string | undefined
   let worstHostile = 0;
   for (const c of CASES) {
     if (ctx.quick && c.name.includes("1530")) continue;
+    if (CASE_FILTER && !CASE_FILTER.some((part) => c.name.includes(part))) continue;
     const body = c.body(account);
     await monitor("/reset");
     let healthWorst = 0;

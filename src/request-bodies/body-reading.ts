@@ -16,9 +16,11 @@ export interface BodyReadOptions {
   wrongLength: () => Error;
   /** Looks at each chunk as it arrives (a shape scanner); throws to end the read. */
   inspect?: (chunk: Buffer, received: number) => void;
+  /** Takes each chunk once checked, instead of keeping it (a large body is not held). */
+  take?: (chunk: Buffer) => void;
 }
 
-/** The whole body, or the first error of a check. */
+/** The whole body (its chunks, unless `take` took them), or the first error of a check. */
 export function readBody(
   stream: Readable,
   options: BodyReadOptions,
@@ -35,6 +37,7 @@ export function readBody(
       stream.off("data", onData);
       stream.off("end", onEnd);
       stream.off("error", onError);
+      stream.off("close", onClose);
     };
     const fail = (error: Error) => {
       stop();
@@ -50,7 +53,8 @@ export function readBody(
       } catch (error) {
         return fail(error as Error);
       }
-      chunks.push(ownChunk(bytes));
+      if (options.take) options.take(bytes);
+      else chunks.push(bytes);
     }
     function onEnd() {
       stop();
@@ -67,20 +71,14 @@ export function readBody(
       }
       reject(error);
     }
+    // Closed before its end without an error: the body will never be complete.
+    function onClose() {
+      onError(new Error("the request closed before its body was complete"));
+    }
     stream.on("data", onData);
     stream.on("end", onEnd);
     stream.on("error", onError);
+    stream.on("close", onClose);
     stream.resume();
   });
-}
-
-/**
- * A chunk of a body as it is kept until parsed: one that is all of its memory, which can move to a
- * worker as it is (a view of shared memory, such as a slice of a pooled buffer, is copied).
- */
-export function ownChunk(chunk: Buffer): Buffer {
-  if (chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength) return chunk;
-  const own = Buffer.allocUnsafeSlow(chunk.length);
-  chunk.copy(own);
-  return own;
 }

@@ -4,7 +4,7 @@ import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
 import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { readBody } from "../request-bodies/body-reading.ts";
 import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
-import { parseJsonBody } from "../request-bodies/json-parse-pool.ts";
+import { JsonBodyParse } from "../request-bodies/json-parse-pool.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 
 // Bodies are read as bytes and checked before decoding (request-bodies/json-decoding.ts: UTF-8,
@@ -57,6 +57,8 @@ export function registerBodyParsers(
   app.addContentTypeParser("application/json", (request: FastifyRequest, payload, done) => {
     const scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS);
     const slot = slots.get(request);
+    // Each chunk goes on to the parse once scanned: a large body to its worker as it arrives.
+    const parse = new JsonBodyParse({ known: knownFields(request) });
     readBody(payload, {
       limit: request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? FORM_MAX_BYTES,
       declaredLength: declaredLength(request),
@@ -67,8 +69,15 @@ export function registerBodyParsers(
         const violation = scanner.feed(chunk);
         if (violation) throw new RequestParseError(violation);
       },
+      take: (chunk) => parse.write(chunk),
     })
-      .then(({ chunks, length }) => parseJsonBody(chunks, length, { known: knownFields(request) }))
+      .then(
+        () => parse.end(),
+        (error: Error) => {
+          parse.abort();
+          throw error;
+        },
+      )
       .then(
         (result) =>
           result.ok ? done(null, result.value) : done(new RequestParseError(result.message)),

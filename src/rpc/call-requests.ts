@@ -11,7 +11,7 @@ import { universalRequestFromNodeRequest } from "@connectrpc/connect-node";
 import { clientAddress, fromAddress } from "../rate-limits/client-address.ts";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { type KnownFields, keepKnown } from "../request-bodies/json-decoding.ts";
-import { PARSE_ON_MAIN_THREAD_BYTES, parseJsonBody } from "../request-bodies/json-parse-pool.ts";
+import { JsonBodyParse } from "../request-bodies/json-parse-pool.ts";
 import { guardedBody, type NodeRequest, type NodeResponse } from "./guarded-bodies.ts";
 import { knownFieldsOfMessage, replaceBody } from "./json-requests.ts";
 import { readMaxBytesOf } from "./read-limits.ts";
@@ -54,12 +54,18 @@ export function rpcRequests(deps: {
     const fields = known.get(path);
     if (body?.wholeJson && fields) {
       values.set(READ_JSON_BODY, async () => {
-        const { chunks, length } = await body.wholeMessage();
-        const result = await parseJsonBody(chunks, length, { known: fields, plain: true });
+        // Each scanned chunk goes on to the parse: a large body to its worker as it arrives.
+        const parse = new JsonBodyParse({ known: fields, plain: true });
+        try {
+          await body.readWhole((chunk) => parse.write(chunk));
+        } catch (error) {
+          parse.abort();
+          throw error;
+        }
+        const result = await parse.end();
         if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
         // A worker's answer holds the known fields only; a body parsed here is pruned alike.
-        const value =
-          length <= PARSE_ON_MAIN_THREAD_BYTES ? keepKnown(result.value, fields) : result.value;
+        const value = parse.inWorker ? result.value : keepKnown(result.value, fields);
         replaceBody(universal, value);
       });
     }

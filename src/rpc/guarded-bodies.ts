@@ -5,7 +5,6 @@ import { createBrotliDecompress, createGunzip } from "node:zlib";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
-import { ownChunk } from "../request-bodies/body-reading.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
 
@@ -69,13 +68,7 @@ export function guardedBody(
   const wholeJson = codec?.framing === "whole" && codec.json;
   const messages =
     codec && scanner
-      ? new Messages(
-          codec.framing,
-          scanner,
-          encoding?.trim().toLowerCase(),
-          deps.readMaxBytes,
-          wholeJson,
-        )
+      ? new Messages(codec.framing, scanner, encoding?.trim().toLowerCase(), deps.readMaxBytes)
       : undefined;
   return new GuardedBody(request, response, wholeJson, {
     ...deps,
@@ -90,7 +83,7 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
   constructor(
     private readonly request: NodeRequest,
     private readonly response: NodeResponse,
-    /** A Connect unary JSON body: one message, kept (inflated) for wholeMessage(). */
+    /** A Connect unary JSON body: one message, read (inflated) by readWhole(). */
     readonly wholeJson: boolean,
     private readonly options: CheckOptions,
   ) {}
@@ -99,12 +92,15 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
     return checkedChunks(this.request, this.response, this.options);
   }
 
-  /** Reads the body through the checks; its message's chunks, inflated (wholeJson bodies). */
-  async wholeMessage(): Promise<{ chunks: Buffer[]; length: number }> {
+  /**
+   * Reads the body through the checks, handing its message's chunks, inflated, to `take` as they
+   * are scanned (wholeJson bodies: a large one goes on to its parsing worker, never held here).
+   */
+  async readWhole(take: (chunk: Buffer) => void): Promise<void> {
+    if (this.options.messages) this.options.messages.take = take;
     for await (const _ of this) {
-      // the chunks are kept by the message
+      // the chunks went to `take`
     }
-    return this.options.messages?.kept() ?? { chunks: [], length: 0 };
   }
 }
 
@@ -156,19 +152,15 @@ class Messages {
   private header = Buffer.alloc(0);
   /** Bytes of the current envelope's message still to come. */
   private remaining = 0;
+  /** Takes the scanned chunks of a whole body (GuardedBody.readWhole). */
+  take: ((chunk: Buffer) => void) | undefined;
 
   constructor(
     private readonly framing: Framing,
     private readonly scanner: () => Scanner,
     private readonly encoding: string | undefined,
     private readonly readMaxBytes: number,
-    private readonly keep: boolean,
   ) {}
-
-  /** The chunks of the (one) message, as scanned. */
-  kept(): { chunks: Buffer[]; length: number } {
-    return this.message?.kept() ?? { chunks: [], length: 0 };
-  }
 
   async write(chunk: Buffer): Promise<void> {
     if (this.framing === "whole") {
@@ -203,7 +195,7 @@ class Messages {
   }
 
   private newMessage(encoding: string | undefined): Message {
-    return new Message(this.scanner(), encoding, this.readMaxBytes, this.keep);
+    return new Message(this.scanner(), encoding, this.readMaxBytes, this.take);
   }
 
   private async finishMessage(): Promise<void> {
@@ -216,14 +208,13 @@ class Messages {
 class Message {
   private readonly inflater: Transform | undefined;
   private inflated = 0;
-  private readonly chunks: Buffer[] = [];
   private failure: ConnectError | undefined;
 
   constructor(
     private readonly scanner: Scanner,
     encoding: string | undefined,
     private readonly readMaxBytes: number,
-    private readonly keep: boolean,
+    private readonly take: ((chunk: Buffer) => void) | undefined,
   ) {
     this.inflater = inflaterFor(encoding);
     this.inflater?.on("data", (chunk: Buffer) => this.scan(chunk));
@@ -251,10 +242,6 @@ class Message {
     this.throwFailure();
   }
 
-  kept(): { chunks: Buffer[]; length: number } {
-    return { chunks: this.chunks, length: this.inflated };
-  }
-
   private scan(bytes: Buffer): void {
     if (this.failure) return;
     this.inflated += bytes.length;
@@ -264,7 +251,7 @@ class Message {
     }
     const violation = this.scanner.feed(bytes);
     if (violation) this.fail(new ConnectError(violation, Code.InvalidArgument));
-    else if (this.keep) this.chunks.push(ownChunk(bytes));
+    else this.take?.(bytes);
   }
 
   private fail(error: ConnectError): void {
