@@ -1,6 +1,7 @@
 // JSON Schemas of the inbound-message operations (see message-schemas.ts for why schemas).
 
 import { ALWAYS, credentials, errorResponses } from "./common-schemas.ts";
+import { pageResponse, pageTokenParameter } from "./paging.ts";
 
 const inboundMessage = {
   type: "object",
@@ -95,23 +96,13 @@ export const listInboundSchema = {
         format: "date-time",
         description: "Only messages received at or after this time (RFC 3339)",
       },
-      pageToken: {
-        type: "string",
-        description:
-          "nextPageToken of the previous page, with the same filters; absent for the first",
-      },
+      pageToken: pageTokenParameter(
+        "nextPageToken of the previous page, with the same filters; absent for the first",
+      ),
     },
   },
   response: {
-    200: {
-      description: "A page of inbound messages",
-      type: "object",
-      required: ["inbound", "nextPageToken"],
-      properties: {
-        inbound: { type: "array", items: inboundMessage },
-        nextPageToken: { type: "string", description: "Empty on the last page" },
-      },
-    },
+    200: pageResponse("A page of inbound messages", "inbound", inboundMessage),
     ...errorResponses("arrays", ALWAYS, {
       400: { since: ["since must be a date-time such as 2025-06-01T12:00:00Z"] },
     }),

@@ -8,13 +8,13 @@ import {
 } from "../../gen/sms/v1/types_pb.ts";
 import { type Credentials, serviceCall } from "./call-options.ts";
 import { getInboundSchema, listInboundSchema } from "./inbound-schemas.ts";
+import { type PageQuery, pageRequest, restPage } from "./paging.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
-interface ListQuery extends Credentials {
+interface ListQuery extends Credentials, PageQuery {
   from?: string;
   to?: string;
   since?: string;
-  pageToken?: string;
 }
 
 const OPT_OUT_TYPE_NAME: Partial<Record<OptOutType, string>> = {
@@ -73,20 +73,17 @@ export function inboundRoutes(app: FastifyInstance, clients: ServiceClients): vo
     "/inbound",
     { schema: listInboundSchema },
     async (request, reply) => {
-      const { from, to, since, pageToken } = request.query;
+      const { from, to, since } = request.query;
       const page = await clients.inbound.listInboundMessages(
         {
           sender: from ?? "",
           to: to ?? "",
           ...(since && { startTime: timestampFromDate(new Date(since)) }),
-          pageToken: pageToken ?? "",
+          ...pageRequest(request.query),
         },
         serviceCall(request, reply, request.query),
       );
-      return {
-        inbound: page.inboundMessages.map(renderInbound),
-        nextPageToken: page.nextPageToken,
-      };
+      return restPage("inbound", page.inboundMessages.map(renderInbound), page);
     },
   );
 
