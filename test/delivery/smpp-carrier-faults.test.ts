@@ -10,8 +10,8 @@
  *   through alpha once it is back.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { carriersFile } from "../support/carriers-file.ts";
-import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
+import { startFailoverService } from "../support/failover-service.ts";
+import { getJson, postJson, type RunningService } from "../support/service.ts";
 import { waitFor } from "../support/smpp.ts";
 import { startSmsc, type TestSmsc } from "../support/smsc.ts";
 
@@ -24,21 +24,10 @@ const FINAL = ["DELIVERED", "DELIVERY_ERROR", "SEND_ERROR"] as const;
 const ESME_RSYSERR = 0x08;
 
 async function start(): Promise<void> {
-  const file = carriersFile([
-    "carriers:",
-    `  - { name: alpha, url: "${alpha.url}", binds: 1, window: 4, tps: 100 }`,
-    `  - { name: beta, url: "${beta.url}", binds: 1, window: 4, tps: 100 }`,
-    "routes:",
-    "  - { name: france, match: { countries: [FR] }, carriers: [alpha] }",
-    "  - { name: default, carriers: [alpha, beta] }",
-    "prices:",
-    "  default: 0.05",
-    "failover: { afterSeconds: 1, circuitWindow: 6, circuitOpenSeconds: 600 }",
-  ]);
-  service = await startService({ SMS_RUN_WORKERS: "true", SMS_CARRIERS_FILE: file }, undefined, {
-    metrics: true,
-  });
-  account = await service.createAccount({ credit: 100 });
+  ({ service, account } = await startFailoverService({ alpha, beta }, [
+    "{ name: france, match: { countries: [FR] }, carriers: [alpha] }",
+    "{ name: default, carriers: [alpha, beta] }",
+  ]));
 }
 
 beforeAll(async () => {

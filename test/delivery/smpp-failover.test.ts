@@ -5,8 +5,8 @@
  * the next messages go to beta. /health/ready stays ready while the route has beta.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { carriersFile } from "../support/carriers-file.ts";
-import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
+import { startFailoverService } from "../support/failover-service.ts";
+import { getJson, postJson, type RunningService } from "../support/service.ts";
 import { waitFor } from "../support/smpp.ts";
 import { startSmsc, type TestSmsc } from "../support/smsc.ts";
 
@@ -18,20 +18,9 @@ let account: { apiKey: string; apiSecret: string };
 const FINAL = ["DELIVERED", "DELIVERY_ERROR", "SEND_ERROR"] as const;
 
 async function start(smscs: [TestSmsc, TestSmsc]): Promise<void> {
-  const file = carriersFile([
-    "carriers:",
-    `  - { name: alpha, url: "${smscs[0].url}", binds: 1, window: 4, tps: 100 }`,
-    `  - { name: beta, url: "${smscs[1].url}", binds: 1, window: 4, tps: 100 }`,
-    "routes:",
-    "  - { name: default, carriers: [alpha, beta] }",
-    "prices:",
-    "  default: 0.05",
-    "failover: { afterSeconds: 1, circuitWindow: 6, circuitOpenSeconds: 600 }",
-  ]);
-  service = await startService({ SMS_RUN_WORKERS: "true", SMS_CARRIERS_FILE: file }, undefined, {
-    metrics: true,
-  });
-  account = await service.createAccount({ credit: 100 });
+  ({ service, account } = await startFailoverService({ alpha: smscs[0], beta: smscs[1] }, [
+    "{ name: default, carriers: [alpha, beta] }",
+  ]));
 }
 
 beforeAll(async () => {
