@@ -4,8 +4,16 @@
  * environment. Go speaks Connect on PORT, Python gRPC on GRPC_PORT. Each sends a message and a
  * batch, reads them, lists messages and handles a field error through the google.rpc details,
  * lists the inbound messages of the account's number, and receives an inbound webhook on a
- * receiver of its own: it must refuse one whose signature does not hold and accept one signed as
- * the service signs (Standard Webhooks over the body, src/notifier/signature.ts).
+ * receiver of its own, verifying its signature (Standard Webhooks over the body). The webhooks are
+ * the service's own: while the example waits, an inbound message comes in through
+ * AdminService.SimulateInbound (simulator carrier) and the service's notifier posts it, signed,
+ * to the example's receiver, which must take it (the message's webhook ends delivered). Before
+ * that, a real webhook of the service captured earlier is posted again with its body changed: the
+ * example must refuse it (401).
+ *
+ * The service runs without its delivery worker (so the example's messages stay ACCEPTED, as its
+ * story prints); its notifier, the one startBackgroundWork runs beside the worker, runs here on
+ * the service's database with the service's webhook settings.
  *
  * Needs `go` (modules from the Go module proxy, built once into Go's cache) and a Python with
  * examples/python/requirements.txt: SMS_EXAMPLES_PYTHON, else the virtual environment
@@ -17,11 +25,19 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
+import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PHONE_NUMBER_ERROR } from "../../src/domain/phone-numbers.ts";
-import { webhookHeaders } from "../../src/notifier/signature.ts";
+import { Notifier } from "../../src/notifier/notifier.ts";
 import { ERROR_DOMAIN } from "../../src/services/errors.ts";
+import { inboundMessagesCollection } from "../../src/store/inbound-messages.ts";
+import { eventually } from "../support/fixtures.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
+import {
+  type ReceivedRequest,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "../support/webhook-receiver.ts";
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "../..");
@@ -30,13 +46,28 @@ const python =
   join(homedir(), ".cache/sms-service/python-example/bin/python");
 
 let service: RunningService;
+let notifier: Notifier;
+let receiver: WebhookReceiver;
 const generated = mkdtempSync(join(tmpdir(), "sms-python-gen-"));
 
 beforeAll(async () => {
   service = await startService();
+  const { config } = service;
+  notifier = new Notifier({
+    store: service.store,
+    logger: pino({ level: "silent" }),
+    instanceId: "examples-notifier",
+    retrySchedule: config.webhookRetryScheduleMs,
+    timeoutMs: config.webhookTimeoutMs,
+    allowPrivate: config.webhookAllowPrivate,
+  });
+  await notifier.start();
+  receiver = await startWebhookReceiver();
 });
 afterAll(async () => {
+  await notifier?.stop();
   await service?.close();
+  await receiver?.close();
   rmSync(generated, { recursive: true, force: true });
 });
 
@@ -44,32 +75,51 @@ type Account = Awaited<ReturnType<RunningService["createAccount"]>>;
 
 const NUMBER = "+4915799991234";
 const ASKS = { from: "+4917011112222", text: "Where is my parcel?" };
+/** What comes in while the example waits for a webhook. */
+const LATER = { from: "+4917055556666", text: "Is it there yet?" };
 
-/** A fresh account with NUMBER's inbound messages: a question, a STOP, a thank-you. */
-async function accountWithInbound(): Promise<Account> {
+/**
+ * A fresh account with NUMBER's inbound messages: a question, a STOP, a thank-you; and the real
+ * webhook of the thank-you, which went to the test's receiver (the account's inbound URL is then
+ * cleared again).
+ */
+async function accountWithInbound(): Promise<{ account: Account; captured: ReceivedRequest }> {
   const account = await service.createAccount();
   await service.admin.releaseNumber({ number: NUMBER }, adminHeaders).catch(() => undefined);
   await service.admin.assignNumber({ apiKey: account.apiKey, number: NUMBER }, adminHeaders);
+  const inboundUrl = (url: string) =>
+    service.admin.setInboundUrl({ apiKey: account.apiKey, inboundUrl: url }, adminHeaders);
   for (const [from, text] of [
     [ASKS.from, ASKS.text],
     ["+4917033334444", "STOP"],
-    [ASKS.from, "Thanks"],
   ]) {
     await service.admin.simulateInbound({ sender: from, to: NUMBER, text }, adminHeaders);
   }
-  return account;
+  await inboundUrl(`${receiver.baseUrl}/inbound`);
+  const { inboundMessage } = await service.admin.simulateInbound(
+    { sender: ASKS.from, to: NUMBER, text: "Thanks" },
+    adminHeaders,
+  );
+  const webhookId = `inbound_${inboundMessage?.id}`;
+  const isIt = (r: ReceivedRequest) => r.headers["webhook-id"] === webhookId && r.answered === 200;
+  await receiver.waitFor((requests) => requests.some(isIt));
+  await inboundUrl("");
+  const captured = receiver.requests.find(isIt);
+  if (!captured) throw new Error("the service's webhook was not received");
+  return { account, captured };
 }
 
 /**
  * Runs an example to its end and answers its stdout. When it says where it waits for an inbound
- * webhook, posts one with a broken signature there (it must answer 401), then one signed with the
- * account's secret (2xx); and checks that the example set the account's inbound URL to it.
+ * webhook, checks that the example set the account's inbound URL to it, posts the captured real
+ * webhook there with its body changed (it must answer 401), and lets an inbound message come in,
+ * whose webhook the service sends there (the example must take it).
  */
 async function runExample(
   command: string,
   args: string[],
   options: { cwd?: string; env: NodeJS.ProcessEnv; timeoutMs: number },
-  account: Account,
+  { account, captured }: { account: Account; captured: ReceivedRequest },
 ): Promise<string> {
   const child = spawn(command, args, { ...options, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
@@ -82,7 +132,7 @@ async function runExample(
     stdout += chunk;
     const url = /^waiting for an inbound webhook at (\S+)$/m.exec(stdout)?.[1];
     if (url && !posted) {
-      posted = postInboundWebhooks(url, account);
+      posted = sendInboundWebhooks(url, account, captured);
       // A failed check ends the example at once; its error is thrown below.
       posted.catch(() => child.kill("SIGKILL"));
     }
@@ -95,34 +145,34 @@ async function runExample(
   return stdout;
 }
 
-async function postInboundWebhooks(url: string, account: Account): Promise<void> {
+async function sendInboundWebhooks(
+  url: string,
+  account: Account,
+  captured: ReceivedRequest,
+): Promise<void> {
   const stored = await service.store.accounts.findOne({ _id: account.apiKey });
   expect(stored?.inboundUrl).toBe(url);
-  const body = JSON.stringify({
-    id: 1,
-    from: ASKS.from,
-    to: NUMBER,
-    text: ASKS.text,
-    parts: 1,
-    receivedAt: new Date().toISOString(),
+  // The service's own signature over another body.
+  const signature = ["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) => [
+    name,
+    String(captured.headers[name]),
+  ]);
+  const tampered = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...Object.fromEntries(signature) },
+    body: captured.body.replace("Thanks", "Refund me"),
   });
-  const post = (headers: Record<string, string>, payload: string) =>
-    fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: payload,
-    });
-  const tampered = await post(
-    { ...webhookHeaders(account.webhookSecret, "msg_inbound_1", body) },
-    body.replace("parcel", "money"),
-  );
   expect(tampered.status).toBe(401);
-  const signed = await post(
-    { ...webhookHeaders(account.webhookSecret, "msg_inbound_1", body) },
-    body,
+  // A real one: the service stores the message, its notifier posts it to the example.
+  const { inboundMessage } = await service.admin.simulateInbound(
+    { sender: LATER.from, to: NUMBER, text: LATER.text },
+    adminHeaders,
   );
-  expect(signed.status).toBeGreaterThanOrEqual(200);
-  expect(signed.status).toBeLessThan(300);
+  const id = Number(inboundMessage?.id);
+  await eventually(async () => {
+    const doc = await inboundMessagesCollection(service.store.db).findOne({ _id: id });
+    return doc?.webhook?.state === "delivered";
+  }, 30_000);
 }
 
 /** What both examples print for accountWithInbound's account (1 message, then a batch of 1). */
@@ -144,10 +194,14 @@ async function expectTheStory(output: string, account: Account): Promise<void> {
     `from ${ASKS.from} to ${NUMBER} (OPT_OUT_TYPE_UNSPECIFIED): ${ASKS.text}`,
   ]);
   expect(output).toContain("listed 3 inbound messages");
-  // The broken signature refused, the signed webhook taken.
+  // The changed body refused, the service's webhook taken.
   expect(output).toContain("inbound webhook refused: signature invalid");
+  const later = await inboundMessagesCollection(service.store.db).findOne({
+    accountId: account.apiKey,
+    text: LATER.text,
+  });
   expect(output).toContain(
-    `inbound webhook msg_inbound_1 verified: ${ASKS.from} to ${NUMBER}: ${ASKS.text}`,
+    `inbound webhook inbound_${later?._id} verified: ${LATER.from} to ${NUMBER}: ${LATER.text}`,
   );
   // The account's inbound URL is back as it was.
   const stored = await service.store.accounts.findOne({ _id: account.apiKey });
@@ -156,7 +210,8 @@ async function expectTheStory(output: string, account: Account): Promise<void> {
 
 describe("generated clients in other languages", () => {
   it("Go (connect-go, Connect protocol on PORT)", { timeout: 240_000 }, async () => {
-    const account = await accountWithInbound();
+    const inbound = await accountWithInbound();
+    const { account } = inbound;
     const stdout = await runExample(
       "go",
       ["run", "./cmd/smsclient"],
@@ -172,7 +227,7 @@ describe("generated clients in other languages", () => {
         },
         timeoutMs: 230_000,
       },
-      account,
+      inbound,
     );
     await expectTheStory(stdout, account);
   });
@@ -186,7 +241,8 @@ describe("generated clients in other languages", () => {
     await run(join(root, "examples/python/generate.sh"), [generated], {
       env: { ...process.env, PYTHON: python },
     });
-    const account = await accountWithInbound();
+    const inbound = await accountWithInbound();
+    const { account } = inbound;
     const stdout = await runExample(
       python,
       [join(root, "examples/python/sms_client.py")],
@@ -202,7 +258,7 @@ describe("generated clients in other languages", () => {
         },
         timeoutMs: 50_000,
       },
-      account,
+      inbound,
     );
     await expectTheStory(stdout, account);
   });
