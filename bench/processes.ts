@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 export async function freePort(): Promise<number> {
@@ -23,6 +23,11 @@ export interface ServiceProcess {
  * Runs `src/main.ts` (or another script) in a child process and waits for it to answer. `cwd`: the
  * directory the script path is relative to (another checkout, for a baseline commit).
  */
+function serviceLog(): "ignore" | number {
+  const path = process.env.BENCH_SERVICE_LOG;
+  return path ? openSync(path, "a") : "ignore";
+}
+
 export async function startProcess(
   script: string,
   env: Record<string, string>,
@@ -41,7 +46,8 @@ export async function startProcess(
       HOST: "127.0.0.1",
       ...env,
     },
-    stdio: ["ignore", "ignore", "inherit"],
+    // BENCH_SERVICE_LOG=<file> keeps the services' logs (appended) to find why a figure failed.
+    stdio: ["ignore", serviceLog(), "inherit"],
     ...(cwd && { cwd }),
   });
   // A benchmark that fails half-way must not leave its services running.
