@@ -19,15 +19,15 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/**
- * Runs `src/main.ts` (or another script) in a child process and waits for it to answer. `cwd`: the
- * directory the script path is relative to (another checkout, for a baseline commit).
- */
 function serviceLog(): "ignore" | number {
   const path = process.env.BENCH_SERVICE_LOG;
   return path ? openSync(path, "a") : "ignore";
 }
 
+/**
+ * Runs `src/main.ts` (or another script) in a child process and waits for it to answer. `cwd`: the
+ * directory the script path is relative to (another checkout, for a baseline commit).
+ */
 export async function startProcess(
   script: string,
   env: Record<string, string>,
