@@ -14,7 +14,11 @@ import { NotificationState } from "../../gen/sms/v1/types_pb.ts";
 import { inboundMessagesCollection } from "../../src/store/inbound-messages.ts";
 import { eventually } from "../support/fixtures.ts";
 import { adminHeaders, getJson, type RunningService, startService } from "../support/service.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+import {
+  failingOncePerWebhook,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "../support/webhook-receiver.ts";
 import { type Account, accountCall } from "./helpers.ts";
 
 const ENV = {
@@ -27,14 +31,7 @@ const ENV = {
 let receiver: WebhookReceiver;
 beforeAll(async () => {
   // Each webhook's first request fails with 500; its retry gets 200.
-  const failedOnce = new Set<unknown>();
-  receiver = await startWebhookReceiver({
-    respond: ({ headers }) => {
-      if (failedOnce.has(headers["webhook-id"])) return 200;
-      failedOnce.add(headers["webhook-id"]);
-      return 500;
-    },
-  });
+  receiver = await startWebhookReceiver({ respond: failingOncePerWebhook() });
 });
 afterAll(() => receiver?.close());
 

@@ -1,6 +1,6 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserTestsSkipped, launchBrowser, screenshot } from "../support/browser.ts";
+import { browserTestsSkipped, launchBrowser, screenshot, tableCells } from "../support/browser.ts";
 import { postJson, type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -137,12 +137,7 @@ describe.skipIf(browserTestsSkipped)("dashboard", () => {
       expect.stringMatching(/^SENT at /),
       expect.stringMatching(/^DELIVERY_ERROR at /),
     ]);
-    const attempts = page.getByRole("table", { name: "Webhook attempts for DELIVERY_ERROR" });
-    const cells = await attempts
-      .locator("tbody tr")
-      .evaluateAll((trs) =>
-        trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)),
-      );
+    const cells = await tableCells(page, "Webhook attempts for DELIVERY_ERROR");
     expect(cells.map((row) => row[1])).toEqual(["500", "200"]);
     expect(cells[0]?.[2]).not.toBe("—");
     await screenshot(page, "message");

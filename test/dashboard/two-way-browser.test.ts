@@ -1,10 +1,14 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inboundMessagesCollection } from "../../src/store/inbound-messages.ts";
-import { browserTestsSkipped, launchBrowser, screenshot } from "../support/browser.ts";
+import { browserTestsSkipped, launchBrowser, screenshot, tableCells } from "../support/browser.ts";
 import { eventually } from "../support/fixtures.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
+import {
+  failingOncePerWebhook,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "../support/webhook-receiver.ts";
 
 // The dashboard's inbound, opt-out and settings pages in a real browser (Debian's Chromium)
 // against the whole service, as an account holder uses them: through the navigation, the search
@@ -24,14 +28,7 @@ const ids: string[] = [];
 beforeAll(async () => {
   // Each inbound webhook's first request fails with 500, its retry gets 200: every message
   // shows a failed attempt and the one that succeeded.
-  const failedOnce = new Set<unknown>();
-  receiver = await startWebhookReceiver({
-    respond: ({ headers }) => {
-      if (failedOnce.has(headers["webhook-id"])) return 200;
-      failedOnce.add(headers["webhook-id"]);
-      return 500;
-    },
-  });
+  receiver = await startWebhookReceiver({ respond: failingOncePerWebhook() });
   service = await startService({
     SMS_RUN_WORKERS: "true",
     SMS_SIM_SEND_DELAY_MS: "0",
@@ -105,12 +102,7 @@ describe.skipIf(browserTestsSkipped)("dashboard: two-way pages in a browser", ()
     await expect(page.getByTestId("opt-out-type").textContent()).resolves.toContain("none");
     // Its inbound webhook, as a message's status webhooks are shown: a 500, then the retry's 200.
     await expect(page.getByTestId("webhook-state").textContent()).resolves.toBe("delivered");
-    const attempts = page.getByRole("table", { name: "Inbound webhook attempts" });
-    const cells = await attempts
-      .locator("tbody tr")
-      .evaluateAll((trs) =>
-        trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)),
-      );
+    const cells = await tableCells(page, "Inbound webhook attempts");
     expect(cells.map((row) => row[1])).toEqual(["500", "200"]);
     expect(cells[0]?.[2]).not.toBe("—");
     expect(cells[1]?.[2]).toBe("—");

@@ -44,3 +44,13 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(folder, { recursive: true });
   await page.screenshot({ path: path.join(folder, `${name}.png`), fullPage: true });
 }
+
+/** The text of each cell of the body rows of the table named `name` (its caption), row by row. */
+export function tableCells(page: Page, name: string): Promise<(string | null)[][]> {
+  return page
+    .getByRole("table", { name })
+    .locator("tbody tr")
+    .evaluateAll((trs) =>
+      trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent)),
+    );
+}

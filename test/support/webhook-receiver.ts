@@ -45,6 +45,19 @@ export interface WebhookReceiver {
   close(): Promise<void>;
 }
 
+/**
+ * A `respond` that fails each webhook's first request with 500 and answers its retries 200, by
+ * `webhook-id` (the same on every retry): each webhook shows a failed attempt and one that worked.
+ */
+export function failingOncePerWebhook(): NonNullable<WebhookReceiverOptions["respond"]> {
+  const failedOnce = new Set<unknown>();
+  return ({ headers }) => {
+    if (failedOnce.has(headers["webhook-id"])) return 200;
+    failedOnce.add(headers["webhook-id"]);
+    return 500;
+  };
+}
+
 export async function startWebhookReceiver(
   initial: WebhookReceiverOptions = {},
 ): Promise<WebhookReceiver> {
