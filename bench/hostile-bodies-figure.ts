@@ -24,6 +24,7 @@ interface Reading {
   heapBaseMb: number;
   heapPeakAddedMb: number;
   buffersPeakAddedMb: number;
+  externalPeakAddedMb: number;
 }
 
 interface Case {
@@ -196,12 +197,13 @@ async function measure(ctx: BenchContext, label: string, cwd: string | undefined
     await poll;
     const reading = await monitor("/read");
     ctx.log(
-      `figure hostile (${label}) ${c.name}: ${status} in ${ms.toFixed(0)} ms, loop blocked ${reading.maxDelayMs.toFixed(0)} ms, /health/live worst ${healthWorst.toFixed(0)} ms, heap +${reading.heapPeakAddedMb.toFixed(0)} MB, buffers +${reading.buffersPeakAddedMb.toFixed(0)} MB`,
+      `figure hostile (${label}) ${c.name}: ${status} in ${ms.toFixed(0)} ms, loop blocked ${reading.maxDelayMs.toFixed(0)} ms, /health/live worst ${healthWorst.toFixed(0)} ms, heap +${reading.heapPeakAddedMb.toFixed(0)} MB, buffers +${reading.buffersPeakAddedMb.toFixed(0)} MB (held by the main thread +${reading.externalPeakAddedMb.toFixed(0)} MB)`,
     );
     results[`${c.name}_status`] = status;
     results[`${c.name}_block_ms`] = reading.maxDelayMs;
     results[`${c.name}_health_ms`] = healthWorst;
     results[`${c.name}_heap_mb`] = reading.heapPeakAddedMb;
+    results[`${c.name}_main_buffers_mb`] = reading.externalPeakAddedMb;
     if (c.hostile) worstHostile = Math.max(worstHostile, reading.maxDelayMs);
   }
   await api.stop();

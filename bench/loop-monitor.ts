@@ -5,7 +5,7 @@
 
 import { createServer } from "node:http";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { setFlagsFromString } from "node:v8";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { isMainThread } from "node:worker_threads";
 
@@ -17,10 +17,15 @@ delay.enable();
 let base = process.memoryUsage();
 let heapPeak = 0;
 let buffersPeak = 0;
+// The ArrayBuffers this thread's heap holds (arrayBuffers counts those it allocated, also once
+// moved to a worker): what its collector has to deal with.
+let externalBase = 0;
+let externalPeak = 0;
 const sample = () => {
   const { heapUsed, arrayBuffers } = process.memoryUsage();
   heapPeak = Math.max(heapPeak, heapUsed);
   buffersPeak = Math.max(buffersPeak, arrayBuffers);
+  externalPeak = Math.max(externalPeak, getHeapStatistics().external_memory);
 };
 setInterval(sample, 10).unref();
 
@@ -28,6 +33,8 @@ const reset = () => {
   base = process.memoryUsage();
   heapPeak = base.heapUsed;
   buffersPeak = base.arrayBuffers;
+  externalBase = getHeapStatistics().external_memory;
+  externalPeak = externalBase;
   delay.reset();
 };
 
@@ -53,6 +60,7 @@ function serve() {
         heapBaseMb: base.heapUsed / 2 ** 20,
         heapPeakAddedMb: (heapPeak - base.heapUsed) / 2 ** 20,
         buffersPeakAddedMb: (buffersPeak - base.arrayBuffers) / 2 ** 20,
+        externalPeakAddedMb: (externalPeak - externalBase) / 2 ** 20,
       }),
     );
   });

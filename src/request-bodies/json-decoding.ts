@@ -3,7 +3,7 @@ import secureJson from "secure-json-parse";
 import { isWellFormedUnicode } from "../domain/unicode-text.ts";
 
 // A REST JSON body from its bytes to the object the routes validate, the same on the main thread
-// and in the parsing workers (json-parse-pool.ts): text must be valid UTF-8, never silently
+// and in the parsing workers (body-parse-pool.ts): text must be valid UTF-8, never silently
 // repaired with U+FFFD; JSON can still smuggle in what UTF-8 cannot carry, a `\ud800` escape of a
 // lone surrogate, which is refused too, since storing it would turn it into U+FFFD. `__proto__`
 // and `constructor.prototype` keys are dropped like any unknown parameter: nothing in a body can

@@ -2,9 +2,9 @@ import { isUtf8 } from "node:buffer";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
 import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import { JsonBodyParse } from "../request-bodies/body-parse-pool.ts";
 import { readBody } from "../request-bodies/body-reading.ts";
 import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
-import { JsonBodyParse } from "../request-bodies/json-parse-pool.ts";
 import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
 
 // Bodies are read as bytes and checked before decoding (request-bodies/json-decoding.ts: UTF-8,

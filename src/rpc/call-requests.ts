@@ -10,19 +10,39 @@ import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest } from "@connectrpc/connect-node";
 import { clientAddress, fromAddress } from "../rate-limits/client-address.ts";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import { JsonBodyParse, ProtoBodyParse } from "../request-bodies/body-parse-pool.ts";
 import { type KnownFields, keepKnown } from "../request-bodies/json-decoding.ts";
-import { JsonBodyParse } from "../request-bodies/json-parse-pool.ts";
-import { guardedBody, type NodeRequest, type NodeResponse } from "./guarded-bodies.ts";
+import {
+  type GuardedBody,
+  guardedBody,
+  type NodeRequest,
+  type NodeResponse,
+} from "./guarded-bodies.ts";
 import { knownFieldsOfMessage, replaceBody } from "./json-requests.ts";
 import { readMaxBytesOf } from "./read-limits.ts";
 
 // A call as both ports hand it to connect-es: its body checked as it arrives (guarded-bodies.ts)
-// and, for Connect unary JSON, read and parsed by the request gate instead (json-requests.ts).
+// and, for Connect unary calls (JSON or binary), read and parsed by the request gate instead
+// (json-requests.ts).
 
-/** Set on Connect unary JSON calls: reads and parses the body; the request gate runs it. */
-export const READ_JSON_BODY = createContextKey<(() => Promise<void>) | undefined>(undefined, {
-  description: "reads a Connect unary JSON body ahead of connect-es",
+/** Set on Connect unary calls: reads and parses the body; the request gate runs it. */
+export const READ_BODY = createContextKey<(() => Promise<void>) | undefined>(undefined, {
+  description: "reads a Connect unary body ahead of connect-es",
 });
+
+/** Reads `body` through its checks into `parse`, each chunk as it is scanned. */
+async function readInto<P extends JsonBodyParse | ProtoBodyParse>(
+  body: GuardedBody,
+  parse: P,
+): Promise<P> {
+  try {
+    await body.readWhole((chunk) => parse.write(chunk));
+  } catch (error) {
+    parse.abort();
+    throw error;
+  }
+  return parse;
+}
 
 export function rpcRequests(deps: {
   slots: LargeBodySlots;
@@ -52,21 +72,23 @@ export function rpcRequests(deps: {
     // connect-es reads an async iterable given as the parsed body like its own stream.
     const universal = universalRequestFromNodeRequest(request, response, body as never, values);
     const fields = known.get(path);
-    if (body?.wholeJson && fields) {
-      values.set(READ_JSON_BODY, async () => {
-        // Each scanned chunk goes on to the parse: a large body to its worker as it arrives.
-        const parse = new JsonBodyParse({ known: fields, plain: true });
-        try {
-          await body.readWhole((chunk) => parse.write(chunk));
-        } catch (error) {
-          parse.abort();
-          throw error;
-        }
+    const input = inputs.get(path);
+    if (body?.whole === "json" && fields) {
+      values.set(READ_BODY, async () => {
+        const parse = await readInto(body, new JsonBodyParse({ known: fields, plain: true }));
         const result = await parse.end();
         if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
         // A worker's answer holds the known fields only; a body parsed here is pruned alike.
         const value = parse.inWorker ? result.value : keepKnown(result.value, fields);
         replaceBody(universal, value);
+      });
+    } else if (body?.whole === "binary" && input) {
+      values.set(READ_BODY, async () => {
+        // connect-es decodes the bytes given, on the main thread: a large body's worker has
+        // dropped its unknown fields (and the library never allocates its Content-Length).
+        const result = await (await readInto(body, new ProtoBodyParse(input))).end();
+        if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
+        replaceBody(universal, result.value);
       });
     }
     return universal;

@@ -65,12 +65,12 @@ export function guardedBody(
       ? header(request, "content-encoding")
       : header(request, "grpc-encoding");
   const declared = header(request, "content-length");
-  const wholeJson = codec?.framing === "whole" && codec.json;
+  const whole = codec?.framing === "whole" ? (codec.json ? "json" : "binary") : undefined;
   const messages =
     codec && scanner
       ? new Messages(codec.framing, scanner, encoding?.trim().toLowerCase(), deps.readMaxBytes)
       : undefined;
-  return new GuardedBody(request, response, wholeJson, {
+  return new GuardedBody(request, response, whole, {
     ...deps,
     // Envelopes' sizes are connect-es's to check, one by one; a whole body's are checked here too.
     rawLimit: codec?.framing === "enveloped" ? Number.POSITIVE_INFINITY : deps.readMaxBytes,
@@ -83,8 +83,8 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
   constructor(
     private readonly request: NodeRequest,
     private readonly response: NodeResponse,
-    /** A Connect unary JSON body: one message, read (inflated) by readWhole(). */
-    readonly wholeJson: boolean,
+    /** A Connect unary body, JSON or binary: one message, read (inflated) by readWhole(). */
+    readonly whole: "json" | "binary" | undefined,
     private readonly options: CheckOptions,
   ) {}
 
@@ -94,7 +94,7 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
 
   /**
    * Reads the body through the checks, handing its message's chunks, inflated, to `take` as they
-   * are scanned (wholeJson bodies: a large one goes on to its parsing worker, never held here).
+   * are scanned (`whole` bodies: a large one goes on to its parsing worker, never held here).
    */
   async readWhole(take: (chunk: Buffer) => void): Promise<void> {
     if (this.options.messages) this.options.messages.take = take;

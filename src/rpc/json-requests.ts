@@ -3,7 +3,7 @@ import type { UniversalServerRequest } from "@connectrpc/connect/protocol";
 import type { KnownFields } from "../request-bodies/json-decoding.ts";
 
 // A Connect unary JSON request is parsed before connect-es sees it, so that a large one is parsed
-// off the main thread (request-bodies/json-parse-pool.ts) and only its known fields come back:
+// off the main thread (request-bodies/body-parse-pool.ts) and only its known fields come back:
 // connect-es reads a JSON body whole and runs JSON.parse on the main thread (about 5 ms a MB), and
 // offers no hook there. It takes a universal request's body as already parsed JSON when it is no
 // byte stream: the request gate, once the caller is authenticated, reads the body through the
