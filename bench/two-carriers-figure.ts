@@ -6,17 +6,18 @@
 //   - two carriers: the default route split { alpha: 50, beta: 50 }, one batch;
 //   - baseline, same run: a carriers file of alpha alone, one batch of half as many.
 // The rate is parts submitted and acknowledged (submit_sm_resp ESME_ROK, the SMSCs' PDU files)
-// per second over the middle 80 % of them, both SMSCs' merged. Target: two >= 1.8 x one.
+// per second over the middle 80 % of them, both SMSCs' merged. Target: two >= 1.8 x one. Beside
+// them, one carrier with no TPS limit anywhere: the service's own ceiling at the moment's load.
 
 import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { carriersFile } from "../test/support/carriers-file.ts";
 import type { Pdu } from "../test/support/smsc.ts";
 import { startSmsc, type TestSmsc } from "../test/support/smsc.ts";
 import { type BenchContext, batchBody, createAccount, postBatch, sleep } from "./common.ts";
 import { isAccepted, PduTail } from "./pdu-tail.ts";
-import { median, startProcess } from "./processes.ts";
+import { cpuSeconds, median, startProcess } from "./processes.ts";
 import { rateOf, steadyRateOf } from "./smpp-figure.ts";
 
 const TPS = 200;
@@ -32,12 +33,15 @@ interface Round {
   accepted: number;
   throttled: number;
   complete: boolean;
+  /** The service's CPU time (user and system) per part acknowledged, from the batch to the end. */
+  cpuMsPerPart: number;
 }
 
 async function round(
   ctx: BenchContext,
   smscs: { smsc: TestSmsc; file: string }[],
   count: number,
+  tps = TPS,
 ): Promise<Round> {
   const dbName = "bench_two_carriers";
   const names = ["alpha", "beta"].slice(0, smscs.length);
@@ -45,14 +49,17 @@ async function round(
     "carriers:",
     ...smscs.map(
       ({ smsc }, i) =>
-        `  - { name: ${names[i]}, url: "${smsc.url}", binds: ${BINDS}, window: ${WINDOW}, tps: ${TPS} }`,
+        `  - { name: ${names[i]}, url: "${smsc.url}", binds: ${BINDS}, window: ${WINDOW}, tps: ${tps} }`,
     ),
     "routes:",
     smscs.length === 1
       ? "  - { name: default, carriers: [alpha] }"
       : "  - { name: default, split: { alpha: 50, beta: 50 } }",
   ]);
-  for (const { smsc } of smscs) await smsc.reset();
+  for (const { smsc } of smscs) {
+    await smsc.reset();
+    await smsc.configure({ maxTps: tps });
+  }
   const tails = smscs.map(({ file: path }) => new PduTail(path, true));
   const service = await startProcess(
     "src/main.ts",
@@ -65,14 +72,16 @@ async function round(
       if (bound.every((b) => b.length >= BINDS)) break;
       await sleep(100);
     }
+    const cpuBefore = cpuSeconds(service.pid);
     await postBatch(service.baseUrl, batchBody(account, count, "Figure 17"), count);
     const logs: Pdu[][] = smscs.map(() => []);
     const accepted = () => logs.reduce((n, log) => n + log.filter(isAccepted).length, 0);
-    const deadline = Date.now() + ((3 * count) / (TPS * smscs.length)) * 1000 + 60_000;
+    const deadline = Date.now() + ((3 * count) / ((tps || TPS) * smscs.length)) * 1000 + 60_000;
     while (accepted() < count && Date.now() < deadline) {
       await sleep(500);
       for (const [i, tail] of tails.entries()) for (const p of tail.read()) logs[i]?.push(p);
     }
+    const cpu = cpuSeconds(service.pid) - cpuBefore;
     const times = (log: Pdu[]) => log.filter(isAccepted).map((p) => p.at);
     const merged = logs.flatMap(times).sort((a, b) => a - b);
     return {
@@ -83,6 +92,7 @@ async function round(
       throttled: logs.flat().filter((p) => p.command === "submit_sm_resp" && p.status === THROTTLED)
         .length,
       complete: merged.length >= count,
+      cpuMsPerPart: (cpu * 1000) / Math.max(1, merged.length),
     };
   } finally {
     await service.stop();
@@ -105,6 +115,9 @@ export async function twoCarriersFigure(ctx: BenchContext): Promise<void> {
     const one = TPS * seconds;
     // Alternated, the first of each pair turning, so both meet the same load from the machine.
     const rounds = ctx.quick ? 1 : 2;
+    const loadBefore = loadavg()[0] ?? 0;
+    // Warm-up (the service's JIT, the SMSCs' and the database's), not measured.
+    await round(ctx, smscs.slice(0, 1), Math.ceil(one / 4), 0);
     const alone: Round[] = [];
     const split: Round[] = [];
     for (let r = 0; r < rounds; r++) {
@@ -112,8 +125,13 @@ export async function twoCarriersFigure(ctx: BenchContext): Promise<void> {
       split.push(await round(ctx, smscs, 2 * one));
       if (r % 2 === 1) alone.push(await round(ctx, smscs.slice(0, 1), one));
     }
+    // What one carrier carries with no TPS limit on either side, at the machine's load of the
+    // moment: below 2 x TPS, the service, not the carriers, bounds the figure.
+    const ceiling = await round(ctx, smscs.slice(0, 1), one, 0);
     const show = (runs: Round[]) => runs.map((x) => x.steadyRate.toFixed(1)).join(" ");
-    ctx.log(`figure 17: one carrier ${show(alone)} parts/s, two carriers ${show(split)} parts/s`);
+    ctx.log(
+      `figure 17: one carrier ${show(alone)} parts/s, two carriers ${show(split)} parts/s, one carrier without a TPS limit ${show([ceiling])} parts/s`,
+    );
     const value = median(split.map((x) => x.steadyRate));
     const baseline = median(alone.map((x) => x.steadyRate));
     ctx.figures.push({
@@ -142,6 +160,12 @@ export async function twoCarriersFigure(ctx: BenchContext): Promise<void> {
             [`one_run_${i + 1}_throttled`, x.throttled],
           ]),
         ),
+        one_without_tps_limit_per_s: ceiling.steadyRate,
+        two_cpu_ms_per_part: median(split.map((x) => x.cpuMsPerPart)),
+        one_cpu_ms_per_part: median(alone.map((x) => x.cpuMsPerPart)),
+        one_without_tps_limit_cpu_ms_per_part: ceiling.cpuMsPerPart,
+        load_average_1m_before: loadBefore,
+        load_average_1m_after: loadavg()[0] ?? 0,
         parts_acknowledged: [...alone, ...split].reduce((n, x) => n + x.accepted, 0),
       },
     });
