@@ -41,17 +41,17 @@ export type SubmitResult =
     };
 
 /**
- * What a `submit` that throws may tell: the positions (in the parts given) of the parts the
- * carrier accepted before the call failed. Their message stays with that carrier.
+ * What a `submit` that throws may tell: the parts the carrier accepted before the call failed, by
+ * position in the parts given, with their carrier ids. With several carriers they stay its own.
  */
 export interface SubmitFailure {
-  acceptedParts?: readonly number[];
+  acceptedParts?: ReadonlyMap<number, string>;
 }
 
-/** The positions of the parts accepted before `error` ended a submit call (none if it does not say). */
-export function partsAcceptedBefore(error: unknown): ReadonlySet<number> {
+/** The parts accepted before `error` ended a submit call (none if it does not say). */
+export function partsAcceptedBefore(error: unknown): ReadonlyMap<number, string> {
   const accepted = (error as SubmitFailure | undefined)?.acceptedParts;
-  return new Set(Array.isArray(accepted) ? accepted : []);
+  return accepted instanceof Map ? accepted : new Map();
 }
 
 export interface CarrierReceipt {

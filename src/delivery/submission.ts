@@ -221,16 +221,7 @@ async function submitGroup(
     logger.warn({ err: error, count: messages.length }, "carrier submit failed; retrying later");
     outcome.carrierDown = true;
     spans?.failed(error);
-    // A message this carrier accepted some parts of stays with it: the next claim is its.
-    const accepted = partsAcceptedBefore(error);
-    const pinned = new Set([...accepted].map((i) => parts[i]?.messageId));
-    const pinTo = deps.planCarrier;
-    for (const message of messages)
-      giveBack(
-        message,
-        true,
-        pinTo !== undefined && pinned.has(message._id) ? { pinTo } : undefined,
-      );
+    await cutOff(deps, messages, parts, partsAcceptedBefore(error), outcome, giveBack);
     return;
   }
   const perMessage = new Map<number, Answered>();
@@ -268,6 +259,50 @@ async function submitGroup(
   for (const message of recorded)
     if (perMessage.get(message._id)?.error === undefined)
       outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
+}
+
+/**
+ * The messages of a submit call cut off by the carrier's failure go back to the queue. With several
+ * carriers, what the carrier accepted stays its own: a message all of whose parts it accepted is
+ * recorded SENT (its receipt may still come), one it accepted some parts of goes back kept for it
+ * (`carrier`: never split between carriers). With one carrier all go back, to the same SMSC.
+ */
+async function cutOff(
+  deps: SubmissionDeps,
+  messages: readonly ClaimedMessage[],
+  parts: readonly CarrierPart[],
+  accepted: ReadonlyMap<number, string>,
+  outcome: ClaimOutcome,
+  giveBack: GiveBack,
+): Promise<void> {
+  const carrier = deps.planCarrier;
+  const byMessage = new Map<number, { parts: number; carrierIds: string[] }>();
+  parts.forEach((part, i) => {
+    const entry = byMessage.get(part.messageId) ?? { parts: 0, carrierIds: [] };
+    entry.parts++;
+    const carrierId = accepted.get(i);
+    if (carrierId !== undefined) entry.carrierIds.push(carrierId);
+    byMessage.set(part.messageId, entry);
+  });
+  const sent: ClaimedMessage[] = [];
+  for (const message of messages) {
+    const entry = byMessage.get(message._id);
+    const taken = carrier === undefined ? 0 : (entry?.carrierIds.length ?? 0);
+    if (taken > 0 && taken === entry?.parts) sent.push(message);
+    else
+      giveBack(message, true, taken > 0 && carrier !== undefined ? { pinTo: carrier } : undefined);
+  }
+  if (sent.length === 0) return;
+  await deps.recorder.record(
+    sent.map((message) => ({
+      id: message._id,
+      carrierIds: byMessage.get(message._id)?.carrierIds ?? [],
+      expiresAt: message.expiresAt,
+      ...(message.deliveryClass && { deliveryClass: message.deliveryClass }),
+    })),
+  );
+  for (const message of sent)
+    outcome.released.push({ accountId: message.accountId, dueAt: message.expiresAt });
 }
 
 /** A message's answers from the carrier: ids of the parts accepted, the first refusal. */

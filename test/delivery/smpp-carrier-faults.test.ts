@@ -8,6 +8,8 @@
  * - alpha accepts the first part of a 3-part message and then dies: the message stays with alpha
  *   (never split between carriers) while other messages fail over to beta, and goes out whole
  *   through alpha once it is back.
+ * - alpha accepts one message of a submit call and dies: that one is SENT by alpha, only the other
+ *   goes to beta.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startFailoverService } from "../support/failover-service.ts";
@@ -167,3 +169,40 @@ it("keeps a multi-part message with the carrier that accepted a part of it, whil
   expect((await submitted(beta)).has(longTo.slice(1))).toBe(false);
   expect(await failovers("alpha", "beta")).toBe(1);
 }, 240_000);
+
+it("records what a carrier accepted before it died as its own, and moves only the rest of the call", async () => {
+  await service.close();
+  await Promise.all([alpha.reset(), beta.reset()]);
+  await start();
+  await alpha.configure({ refuseStatus: 0, hangAfterSubmits: 1 });
+  // One batch: both messages in one claim and one submit call to alpha, which answers one of them.
+  const numbers = ["+4916012349001", "+4916012349002"];
+  const sent = await postJson(`${service.baseUrl}/sms-batch`, {
+    ...account,
+    messages: numbers.map((to) => ({ to, text: `to ${to}` })),
+  });
+  expect(sent.status).toBe(200);
+  let log: Awaited<ReturnType<TestSmsc["pdus"]>> = [];
+  await waitFor(
+    async () => {
+      log = await alpha.pdus({ command: ["submit_sm", "submit_sm_resp"] });
+      return log.some((p) => p.command === "submit_sm_resp" && p.status === 0);
+    },
+    30_000,
+    "one accepted by alpha",
+  );
+  await alpha.kill();
+  const answered = log.find((p) => p.command === "submit_sm_resp")?.sequence;
+  const acceptedTo = `+${log.find((p) => p.command === "submit_sm" && p.sequence === answered)?.destination_addr}`;
+  const otherTo = numbers.find((to) => to !== acceptedTo) as string;
+  expect(numbers).toContain(acceptedTo);
+
+  const byNumber = (to: string) => service.store.messages.findOne({ to });
+  await waitFor(async () => (await byNumber(otherTo))?.status === "DELIVERED", 60_000, "the other");
+  expect(await byNumber(otherTo)).toMatchObject({ carrier: "beta" });
+  // Accepted by alpha: SENT by it (its receipt may still come), never given to beta.
+  const accepted = await byNumber(acceptedTo);
+  expect(["SENT", "DELIVERED"]).toContain(accepted?.status);
+  expect(accepted).toMatchObject({ carrier: "alpha", carrierIds: [expect.any(String)] });
+  expect((await submitted(beta)).has(acceptedTo.slice(1))).toBe(false);
+}, 180_000);

@@ -20,7 +20,8 @@
  * cannot be reached): the worker pauses and the claim's messages go back to their lanes, unfailed,
  * to be submitted when a bind is up again. Parts of that call the SMSC had already accepted are
  * then submitted again too: at most the call's parts, which the worker keeps within its window. The
- * error names them (`acceptedParts`), so their messages stay with this carrier.
+ * error names them with their ids (`acceptedParts`): with several carriers the worker records the
+ * messages accepted whole and keeps the others with this carrier (submission.ts).
  *
  * Receipts and mobile-originated messages (deliver_sm, data_sm): incoming.ts.
  */
@@ -101,8 +102,8 @@ interface Job {
 
 /** Thrown by `submit` when no bind is up: nothing was failed; the worker retries later. */
 export class CarrierUnavailable extends Error implements SubmitFailure {
-  /** The call's parts the SMSC had accepted before it failed (their positions). */
-  acceptedParts: readonly number[] = [];
+  /** The call's parts the SMSC had accepted before it failed: position to message_id. */
+  acceptedParts: ReadonlyMap<number, string> = new Map();
 
   constructor(message: string) {
     super(message);
@@ -368,10 +369,14 @@ export class SmppCarrier implements Carrier {
     for (let i = this.queue.length - 1; i >= 0; i--)
       if (this.queue[i]?.call === call) this.queue.splice(i, 1);
     if (call.accepted > 0) {
-      error.acceptedParts = call.results.flatMap((result, i) => (result?.ok ? [i] : []));
+      const accepted = new Map<number, string>();
+      call.results.forEach((result, i) => {
+        if (result?.ok) accepted.set(i, result.carrierId);
+      });
+      error.acceptedParts = accepted;
       this.logger.warn(
         { accepted: call.accepted, err: error.message },
-        "smpp: submission given back to the worker; parts the SMSC accepted will be submitted again",
+        "smpp: submission given back to the worker with the parts the SMSC accepted",
       );
     }
     call.reject(error);
