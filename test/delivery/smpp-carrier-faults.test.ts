@@ -8,8 +8,8 @@
  * - alpha accepts the first part of a 3-part message and then dies: the message stays with alpha
  *   (never split between carriers) while other messages fail over to beta, and goes out whole
  *   through alpha once it is back.
- * - alpha accepts one message of a submit call and dies: that one is SENT by alpha, only the other
- *   goes to beta.
+ * - alpha accepts one message of a submit call, sends its receipt and dies: that one is recorded as
+ *   alpha's and DELIVERED by the receipt, only the other goes to beta.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startFailoverService } from "../support/failover-service.ts";
@@ -183,13 +183,14 @@ it("records what a carrier accepted before it died as its own, and moves only th
   });
   expect(sent.status).toBe(200);
   let log: Awaited<ReturnType<TestSmsc["pdus"]>> = [];
+  // Killed once alpha has sent the accepted one's receipt.
   await waitFor(
     async () => {
-      log = await alpha.pdus({ command: ["submit_sm", "submit_sm_resp"] });
-      return log.some((p) => p.command === "submit_sm_resp" && p.status === 0);
+      log = await alpha.pdus({ command: ["submit_sm", "submit_sm_resp", "deliver_sm"] });
+      return log.some((p) => p.command === "deliver_sm");
     },
     30_000,
-    "one accepted by alpha",
+    "one accepted by alpha, its receipt sent",
   );
   await alpha.kill();
   const answered = log.find((p) => p.command === "submit_sm_resp")?.sequence;
@@ -200,9 +201,13 @@ it("records what a carrier accepted before it died as its own, and moves only th
   const byNumber = (to: string) => service.store.messages.findOne({ to });
   await waitFor(async () => (await byNumber(otherTo))?.status === "DELIVERED", 60_000, "the other");
   expect(await byNumber(otherTo)).toMatchObject({ carrier: "beta" });
-  // Accepted by alpha: SENT by it (its receipt may still come), never given to beta.
+  // Accepted by alpha: recorded as its own, and its receipt, held until then, matches it.
+  await waitFor(
+    async () => (await byNumber(acceptedTo))?.status === "DELIVERED",
+    30_000,
+    "receipt",
+  );
   const accepted = await byNumber(acceptedTo);
-  expect(["SENT", "DELIVERED"]).toContain(accepted?.status);
   expect(accepted).toMatchObject({ carrier: "alpha", carrierIds: [expect.any(String)] });
   expect((await submitted(beta)).has(acceptedTo.slice(1))).toBe(false);
 }, 180_000);

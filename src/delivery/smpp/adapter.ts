@@ -65,7 +65,11 @@ export interface SmppCarrierOptions {
   maxLostPerPart?: number;
   /** A receipt waits this long for others to be stored with it in one batch. Default 50. */
   receiptCollectMs?: number;
-  /** Receipts that match no recorded part are answered and dropped after this long. Default 10000. */
+  /**
+   * Receipts that match no recorded part are answered and dropped after this long. Default
+   * `unboundWaitMs` + 10000: a receipt of a part accepted in a call that the binds going down cut
+   * off is still held when the worker records that part (submission.ts), after `unboundWaitMs`.
+   */
   holdUnknownReceiptsMs?: number;
   /** Rebinding backoff: first delay and cap. Defaults 1000 and 30000. */
   backoffInitialMs?: number;
@@ -145,7 +149,7 @@ export class SmppCarrier implements Carrier {
     this.endpointText = describeEndpoint(options.endpoint);
     this.inbox = new ReceiptInbox({
       logger: options.logger,
-      holdUnknownMs: options.holdUnknownReceiptsMs ?? 10_000,
+      holdUnknownMs: options.holdUnknownReceiptsMs ?? this.unboundWaitMs + 10_000,
       batchSize: 500,
       collectMs: options.receiptCollectMs ?? 50,
     });
