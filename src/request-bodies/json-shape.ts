@@ -3,20 +3,12 @@
 // millions of tiny values (`[{},{},…]` is 3 bytes a value, 50-100 bytes of heap once parsed) is
 // refused at the first byte over a limit, and the rest of it is never read. It does not validate
 // JSON: bytes JSON.parse refuses may pass here; whatever JSON.parse accepts is counted exactly.
+// Values are array elements and object members, at every depth, plus the body itself; the limits
+// and their refusals are shape-limits.ts's.
 
-export interface JsonShapeLimits {
-  /** Containers open at once: `[[1]]` is 2 deep, a scalar body 0. */
-  maxDepth: number;
-  /** Array elements and object members, at every depth, plus the body itself. */
-  maxValues: number;
-}
+import { BODY_SHAPE_LIMITS, type ShapeLimits, ShapeVerdict } from "./shape-limits.ts";
 
-/**
- * A 10000-message batch is 3 deep and holds about 40000 values (a message and its to, from and
- * text); the limits leave room for fields we ignore. The cost they allow is what bounds memory
- * and time per body, not the byte limit: at most this many values, however many bytes.
- */
-export const BODY_SHAPE_LIMITS: JsonShapeLimits = { maxDepth: 32, maxValues: 100_000 };
+const WORDS = { body: "body", values: "values (array elements and object members)" };
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -44,14 +36,17 @@ export class JsonShapeScanner {
   private escaped = false;
   /** Just after `[` or `{`: the next byte that is no whitespace opens its first entry, or closes it. */
   private opened = false;
-  private violation: string | undefined;
+  private readonly verdict: ShapeVerdict;
 
-  constructor(private readonly limits: JsonShapeLimits = BODY_SHAPE_LIMITS) {}
+  constructor(limits: ShapeLimits = BODY_SHAPE_LIMITS) {
+    this.verdict = new ShapeVerdict(limits, WORDS);
+  }
 
   /** Scans `chunk`; returns the first violation (then and ever after), or undefined. */
   feed(chunk: Uint8Array): string | undefined {
-    if (this.violation) return this.violation;
-    const { maxDepth, maxValues } = this.limits;
+    const { verdict } = this;
+    if (verdict.violation) return verdict.violation;
+    const { maxDepth, maxValues } = verdict.limits;
     let { depth, values, inString, escaped, opened } = this;
     const length = chunk.length;
     // Inside strings (most of a large body) byte by byte, but a long plain stretch is skipped to
@@ -86,21 +81,14 @@ export class JsonShapeScanner {
       else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
         depth++;
         opened = true;
-        if (depth > maxDepth) {
-          this.violation = `the body nests deeper than ${maxDepth} levels`;
-          return this.violation;
-        }
+        if (depth > maxDepth) return verdict.tooDeep();
       } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
         // More closed than opened: no JSON, and counting on from there would be wrong.
         if (--depth < 0) {
-          this.violation = "the body is not valid JSON: a bracket closes what was not opened";
-          return this.violation;
+          return verdict.refuse("the body is not valid JSON: a bracket closes what was not opened");
         }
       }
-      if (values > maxValues) {
-        this.violation = `the body holds more than ${maxValues} values (array elements and object members)`;
-        return this.violation;
-      }
+      if (values > maxValues) return verdict.tooMany();
     }
     this.depth = depth;
     this.values = values;

@@ -1,5 +1,5 @@
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
-import type { JsonShapeLimits } from "./json-shape.ts";
+import { type ShapeLimits, ShapeVerdict } from "./shape-limits.ts";
 
 // The binary twin of json-shape.ts: protobuf-es decodes a message in one pass on the thread it
 // runs on, and each field costs: 16 MB of empty `messages` entries took 22 s and 750 MB of heap,
@@ -7,7 +7,8 @@ import type { JsonShapeLimits } from "./json-shape.ts";
 // counts fields, at every depth it can know (a field the message declares as a message is entered;
 // unknown length-delimited fields are skipped whole, unknown groups entered), so a body past the
 // limits is refused before it is decoded. Bytes that are no valid protobuf are left for
-// protobuf-es to refuse: the scanner stops counting there.
+// protobuf-es to refuse: the scanner stops counting there. The limits and their refusals are
+// shape-limits.ts's.
 
 type State = "tag" | "varint" | "length" | "skip";
 
@@ -39,18 +40,16 @@ export class ProtobufShapeScanner {
   private position = 0;
   private values = 1;
   private stopped = false;
-  private violation: string | undefined;
+  private readonly verdict: ShapeVerdict;
 
-  constructor(
-    root: DescMessage,
-    private readonly limits: JsonShapeLimits,
-  ) {
+  constructor(root: DescMessage, limits: ShapeLimits) {
     this.frames = [{ desc: root, end: undefined }];
+    this.verdict = new ShapeVerdict(limits, { body: "message", values: "fields" });
   }
 
   /** Scans `chunk`; returns the first violation (then and ever after), or undefined. */
   feed(chunk: Uint8Array): string | undefined {
-    if (this.violation || this.stopped) return this.violation;
+    if (this.verdict.violation || this.stopped) return this.verdict.violation;
     for (let i = 0; i < chunk.length; ) {
       if (this.state === "skip") {
         const step = Math.min(this.skipLeft, chunk.length - i);
@@ -80,7 +79,7 @@ export class ProtobufShapeScanner {
         if (this.state === "tag") this.onTag(value);
         else this.onLength(value);
       }
-      if (this.violation || this.stopped) return this.violation;
+      if (this.verdict.violation || this.stopped) return this.verdict.violation;
       this.closeFrames();
     }
     return undefined;
@@ -93,8 +92,8 @@ export class ProtobufShapeScanner {
       this.stop();
       return;
     }
-    if (++this.values > this.limits.maxValues) {
-      this.violation = `the message holds more than ${this.limits.maxValues} fields`;
+    if (++this.values > this.verdict.limits.maxValues) {
+      this.verdict.tooMany();
       return;
     }
     if (wireType === 0) this.state = "varint";
@@ -124,8 +123,8 @@ export class ProtobufShapeScanner {
     // Packed scalars decode to one value per element, each at least a byte.
     if (field?.fieldKind === "list" && field.listKind === "scalar") {
       this.values += length;
-      if (this.values > this.limits.maxValues) {
-        this.violation = `the message holds more than ${this.limits.maxValues} fields`;
+      if (this.values > this.verdict.limits.maxValues) {
+        this.verdict.tooMany();
         return;
       }
     }
@@ -134,9 +133,7 @@ export class ProtobufShapeScanner {
 
   private push(frame: Frame): void {
     this.frames.push(frame);
-    if (this.frames.length - 1 > this.limits.maxDepth) {
-      this.violation = `the message nests deeper than ${this.limits.maxDepth} levels`;
-    }
+    if (this.frames.length - 1 > this.verdict.limits.maxDepth) this.verdict.tooDeep();
   }
 
   private skip(bytes: number): void {

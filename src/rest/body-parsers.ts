@@ -5,7 +5,8 @@ import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
 import { JsonBodyParse } from "../request-bodies/body-parse-pool.ts";
 import { readBody } from "../request-bodies/body-reading.ts";
 import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
-import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
+import { JsonShapeScanner } from "../request-bodies/json-shape.ts";
+import { BODY_SHAPE_LIMITS } from "../request-bodies/shape-limits.ts";
 
 // Bodies are read as bytes and checked before decoding (request-bodies/json-decoding.ts: UTF-8,
 // lone surrogates, prototype keys). JSON is scanned as it arrives: nesting and value counts past

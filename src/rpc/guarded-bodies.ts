@@ -5,8 +5,9 @@ import { createBrotliDecompress, createGunzip } from "node:zlib";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
-import { BODY_SHAPE_LIMITS, JsonShapeScanner } from "../request-bodies/json-shape.ts";
+import { JsonShapeScanner } from "../request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
+import { BODY_SHAPE_LIMITS } from "../request-bodies/shape-limits.ts";
 
 // The body of a Connect, gRPC or gRPC-Web call as connect-es reads it, after the request gate, with
 // checks as the bytes arrive (connect-es reads a JSON message whole, then JSON.parse blocks the

@@ -5,11 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  BODY_SHAPE_LIMITS,
-  type JsonShapeLimits,
-  JsonShapeScanner,
-} from "../../src/request-bodies/json-shape.ts";
+import { JsonShapeScanner } from "../../src/request-bodies/json-shape.ts";
+import { BODY_SHAPE_LIMITS, type ShapeLimits } from "../../src/request-bodies/shape-limits.ts";
 import { feedInChunks } from "./chunked-feed.ts";
 
 /** Depth and value count as the scanner defines them, computed on the parsed value. */
@@ -26,7 +23,7 @@ function shapeOf(value: unknown): { depth: number; values: number } {
 }
 
 /** Feeds `text` in the chunks `cuts` splits it into; the first violation, if any. */
-const scan = (text: string, limits: JsonShapeLimits, cuts: number[] = []) =>
+const scan = (text: string, limits: ShapeLimits, cuts: number[] = []) =>
   feedInChunks(new JsonShapeScanner(limits), Buffer.from(text), cuts);
 
 const batch = (count: number, extra: object = {}) =>

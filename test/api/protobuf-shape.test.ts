@@ -6,11 +6,11 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SendBatchRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
-import { BODY_SHAPE_LIMITS, type JsonShapeLimits } from "../../src/request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../../src/request-bodies/protobuf-shape.ts";
+import { BODY_SHAPE_LIMITS, type ShapeLimits } from "../../src/request-bodies/shape-limits.ts";
 import { feedInChunks } from "./chunked-feed.ts";
 
-const scan = (bytes: Uint8Array, limits: JsonShapeLimits, cuts: number[] = []) =>
+const scan = (bytes: Uint8Array, limits: ShapeLimits, cuts: number[] = []) =>
   feedInChunks(new ProtobufShapeScanner(SendBatchRequestSchema, limits), bytes, cuts);
 
 const message = fc.record(
