@@ -11,7 +11,7 @@
 
 import autocannon from "autocannon";
 import { type BenchContext, createAccount } from "./common.ts";
-import { cpuSeconds, freePort, median, startProcess } from "./processes.ts";
+import { cpuSeconds, FREE_PORT, median, startProcess } from "./processes.ts";
 
 const CONNECTIONS = 32;
 // For finding what costs: BENCH_FIGURE13_ON=metrics (or tracing) turns only that one on.
@@ -42,10 +42,10 @@ export async function observabilityFigure(ctx: BenchContext) {
     const order = MODES.map((_, i) => MODES[(round + i) % MODES.length] as Mode);
     for (const mode of order) {
       const db = `bench_observability_${mode}`;
-      const metricsPort = mode !== "off" && ON.has("metrics") ? await freePort() : 0;
+      const metricsOn = mode !== "off" && ON.has("metrics");
       const env = ctx.serviceEnv(db, {
         SMS_RUN_WORKERS: "false",
-        METRICS_PORT: String(metricsPort),
+        METRICS_PORT: metricsOn ? FREE_PORT : "0",
         ...(mode !== "off" &&
           ON.has("tracing") && {
             OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${sink.baseUrl}/v1/traces`,
@@ -57,6 +57,7 @@ export async function observabilityFigure(ctx: BenchContext) {
           }),
       });
       const api = await startProcess("src/main.ts", env);
+      const metricsPort = Number(api.env.METRICS_PORT);
       // A scraper as Prometheus would run it: once a second for the whole load.
       const scraper =
         metricsPort !== 0

@@ -16,6 +16,8 @@ export async function freePort(): Promise<number> {
 export interface ServiceProcess {
   baseUrl: string;
   pid: number;
+  /** The env it was given, with each FREE_PORT replaced by the port chosen. */
+  env: Record<string, string>;
   stop(): Promise<void>;
 }
 
@@ -24,9 +26,14 @@ function serviceLog(): "ignore" | number {
   return path ? openSync(path, "a") : "ignore";
 }
 
+/** An env value `startProcess` replaces with a free port (`ServiceProcess.env` tells which). */
+export const FREE_PORT = "free port";
+
 /**
  * Runs `src/main.ts` (or another script) in a child process and waits for it to answer. `cwd`: the
- * directory the script path is relative to (another checkout, for a baseline commit).
+ * directory the script path is relative to (another checkout, for a baseline commit). A port
+ * picked free may be taken by another program before the child binds it (the machine is shared):
+ * a child that exits while starting is started again on other ports, up to three times.
  */
 export async function startProcess(
   script: string,
@@ -34,7 +41,28 @@ export async function startProcess(
   readyPath = "/health",
   cwd?: string,
 ): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(script, env, readyPath, cwd);
+    } catch (error) {
+      if (!(error instanceof ExitedWhileStarting) || attempt === 3) throw error;
+    }
+  }
+}
+
+class ExitedWhileStarting extends Error {}
+
+async function startOnce(
+  script: string,
+  env: Record<string, string>,
+  readyPath: string,
+  cwd: string | undefined,
+): Promise<ServiceProcess> {
   const port = await freePort();
+  const chosen: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    chosen[name] = value === FREE_PORT ? String(await freePort()) : value;
+  }
   const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, [...nodeOptions, "--import", "tsx", script], {
     env: {
@@ -44,7 +72,7 @@ export async function startProcess(
       // Off unless a figure asks (figure 13 compares both): the figures before it had none.
       METRICS_PORT: "0",
       HOST: "127.0.0.1",
-      ...env,
+      ...chosen,
     },
     // BENCH_SERVICE_LOG=<file> keeps the services' logs (appended) to find why a figure failed.
     stdio: ["ignore", serviceLog(), "inherit"],
@@ -58,7 +86,7 @@ export async function startProcess(
   for (;;) {
     if (child.exitCode !== null) {
       process.off("exit", killOnExit);
-      throw new Error(`${script} exited with ${child.exitCode}`);
+      throw new ExitedWhileStarting(`${script} exited with ${child.exitCode}`);
     }
     try {
       const response = await fetch(`${baseUrl}${readyPath}`, {
@@ -78,6 +106,7 @@ export async function startProcess(
   return {
     baseUrl,
     pid: child.pid ?? 0,
+    env: chosen,
     async stop() {
       process.off("exit", killOnExit);
       child.kill("SIGTERM");
