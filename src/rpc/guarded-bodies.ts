@@ -5,6 +5,8 @@ import { createBrotliDecompress, createGunzip } from "node:zlib";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import { ProtoBodyParse } from "../request-bodies/body-parse-pool.ts";
+import type { ParseResult } from "../request-bodies/body-parse-worker.ts";
 import { JsonShapeScanner } from "../request-bodies/json-shape.ts";
 import { ProtobufShapeScanner } from "../request-bodies/protobuf-shape.ts";
 import { BODY_SHAPE_LIMITS } from "../request-bodies/shape-limits.ts";
@@ -67,9 +69,20 @@ export function guardedBody(
       : header(request, "grpc-encoding");
   const declared = header(request, "content-length");
   const whole = codec?.framing === "whole" ? (codec.json ? "json" : "binary") : undefined;
+  // Binary gRPC messages are parsed here as they arrive and handed on parsed (Messages).
+  const reparse =
+    codec?.framing === "enveloped" && !codec.json && input
+      ? () => new ProtoBodyParse(input)
+      : undefined;
   const messages =
     codec && scanner
-      ? new Messages(codec.framing, scanner, encoding?.trim().toLowerCase(), deps.readMaxBytes)
+      ? new Messages(
+          codec.framing,
+          scanner,
+          encoding?.trim().toLowerCase(),
+          deps.readMaxBytes,
+          reparse,
+        )
       : undefined;
   return new GuardedBody(request, response, whole, {
     ...deps,
@@ -136,18 +149,34 @@ async function* checkedChunks(
       if (received > options.rawLimit) throw tooLarge(options.readMaxBytes);
       slot.admit(received);
       await messages?.write(next.value);
-      yield next.value;
+      if (!messages?.reencodes) yield next.value;
+      else for (const parsed of messages.parsed()) yield* envelope(await parsed);
     }
     await messages?.end();
     complete = true;
   } finally {
+    if (!complete) messages?.abort();
     if (!complete && !("stream" in request) && !response.headersSent) {
       (response as ServerResponse).setHeader("connection", "close");
     }
   }
 }
 
-/** The messages of a body, each scanned as its bytes arrive (inflated first if need be). */
+/** A message as connect-es reads it from gRPC: a 5-byte envelope header, uncompressed. */
+function* envelope(parsed: ParseResult<Uint8Array>): Generator<Uint8Array> {
+  if (!parsed.ok) throw new ConnectError(parsed.message, Code.InvalidArgument);
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(parsed.value.byteLength, 1);
+  yield header;
+  yield parsed.value;
+}
+
+/**
+ * The messages of a body, each scanned as its bytes arrive (inflated first if need be). Binary
+ * gRPC messages are also parsed as they arrive (`reparse`), a large one in a worker, so that
+ * connect-es gets each one whole and without its unknown fields instead of its raw bytes: it
+ * would allocate an envelope's declared length at its header, then join and decode it here.
+ */
 class Messages {
   private message: Message | undefined;
   private header = Buffer.alloc(0);
@@ -155,13 +184,35 @@ class Messages {
   private remaining = 0;
   /** Takes the scanned chunks of a whole body (GuardedBody.readWhole). */
   take: ((chunk: Buffer) => void) | undefined;
+  /** The parse of the current envelope's message, and the messages parsed, in order. */
+  private parse: ProtoBodyParse | undefined;
+  private done: Promise<ParseResult<Uint8Array>>[] = [];
 
   constructor(
     private readonly framing: Framing,
     private readonly scanner: () => Scanner,
     private readonly encoding: string | undefined,
     private readonly readMaxBytes: number,
+    private readonly reparse: (() => ProtoBodyParse) | undefined,
   ) {}
+
+  /** Whether the body is handed on as parsed messages (`parsed`) rather than as it came. */
+  get reencodes(): boolean {
+    return this.reparse !== undefined;
+  }
+
+  /** The messages whose bytes are all in since the last call, each once parsed. */
+  parsed(): Promise<ParseResult<Uint8Array>>[] {
+    const done = this.done;
+    this.done = [];
+    return done;
+  }
+
+  /** The body ends unfinished: the message being parsed is dropped. */
+  abort(): void {
+    this.parse?.abort();
+    this.parse = undefined;
+  }
 
   async write(chunk: Buffer): Promise<void> {
     if (this.framing === "whole") {
@@ -186,6 +237,13 @@ class Messages {
       const flags = this.header.readUInt8(0);
       this.remaining = this.header.readUInt32BE(1);
       this.header = Buffer.alloc(0);
+      // As connect-es refuses it at the header (it no longer sees the header of a parsed one).
+      if (this.remaining > this.readMaxBytes) {
+        throw new ConnectError(
+          `message size ${this.remaining} is larger than configured readMaxBytes ${this.readMaxBytes}`,
+          Code.ResourceExhausted,
+        );
+      }
       this.message = this.newMessage(flags & 1 ? this.encoding : undefined);
       if (this.remaining === 0) await this.finishMessage();
     }
@@ -196,12 +254,17 @@ class Messages {
   }
 
   private newMessage(encoding: string | undefined): Message {
-    return new Message(this.scanner(), encoding, this.readMaxBytes, this.take);
+    const parse = this.reparse?.();
+    this.parse = parse;
+    const take = parse ? (chunk: Buffer) => parse.write(chunk) : this.take;
+    return new Message(this.scanner(), encoding, this.readMaxBytes, take);
   }
 
   private async finishMessage(): Promise<void> {
     await this.message?.end();
     this.message = undefined;
+    if (this.parse) this.done.push(this.parse.end());
+    this.parse = undefined;
   }
 }
 

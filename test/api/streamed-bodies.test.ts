@@ -26,6 +26,10 @@ let account: { apiKey: string; apiSecret: string };
 /** The bodies sent unfinished, made once: their memory is in the baseline. */
 let jsonBody: Buffer;
 let binaryBody: Buffer;
+let grpcWebBody: Buffer;
+/** Whole lengths of the binary bodies, declared as their Content-Length. */
+let binaryLength = 0;
+let grpcWebLength = 0;
 /** The main thread's external memory once the service is up and the bodies are made. */
 let baseline = 0;
 
@@ -33,7 +37,10 @@ beforeAll(async () => {
   service = await startService();
   account = await service.createAccount({ credit: 1_000_000 });
   jsonBody = jsonStart();
-  binaryBody = binaryBatch(1, DECLARED - 100).subarray(0, SENT);
+  const binary = binaryBatch(1, DECLARED - 100);
+  [binaryBody, binaryLength] = [binary.subarray(0, SENT), binary.length];
+  const grpcWeb = enveloped(binary);
+  [grpcWebBody, grpcWebLength] = [grpcWeb.subarray(0, SENT), grpcWeb.length];
   baseline = await heldExternalBytes();
 });
 afterAll(() => service?.close());
@@ -111,6 +118,13 @@ function binaryBatch(messages: number, unknown: number): Buffer {
   return Buffer.concat([toBinary(SendBatchRequestSchema, request), extra]);
 }
 
+/** `message` in a gRPC envelope (uncompressed). */
+function enveloped(message: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt32BE(message.length, 1);
+  return Buffer.concat([header, message]);
+}
+
 const SEND_BATCH = "/sms.v1.MessagingService/SendBatch";
 const auth = () => basicAuthorization(account.apiKey, account.apiSecret);
 
@@ -129,9 +143,36 @@ it("Connect binary: 40 MB of an unfinished SendBatch body are not held by the ma
   // connect-es would allocate the declared 48 MB at once, then copy each chunk into it.
   const { added } = await partialBodyHeld(SEND_BATCH, binaryBody, {
     "content-type": "application/proto",
+    "content-length": binaryLength,
     authorization: auth(),
   });
   expect(added).toBeLessThan(4 * MB);
+});
+
+it("gRPC-Web: 40 MB of an unfinished SendBatch message are not held by the main thread", async () => {
+  // connect-es would allocate the envelope's 48 MB at its header, then keep each chunk until
+  // the envelope is complete.
+  const { added } = await partialBodyHeld(SEND_BATCH, grpcWebBody, {
+    "content-type": "application/grpc-web+proto",
+    "content-length": grpcWebLength,
+    authorization: auth(),
+  });
+  expect(added).toBeLessThan(4 * MB);
+});
+
+it("gRPC-Web: a large batch message is decoded by its worker and accepted", async () => {
+  const response = await fetch(`${service.baseUrl}${SEND_BATCH}`, {
+    method: "POST",
+    headers: { "content-type": "application/grpc-web+proto", authorization: auth() },
+    body: new Uint8Array(enveloped(binaryBatch(1000, 3 * MB))),
+  });
+  expect(response.status).toBe(200);
+  // The answer's message, then its trailers in a frame of their own.
+  const answer = Buffer.from(await response.arrayBuffer());
+  const length = answer.readUInt32BE(1);
+  const batch = fromBinary(SendBatchResponseSchema, answer.subarray(5, 5 + length));
+  expect(batch.batch).toMatchObject({ totalCount: 1000, acceptedCount: 1000 });
+  expect(answer.subarray(5 + length).toString("latin1")).toContain("grpc-status: 0");
 });
 
 it("Connect binary: a large batch with a large unknown field is decoded by its worker and accepted", async () => {
