@@ -5,6 +5,10 @@
 // (default be4d4c9, the commit the issue was found on; "none" skips it), from a temporary worktree. Two valid batches are
 // measured too (a 10000-message batch of short texts, and the largest valid one, 10000 x 1530
 // Latin-1 characters written as \u00XX escapes, about 92 MB): not hostile, for comparison.
+// Beside the loop's longest block, the longest stretch of the main thread's own CPU time between
+// two turns of the loop (on a loaded machine the block is mostly time given to other processes),
+// and the ArrayBuffer memory the main thread's heap holds at the peak (a body moved to a worker
+// is counted there no more).
 
 import http from "node:http";
 import { dirname, join } from "node:path";
@@ -25,6 +29,7 @@ interface Reading {
   heapPeakAddedMb: number;
   buffersPeakAddedMb: number;
   externalPeakAddedMb: number;
+  maxCpuStretchMs: number;
 }
 
 interface Case {
@@ -197,10 +202,11 @@ async function measure(ctx: BenchContext, label: string, cwd: string | undefined
     await poll;
     const reading = await monitor("/read");
     ctx.log(
-      `figure hostile (${label}) ${c.name}: ${status} in ${ms.toFixed(0)} ms, loop blocked ${reading.maxDelayMs.toFixed(0)} ms, /health/live worst ${healthWorst.toFixed(0)} ms, heap +${reading.heapPeakAddedMb.toFixed(0)} MB, buffers +${reading.buffersPeakAddedMb.toFixed(0)} MB (held by the main thread +${reading.externalPeakAddedMb.toFixed(0)} MB)`,
+      `figure hostile (${label}) ${c.name}: ${status} in ${ms.toFixed(0)} ms, loop blocked ${reading.maxDelayMs.toFixed(0)} ms (its own CPU at most ${reading.maxCpuStretchMs.toFixed(0)} ms at once), /health/live worst ${healthWorst.toFixed(0)} ms, heap +${reading.heapPeakAddedMb.toFixed(0)} MB, buffers +${reading.buffersPeakAddedMb.toFixed(0)} MB (held by the main thread +${reading.externalPeakAddedMb.toFixed(0)} MB)`,
     );
     results[`${c.name}_status`] = status;
     results[`${c.name}_block_ms`] = reading.maxDelayMs;
+    results[`${c.name}_cpu_stretch_ms`] = reading.maxCpuStretchMs;
     results[`${c.name}_health_ms`] = healthWorst;
     results[`${c.name}_heap_mb`] = reading.heapPeakAddedMb;
     results[`${c.name}_main_buffers_mb`] = reading.externalPeakAddedMb;
