@@ -42,6 +42,7 @@ async function round(
   smscs: { smsc: TestSmsc; file: string }[],
   count: number,
   tps = TPS,
+  smscTps = tps,
 ): Promise<Round> {
   const dbName = "bench_two_carriers";
   const names = ["alpha", "beta"].slice(0, smscs.length);
@@ -58,7 +59,7 @@ async function round(
   ]);
   for (const { smsc } of smscs) {
     await smsc.reset();
-    await smsc.configure({ maxTps: tps });
+    await smsc.configure({ maxTps: smscTps });
   }
   const tails = smscs.map(({ file: path }) => new PduTail(path, true));
   const service = await startProcess(
@@ -128,9 +129,12 @@ export async function twoCarriersFigure(ctx: BenchContext): Promise<void> {
     // What one carrier carries with no TPS limit on either side, at the machine's load of the
     // moment: below 2 x TPS, the service, not the carriers, bounds the figure.
     const ceiling = await round(ctx, smscs.slice(0, 1), one, 0);
+    // The service's pacing alone: tps 200 in the file, the SMSC without a limit (no throttling
+    // answers): tells the service's own pacing from the SMSC's refusals above 200 a second.
+    const paced = await round(ctx, smscs.slice(0, 1), one, TPS, 0);
     const show = (runs: Round[]) => runs.map((x) => x.steadyRate.toFixed(1)).join(" ");
     ctx.log(
-      `figure 17: one carrier ${show(alone)} parts/s, two carriers ${show(split)} parts/s, one carrier without a TPS limit ${show([ceiling])} parts/s`,
+      `figure 17: one carrier ${show(alone)} parts/s, two carriers ${show(split)} parts/s, one carrier without a TPS limit ${show([ceiling])} parts/s, tps ${TPS} on an SMSC without a limit ${show([paced])} parts/s`,
     );
     const value = median(split.map((x) => x.steadyRate));
     const baseline = median(alone.map((x) => x.steadyRate));
@@ -164,6 +168,7 @@ export async function twoCarriersFigure(ctx: BenchContext): Promise<void> {
         two_cpu_ms_per_part: median(split.map((x) => x.cpuMsPerPart)),
         one_cpu_ms_per_part: median(alone.map((x) => x.cpuMsPerPart)),
         one_without_tps_limit_cpu_ms_per_part: ceiling.cpuMsPerPart,
+        one_tps_limit_smsc_unlimited_per_s: paced.steadyRate,
         load_average_1m_before: loadBefore,
         load_average_1m_after: loadavg()[0] ?? 0,
         parts_acknowledged: [...alone, ...split].reduce((n, x) => n + x.accepted, 0),
