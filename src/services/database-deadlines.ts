@@ -35,13 +35,23 @@ export const DATABASE_UNAVAILABLE =
 export const OUTCOME_UNKNOWN =
   "the database did not confirm storing this request: what was stored is sent and charged, what was not is refunded; look for it (ListMessages) before sending it again, as a retry, even with the same Idempotency-Key, may send it twice";
 
-/** `impl` with each unary call held to a deadline of `timeoutMs`, database failures as UNAVAILABLE. */
+/** Where a call answered UNAVAILABLE for a database failure says what failed. */
+export interface DeadlineLog {
+  warn(details: object, message: string): void;
+}
+
+/**
+ * `impl` with each unary call held to a deadline of `timeoutMs`, database failures as UNAVAILABLE.
+ * The caller is told only that the database failed; `log` gets the failure itself, which the
+ * operator needs (a 503 would otherwise leave no trace of its cause).
+ */
 export function withDeadlines<S extends DescService>(
   service: S,
   impl: ServiceImpl<S>,
   timeoutMs: number,
+  log?: DeadlineLog,
 ): ServiceImpl<S> {
-  return guarded(service, impl, async (_method, _request, context, next) => {
+  return guarded(service, impl, async (method, _request, context, next) => {
     const deadline = Deadline.in(timeoutMs);
     context.values.set(REQUEST_DEADLINE, deadline);
     const handled = Promise.resolve().then(next);
@@ -58,7 +68,14 @@ export function withDeadlines<S extends DescService>(
     try {
       return await Promise.race([handled, expired]);
     } catch (error) {
-      throw asUnavailable(error);
+      const answer = asUnavailable(error);
+      if (answer !== error) {
+        log?.warn(
+          { err: error, rpc: `${service.typeName}/${method.name}` },
+          "answered UNAVAILABLE: the database failed or did not answer in time",
+        );
+      }
+      throw answer;
     }
   });
 }

@@ -8,7 +8,7 @@ import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { OptOutStore } from "../store/opt-outs.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
 import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
-import { withDeadlines } from "./database-deadlines.ts";
+import { type DeadlineLog, withDeadlines } from "./database-deadlines.ts";
 import { guarded } from "./guarded.ts";
 import { createInboundService } from "./inbound-service.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
@@ -25,6 +25,8 @@ export type ServiceDeps = MessagingDeps &
     /** The opt-out lists and what they do (two-way messaging). */
     optOuts: OptOutStore;
     optOutRules: OptOutRules;
+    /** Where calls answered UNAVAILABLE log their database failure. */
+    log?: DeadlineLog;
   };
 
 /**
@@ -43,6 +45,7 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
         MessagingService,
         guarded(MessagingService, createMessagingService(deps), account),
         timeoutMs,
+        deps.log,
       ),
     );
     router.service(
@@ -51,6 +54,7 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
         SenderNameService,
         guarded(SenderNameService, createSenderNameService(deps), account),
         timeoutMs,
+        deps.log,
       ),
     );
     router.service(
@@ -59,6 +63,7 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
         InboundService,
         guarded(InboundService, createInboundService(deps), account),
         timeoutMs,
+        deps.log,
       ),
     );
     router.service(
@@ -67,6 +72,7 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
         OptOutService,
         guarded(OptOutService, createOptOutService({ ...deps, rules: deps.optOutRules }), account),
         timeoutMs,
+        deps.log,
       ),
     );
     router.service(
@@ -75,6 +81,7 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
         AdminService,
         guarded(AdminService, createAdminService(deps), operator),
         timeoutMs,
+        deps.log,
       ),
     );
   };

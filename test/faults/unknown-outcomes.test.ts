@@ -3,6 +3,7 @@
  * before it got there) has an unknown outcome. It is never answered 200, never taken as "nothing
  * failed": the client gets 503 with Retry-After, and the settler charges exactly what was stored.
  */
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OUTCOME_UNKNOWN } from "../../src/services/database-deadlines.ts";
 import { is } from "../support/fault-proxy.ts";
@@ -16,9 +17,16 @@ import { eventually } from "../support/fixtures.ts";
 
 let faulty: FaultyService;
 let account: { apiKey: string; apiSecret: string };
+const logLines: string[] = [];
+const logStream = new Writable({
+  write(chunk: Buffer, _encoding, done) {
+    logLines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+    done();
+  },
+});
 
 beforeAll(async () => {
-  faulty = await startFaultyService(SHORT_DEADLINES);
+  faulty = await startFaultyService({ ...SHORT_DEADLINES, LOG_LEVEL: "warn" }, { logStream });
   account = await faulty.service.createAccount({ credit: 100 });
 });
 afterAll(() => faulty?.close());
@@ -48,6 +56,23 @@ describe("a single send whose insert has an unknown outcome", () => {
     const id = command.body.documents?.[0]?._id ?? (await storedIdsWithText("lost answer"))[0];
     expect(await faulty.direct.messages.countDocuments({ _id: id })).toBe(1);
     expect(await settledCredit()).toBe(before - 1);
+  });
+
+  it("the 503 leaves its cause in the log, for the operator (the caller sees none of it)", async () => {
+    const before = logLines.length;
+    const cut = faulty.proxy.once(is("insert", "messages"), "cut-after");
+    const answer = await post(`${faulty.service.baseUrl}/sms`, sms("logged cause"), account);
+    await cut;
+
+    expect(answer.status).toBe(503);
+    const logged = logLines
+      .slice(before)
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.msg?.startsWith("answered UNAVAILABLE"));
+    expect(logged).toHaveLength(1);
+    expect(logged[0].rpc).toBe("sms.v1.MessagingService/SendMessage");
+    expect(logged[0].err.type).toBe("OutcomeUnknown");
+    expect(JSON.stringify(answer.body)).not.toContain("OutcomeUnknown");
   });
 
   it("never stored: 503, then the charge comes back", async () => {

@@ -3,6 +3,8 @@
  * with the service's own client options, and a direct handle on the same database that sees the
  * truth whatever the proxy does. For the fault tests of test/faults/.
  */
+
+import type { Writable } from "node:stream";
 import { type Db, MongoClient } from "mongodb";
 import { CLIENT_OPTIONS, openStore, type Store } from "../../src/store/database.ts";
 import { testDatabase } from "./database.ts";
@@ -26,19 +28,18 @@ export const SHORT_DEADLINES = {
 
 export async function startFaultyService(
   env: Record<string, string> = {},
-  options: { record?: boolean } = {},
+  options: { record?: boolean; logStream?: Writable } = {},
 ): Promise<FaultyService> {
   const truth = await testDatabase({ label: "faults" });
   const proxy = await FaultProxy.start(truth.uri, options);
   const client = new MongoClient(proxy.uri, CLIENT_OPTIONS);
   await client.connect();
   const db: Db = client.db(truth.name);
-  const service = await startService(env, {
-    ...truth,
-    client,
-    db,
-    close: async () => undefined,
-  });
+  const service = await startService(
+    env,
+    { ...truth, client, db, close: async () => undefined },
+    { ...(options.logStream && { logStream: options.logStream }) },
+  );
   return {
     service,
     proxy,
