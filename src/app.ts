@@ -171,6 +171,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     sharedSender: config.sharedSender,
     limits,
     ...(metrics && { intake: metrics.intake }),
+    log: app.log.child({ component: "services" }),
   });
 
   const startBackground = async () => {
