@@ -12,7 +12,8 @@
  * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
  * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
  * instances share the collection; a batch of receipts is claimed (token + claim timeout) before it
- * is delivered, and deleted once the handler acknowledged it.
+ * is delivered, and deleted once the handler acknowledged it. Batches that come due while the
+ * handler still stores earlier ones are handed over beside them (`deliveriesAtOnce`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
@@ -88,6 +89,12 @@ export interface SimulatorCarrierOptions {
   pollIntervalMs?: number;
   /** Receipts per handler call. Default 1000. */
   batchSize?: number;
+  /**
+   * Handler calls in flight at most. Default 4: while one batch waits for its submissions to be
+   * recorded and stores its changes, receipts that came due since go in the next, as an SMSC
+   * sends receipts within its window without waiting for the earlier ones' answers.
+   */
+  deliveriesAtOnce?: number;
   /** How long a delivered-but-unacknowledged receipt waits before it is offered again. Default 30000. */
   claimTimeoutMs?: number;
   /** Receipts the handler keeps asking to retry are dropped after this many offers. Default 20. */
@@ -128,6 +135,9 @@ export class SimulatorCarrier implements Carrier {
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
   private claimSeq = 0;
+  private readonly deliveriesAtOnce: number;
+  /** Handler calls in flight. */
+  private readonly deliveries = new Set<Promise<void>>();
   private indexesReady: Promise<unknown> | undefined;
 
   constructor(options: SimulatorCarrierOptions) {
@@ -146,6 +156,7 @@ export class SimulatorCarrier implements Carrier {
     this.receiptDelayMs = options.receiptDelayMs ?? 500;
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.batchSize = options.batchSize ?? 1000;
+    this.deliveriesAtOnce = Math.max(1, options.deliveriesAtOnce ?? 4);
     this.claimTimeoutMs = options.claimTimeoutMs ?? 30_000;
     this.maxAttempts = options.maxAttempts ?? 20;
     this.instanceId = options.instanceId ?? randomUUID();
@@ -248,7 +259,8 @@ export class SimulatorCarrier implements Carrier {
     this.pollTimer = undefined;
     this.dueTimer = undefined;
     this.dueTimerAt = Number.POSITIVE_INFINITY;
-    while (this.pumping) await this.pumping;
+    while (this.pumping || this.deliveries.size > 0)
+      await Promise.allSettled([this.pumping, ...this.deliveries]);
   }
 
   /** Number of receipts not yet acknowledged (for tests and diagnostics). */
@@ -277,35 +289,65 @@ export class SimulatorCarrier implements Carrier {
       this.pumpAgain = true;
       return;
     }
-    this.pumping = (async () => {
-      try {
-        do {
-          this.pumpAgain = false;
-          while (this.running && (await this.deliverDue()) === this.batchSize) {
-            // a full batch: there may be more due
-          }
-        } while (this.running && this.pumpAgain);
-      } catch (error) {
-        this.logger?.error({ err: error }, "simulator: receipt delivery failed");
-      } finally {
-        this.pumping = undefined;
-      }
-    })();
+    // With every delivery slot taken, the next delivery to end looks again.
+    if (this.deliveries.size >= this.deliveriesAtOnce) return;
+    // `finally` runs after the assignment even when nothing is awaited.
+    this.pumping = this.claimWhileRoom().finally(() => {
+      this.pumping = undefined;
+    });
   }
 
-  /** Claims up to `batchSize` due receipts, hands them to the handler, acknowledges. Returns how many. */
-  private async deliverDue(): Promise<number> {
-    const handler = this.handler;
-    if (!handler) return 0;
+  /**
+   * Claims due receipts and hands them on while delivery slots are free: claims go on while
+   * earlier receipts are still with the handler (up to `deliveriesAtOnce` calls), so a receipt is
+   * offered once due, not after the backlog ahead of it has been stored.
+   */
+  private async claimWhileRoom(): Promise<void> {
+    try {
+      do {
+        this.pumpAgain = false;
+        while (this.running && this.deliveries.size < this.deliveriesAtOnce) {
+          const round = await this.claimDue();
+          if (round.claimed.length > 0) this.startDelivery(round.claimed, round.claim);
+          if (round.due < this.batchSize) break; // not a full batch: nothing more due now
+        }
+      } while (this.running && this.pumpAgain && this.deliveries.size < this.deliveriesAtOnce);
+    } catch (error) {
+      this.logger?.error({ err: error }, "simulator: receipt delivery failed");
+    }
+  }
+
+  /** Hands a claimed batch to the handler beside those in flight; when it is done, looks again. */
+  private startDelivery(claimed: SimulatorReceiptDoc[], claim: string): void {
+    const delivery: Promise<void> = this.deliver(claimed, claim)
+      .catch((error: unknown) => {
+        this.logger?.error({ err: error }, "simulator: receipt delivery failed");
+      })
+      .finally(() => {
+        this.deliveries.delete(delivery);
+        this.pump();
+      });
+    this.deliveries.add(delivery);
+  }
+
+  /**
+   * Claims up to `batchSize` due receipts. Returns how many were due and those this instance
+   * claimed (another instance may have taken some).
+   */
+  private async claimDue(): Promise<{
+    due: number;
+    claimed: SimulatorReceiptDoc[];
+    claim: string;
+  }> {
     const now = new Date();
+    const claim = `${this.instanceId}:${++this.claimSeq}`;
     const due = await this.receipts
       .find({ dueAt: { $lte: now } })
       .sort({ dueAt: 1 })
       .limit(this.batchSize)
       .toArray();
-    if (due.length === 0) return 0;
+    if (due.length === 0) return { due: 0, claimed: [], claim };
     const ids = due.map((d) => d._id);
-    const claim = `${this.instanceId}:${++this.claimSeq}`;
     const { modifiedCount } = await this.receipts.updateMany(
       { _id: idsIn(ids), dueAt: { $lte: now } },
       {
@@ -321,7 +363,15 @@ export class SimulatorCarrier implements Carrier {
         : (await this.receipts.find({ _id: { $in: ids } }).toArray()).filter(
             (doc) => doc.claim === claim,
           );
-    if (claimed.length === 0) return due.length;
+    return { due: due.length, claimed, claim };
+  }
+
+  /** Hands claimed receipts to the handler and acknowledges them (or schedules their retry). */
+  private async deliver(claimed: SimulatorReceiptDoc[], claim: string): Promise<void> {
+    const handler = this.handler;
+    if (!handler) return;
+    const now = new Date();
+    const ids = claimed.map((d) => d._id);
     const receipts: CarrierReceipt[] = claimed.map((doc) => {
       const receipt: CarrierReceipt = {
         carrierId: doc._id,
@@ -344,7 +394,7 @@ export class SimulatorCarrier implements Carrier {
         { _id: idsIn(ids), claim },
         { $set: { dueAt: new Date(Date.now() + 1000) } },
       );
-      return 0;
+      return;
     }
     const retrySet = new Set(retry);
     const acked = claimed.filter(
@@ -380,6 +430,5 @@ export class SimulatorCarrier implements Carrier {
       );
     }
     if (ops.length > 0) await this.receipts.bulkWrite(ops, { ordered: true });
-    return due.length;
   }
 }

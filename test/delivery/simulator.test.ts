@@ -153,4 +153,72 @@ describe("simulator carrier", () => {
       await carrier.stop();
     }
   });
+
+  it("offers receipts that came due while an earlier handler call is still storing its batch", async () => {
+    const carrier = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 0,
+      pollIntervalMs: 50,
+      collectionName: "receipts_d",
+    });
+    await carrier.submit([part(31, "+15550000031")]);
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    const offered: number[][] = [];
+    await carrier.start(async (receipts) => {
+      offered.push(receipts.map((r) => r.messageId ?? -1));
+      // The first batch's handler call does not end until the test lets it.
+      if (receipts.some((r) => r.messageId === 31)) await firstHeld;
+      return {};
+    });
+    try {
+      await eventually(() => offered.length === 1);
+      await carrier.submit([part(32, "+15550000032")]);
+      // Offered beside the held call, not after it.
+      await eventually(() => offered.some((ids) => ids.includes(32)));
+      expect(offered).toEqual([[31], [32]]);
+    } finally {
+      releaseFirst();
+      await carrier.stop();
+    }
+    expect(await carrier.pendingReceipts()).toBe(0);
+  });
+
+  it("goes on offering receipts after every delivery slot was taken", async () => {
+    const carrier = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 0,
+      pollIntervalMs: 20,
+      deliveriesAtOnce: 1,
+      collectionName: "receipts_e",
+    });
+    await carrier.submit([part(41, "+15550000041")]);
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    const offered: number[] = [];
+    await carrier.start(async (receipts) => {
+      offered.push(...receipts.map((r) => r.messageId ?? -1));
+      if (receipts.some((r) => r.messageId === 41)) await firstHeld;
+      return {};
+    });
+    try {
+      await eventually(() => offered.length === 1);
+      await carrier.submit([part(42, "+15550000042")]);
+      // Polls while the one slot is taken must not stop the delivery of the next receipt.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(offered).toEqual([41]);
+      releaseFirst();
+      await eventually(async () => (await carrier.pendingReceipts()) === 0);
+      expect(offered).toEqual([41, 42]);
+    } finally {
+      releaseFirst();
+      await carrier.stop();
+    }
+  });
 });
