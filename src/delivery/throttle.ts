@@ -48,6 +48,36 @@ export class TokenBucket {
 }
 
 /**
+ * At most `limit` events in any `periodMs` (a sliding second by default), as an SMSC counts its
+ * TPS: a token bucket at the same rate lets its capacity more through in the second after a pause.
+ * Keeps the last `limit` event times.
+ */
+export class SlidingLimit {
+  private readonly times: number[];
+  private next = 0;
+
+  constructor(
+    readonly limit: number,
+    readonly periodMs = 1_000,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.times = new Array<number>(limit).fill(Number.NEGATIVE_INFINITY);
+  }
+
+  /** Milliseconds until one more event fits (0 if it does now). */
+  msUntilFree(): number {
+    const oldest = this.times[this.next] as number;
+    return Math.max(0, Math.ceil(oldest + this.periodMs - this.now()));
+  }
+
+  /** Counts one event now (whether or not it fitted). */
+  record(): void {
+    this.times[this.next] = this.now();
+    this.next = (this.next + 1) % this.limit;
+  }
+}
+
+/**
  * Parts in flight against a window; `free` may be negative after one oversized message. `take` and
  * `give` count at once; `acquire` waits its turn (by rank, then first come, first served) until
  * the parts fit.

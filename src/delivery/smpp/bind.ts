@@ -10,16 +10,21 @@
  * - A request without its response within `responseTimeoutMs` (submit_sm, enquire_link, bind)
  *   means the bind is broken: the connection is dropped and bound again. The submissions it carried
  *   have an unknown outcome (`lost`): the adapter submits them again (adapter.ts).
- * - ESME_RTHROTTLED (0x58) and ESME_RMSGQFUL (0x14) slow the bind down: it takes no part for a
- *   backoff of 100 ms doubling to 5 s while the answers go on, back to none on an acceptance.
+ * - TPS: a token bucket at the rate (a small burst for late timers) and at most `tps` submit_sm in
+ *   any second, as SMSCs count it (the bucket alone let its capacity more through).
+ * - ESME_RTHROTTLED (0x58) and ESME_RMSGQFUL (0x14) pause the bind (throttle-backoff.ts): one pause
+ *   per episode, not per answer (the answers to parts already in flight when it began add nothing);
+ *   an episode after a pause doubles it, up to 1 s; an acceptance starts over. The first pause
+ *   after ESME_RTHROTTLED is what the bind's TPS implies (1 / tps, at most 100 ms), else 100 ms.
  *
  * The adapter decides which bind takes a part (`readiness`) and what to do with each answer.
  */
 import type { SmppPdu } from "smpp";
 import type { Logger } from "../../logger.ts";
-import { TokenBucket } from "../throttle.ts";
+import { SlidingLimit, TokenBucket } from "../throttle.ts";
 import { ESME_RINVCMDID, ESME_RMSGQFUL, ESME_ROK, ESME_RTHROTTLED } from "./command-status.ts";
 import { NotSent, RequestTimeout, SmppConnection } from "./session.ts";
+import { ThrottleBackoff } from "./throttle-backoff.ts";
 
 export type BindState = "connecting" | "binding" | "bound" | "unbinding" | "waiting" | "stopped";
 
@@ -71,21 +76,26 @@ export interface BindStatus {
   throttledUntil?: string;
   lastError?: string;
   submitted: number;
+  /** Throttling answers (ESME_RTHROTTLED, ESME_RMSGQFUL). */
   throttled: number;
+  /** Pauses they began (one per episode), and the last one's length. */
+  throttlePauses: number;
+  lastThrottlePauseMs: number;
   lost: number;
   rebinds: number;
 }
 
-const THROTTLE_BACKOFF_MS = 100;
-const THROTTLE_BACKOFF_MAX_MS = 5_000;
+/** The first pause after ESME_RMSGQFUL, or ESME_RTHROTTLED without a TPS; and the longest. */
+const THROTTLE_PAUSE_MS = 100;
+const THROTTLE_PAUSE_MAX_MS = 1_000;
 
 export class SmppBind {
   private stateValue: BindState = "waiting";
   private connection: SmppConnection | undefined;
   private inFlight = 0;
   private readonly bucket: TokenBucket | undefined;
-  private pausedUntil = 0;
-  private throttleStreak = 0;
+  private readonly perSecond: SlidingLimit | undefined;
+  private readonly throttling = new ThrottleBackoff(THROTTLE_PAUSE_MAX_MS);
   private backoffMs: number;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private enquireTimer: NodeJS.Timeout | undefined;
@@ -106,6 +116,7 @@ export class SmppBind {
     if (settings.tps !== undefined) {
       // 50 ms of throughput saved up at most (timers fire late on a busy machine), at least 2.
       this.bucket = new TokenBucket(settings.tps, Math.max(2, Math.ceil(settings.tps / 20)));
+      this.perSecond = new SlidingLimit(Math.max(1, Math.floor(settings.tps)));
     }
     this.log = {
       bind: index,
@@ -156,8 +167,12 @@ export class SmppBind {
   readiness(now: number): number | undefined {
     if (this.stateValue !== "bound" || !this.connection?.isOpen) return undefined;
     if (this.inFlight >= this.settings.window) return undefined;
-    const paused = Math.max(0, this.pausedUntil - now);
-    return Math.max(paused, this.bucket ? this.bucket.msUntil(1) : 0);
+    const paused = Math.max(0, Math.ceil(this.throttling.pausedUntil - now));
+    return Math.max(
+      paused,
+      this.bucket ? this.bucket.msUntil(1) : 0,
+      this.perSecond ? this.perSecond.msUntilFree() : 0,
+    );
   }
 
   get free(): number {
@@ -171,7 +186,9 @@ export class SmppBind {
       return { kind: "unsent", error: "not bound" };
     this.inFlight++;
     this.bucket?.take(1);
+    this.perSecond?.record();
     this.counts.submitted++;
+    const sentAt = performance.now();
     try {
       const response = await connection.request(
         "submit_sm",
@@ -179,8 +196,8 @@ export class SmppBind {
         this.settings.responseTimeoutMs,
       );
       const status = response.command_status;
-      if (status === ESME_RTHROTTLED || status === ESME_RMSGQFUL) this.slowDown(status);
-      else if (status === ESME_ROK) this.throttleStreak = 0;
+      if (status === ESME_RTHROTTLED || status === ESME_RMSGQFUL) this.slowDown(status, sentAt);
+      else if (status === ESME_ROK) this.throttling.accepted(sentAt);
       return { kind: "answered", status, messageId: response.message_id ?? "" };
     } catch (error) {
       if (error instanceof NotSent) return { kind: "unsent", error: error.message };
@@ -200,29 +217,33 @@ export class SmppBind {
       windowInUse: this.inFlight,
       tps: this.settings.tps ?? null,
       ...this.counts,
+      throttlePauses: this.throttling.pauses,
+      lastThrottlePauseMs: this.throttling.lastPauseMs,
     };
     if (this.boundAt && this.stateValue === "bound") status.boundSince = this.boundAt.toISOString();
-    if (this.pausedUntil > performance.now()) {
-      status.throttledUntil = new Date(
-        Date.now() + this.pausedUntil - performance.now(),
-      ).toISOString();
+    const pausedUntil = this.throttling.pausedUntil;
+    if (pausedUntil > performance.now()) {
+      status.throttledUntil = new Date(Date.now() + pausedUntil - performance.now()).toISOString();
     }
     if (this.lastError) status.lastError = this.lastError;
     return status;
   }
 
-  private slowDown(status: number): void {
+  private slowDown(status: number, sentAt: number): void {
     this.counts.throttled++;
-    const backoff = Math.min(
-      THROTTLE_BACKOFF_MAX_MS,
-      THROTTLE_BACKOFF_MS * 2 ** this.throttleStreak,
-    );
-    this.throttleStreak++;
-    this.pausedUntil = Math.max(this.pausedUntil, performance.now() + backoff);
+    const tps = this.settings.tps;
+    // Over its rate the SMSC takes the next part about 1 / tps later; a full queue has no rate.
+    const base =
+      status === ESME_RTHROTTLED && tps
+        ? Math.min(THROTTLE_PAUSE_MS, Math.max(1, 1_000 / tps))
+        : THROTTLE_PAUSE_MS;
+    const pauseMs = this.throttling.throttled(sentAt, base);
     const message =
       status === ESME_RTHROTTLED ? "smpp: throttled by the SMSC" : "smpp: the SMSC's queue is full";
-    const details = { ...this.log, status: `0x${status.toString(16)}`, backoffMs: backoff };
-    if (this.throttleStreak === 1) this.logger.warn(details, `${message}; slowing down`);
+    const details = { ...this.log, status: `0x${status.toString(16)}`, pauseMs };
+    // A warning for the first pause of a run, not for each of a throttled minute's.
+    if (pauseMs > 0 && this.throttling.inARow === 1)
+      this.logger.warn(details, `${message}; pausing the bind`);
     else this.logger.debug(details, message);
   }
 
@@ -286,7 +307,7 @@ export class SmppBind {
     this.counts.rebinds += this.boundAt ? 1 : 0;
     this.boundAt = new Date();
     this.backoffMs = this.settings.backoffInitialMs;
-    this.throttleStreak = 0;
+    this.throttling.reset();
     this.setState("bound");
     this.logger.info(
       {
