@@ -116,7 +116,7 @@ export class SmppBind {
     if (settings.tps !== undefined) {
       // 50 ms of throughput saved up at most (timers fire late on a busy machine), at least 2.
       this.bucket = new TokenBucket(settings.tps, Math.max(2, Math.ceil(settings.tps / 20)));
-      this.perSecond = new SlidingLimit(Math.max(1, Math.floor(settings.tps)));
+      this.perSecond = new SlidingLimit(Math.max(1, Math.ceil(settings.tps)));
     }
     this.log = {
       bind: index,
