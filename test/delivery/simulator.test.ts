@@ -1,7 +1,11 @@
 /** The simulator carrier: outcomes by number, receipts kept durably until acknowledged. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
-import { SimulatorCarrier, simulatedOutcome } from "../../src/delivery/simulator.ts";
+import {
+  SimulatorCarrier,
+  type SimulatorCarrierOptions,
+  simulatedOutcome,
+} from "../../src/delivery/simulator.ts";
 import { testDatabase } from "../support/database.ts";
 
 let database: Awaited<ReturnType<typeof testDatabase>>;
@@ -154,15 +158,18 @@ describe("simulator carrier", () => {
     }
   });
 
-  it("offers receipts that came due while an earlier handler call is still storing its batch", async () => {
+  /**
+   * A started simulator whose handler call for the first message is held until `releaseFirst`;
+   * `offered` lists each handler call's message ids.
+   */
+  async function holdingFirst(first: number, options: Partial<SimulatorCarrierOptions>) {
     const carrier = new SimulatorCarrier({
       db: database.db,
       sendDelayMs: 0,
       receiptDelayMs: 0,
-      pollIntervalMs: 50,
-      collectionName: "receipts_d",
+      ...options,
     });
-    await carrier.submit([part(31, "+15550000031")]);
+    await carrier.submit([part(first, `+1555000${String(first).padStart(4, "0")}`)]);
     let releaseFirst = () => {};
     const firstHeld = new Promise<void>((resolve) => {
       releaseFirst = resolve;
@@ -170,12 +177,19 @@ describe("simulator carrier", () => {
     const offered: number[][] = [];
     await carrier.start(async (receipts) => {
       offered.push(receipts.map((r) => r.messageId ?? -1));
-      // The first batch's handler call does not end until the test lets it.
-      if (receipts.some((r) => r.messageId === 31)) await firstHeld;
+      if (receipts.some((r) => r.messageId === first)) await firstHeld;
       return {};
     });
+    await eventually(() => offered.length === 1);
+    return { carrier, offered, releaseFirst };
+  }
+
+  it("offers receipts that came due while an earlier handler call is still storing its batch", async () => {
+    const { carrier, offered, releaseFirst } = await holdingFirst(31, {
+      pollIntervalMs: 50,
+      collectionName: "receipts_d",
+    });
     try {
-      await eventually(() => offered.length === 1);
       await carrier.submit([part(32, "+15550000032")]);
       // Offered beside the held call, not after it.
       await eventually(() => offered.some((ids) => ids.includes(32)));
@@ -188,34 +202,19 @@ describe("simulator carrier", () => {
   });
 
   it("goes on offering receipts after every delivery slot was taken", async () => {
-    const carrier = new SimulatorCarrier({
-      db: database.db,
-      sendDelayMs: 0,
-      receiptDelayMs: 0,
+    const { carrier, offered, releaseFirst } = await holdingFirst(41, {
       pollIntervalMs: 20,
       deliveriesAtOnce: 1,
       collectionName: "receipts_e",
     });
-    await carrier.submit([part(41, "+15550000041")]);
-    let releaseFirst = () => {};
-    const firstHeld = new Promise<void>((resolve) => {
-      releaseFirst = resolve;
-    });
-    const offered: number[] = [];
-    await carrier.start(async (receipts) => {
-      offered.push(...receipts.map((r) => r.messageId ?? -1));
-      if (receipts.some((r) => r.messageId === 41)) await firstHeld;
-      return {};
-    });
     try {
-      await eventually(() => offered.length === 1);
       await carrier.submit([part(42, "+15550000042")]);
       // Polls while the one slot is taken must not stop the delivery of the next receipt.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(offered).toEqual([41]);
+      expect(offered).toEqual([[41]]);
       releaseFirst();
       await eventually(async () => (await carrier.pendingReceipts()) === 0);
-      expect(offered).toEqual([41, 42]);
+      expect(offered).toEqual([[41], [42]]);
     } finally {
       releaseFirst();
       await carrier.stop();
