@@ -1,12 +1,13 @@
 /**
  * A batch's own work after parsing (checking, segmenting, pricing, building the documents) lets
  * other requests in (issue 25, 2.1): while the largest kind of batch is worked, /health/live is
- * answered between the database calls that border that work. The order of events is read inside
+ * answered between the database calls that border that work, and between the chunks its messages
+ * are inserted in. The order of events is read inside
  * the process: the handlers Fastify starts (its diagnostics channel) and the commands the
  * service's own MongoDB client sends (the driver's command monitoring). No time is measured.
  */
 import diagnostics from "node:diagnostics_channel";
-import { MongoClient } from "mongodb";
+import { BSON, MongoClient } from "mongodb";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type TestDatabase, testDatabase, testServer } from "../support/database.ts";
 import { type RunningService, startService } from "../support/service.ts";
@@ -17,6 +18,8 @@ let monitored: MongoClient;
 let service: RunningService;
 let account: Account;
 const events: string[] = [];
+/** The size of each insert into messages: documents and bytes of BSON. */
+const inserts: { count: number; bytes: number }[] = [];
 
 const onHandler = (message: unknown) => {
   const { route } = message as { route: { url: string; method: string } };
@@ -30,6 +33,12 @@ beforeAll(async () => {
   await monitored.connect();
   monitored.on("commandStarted", (e) => {
     events.push(`started ${e.commandName} ${String(Object.values(e.command)[0])}`);
+    if (e.commandName === "insert" && e.command.insert === "messages") {
+      const documents = e.command.documents as object[];
+      let bytes = 0;
+      for (const doc of documents) bytes += BSON.calculateObjectSize(doc);
+      inserts.push({ count: documents.length, bytes });
+    }
   });
   monitored.on("commandSucceeded", (e) => events.push(`done ${e.commandName}`));
   monitored.on("commandFailed", (e) => events.push(`done ${e.commandName}`));
@@ -69,6 +78,7 @@ it("answers /health/live while a 10000-message batch of long texts is checked an
     }
   };
   events.length = 0;
+  inserts.length = 0;
   const batch = fetch(`${service.baseUrl}/sms-batch`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -95,4 +105,15 @@ it("answers /health/live while a 10000-message batch of long texts is checked an
   expect(charge).toBeGreaterThan(reserve);
   expect(healthBetweenCalls(charge, reserve)).toBe(true);
   expect(events.indexOf("started insert messages")).toBeGreaterThan(charge);
+  // The messages go in chunks of at most 1000 and 1 MiB, one issued per turn (the driver
+  // serialises a chunk in one piece when it is issued): a health answer comes between them.
+  expect(inserts.reduce((sum, insert) => sum + insert.count, 0)).toBe(10_000);
+  expect(inserts.length).toBeGreaterThanOrEqual(10);
+  for (const insert of inserts) {
+    expect(insert.count).toBeLessThanOrEqual(1000);
+    expect(insert.bytes).toBeLessThanOrEqual(1024 * 1024);
+  }
+  const firstInsert = events.indexOf("started insert messages");
+  const lastInsert = events.lastIndexOf("started insert messages");
+  expect(events.slice(firstInsert, lastInsert)).toContain("health");
 });

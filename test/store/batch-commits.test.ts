@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { claimDueDeliveries } from "../../src/delivery/delivery-claims.ts";
 import { claimDueNotifications } from "../../src/notifier/claiming.ts";
-import { BatchCommits, discardBatch, storeBatch } from "../../src/store/batch-commits.ts";
+import {
+  BatchCommits,
+  discardBatch,
+  insertChunks,
+  storeBatch,
+} from "../../src/store/batch-commits.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
@@ -101,6 +106,25 @@ describe("storing a batch", () => {
     await expect(storeBatch(fixture.store, messages, batch)).rejects.toThrow(/duplicate key/i);
 
     expect(await fixture.store.batches.findOne({ _id: 21 })).toBeNull();
+  });
+
+  it("cuts the messages into chunks of at most 1000 and about 1 MiB, in order", () => {
+    const short = batchOf(23, 40_000, 4321).messages;
+    const shortChunks = [...insertChunks(short)];
+    expect(shortChunks.map((c) => c.length)).toEqual([1000, 1000, 1000, 1000, 321]);
+    expect(shortChunks.flat()).toEqual(short);
+    // 1530 characters, split in parts: counted up to 3 bytes each, twice (text and segments).
+    const text = "é".repeat(1530);
+    const long = short.slice(0, 1000).map((m) => ({
+      ...m,
+      text,
+      segments: [{ id: m._id + 1, text }],
+    }));
+    const longChunks = [...insertChunks(long)];
+    expect(longChunks.flat()).toEqual(long);
+    for (const chunk of longChunks) expect(chunk.length).toBeLessThanOrEqual(110);
+    expect(longChunks.length).toBeGreaterThanOrEqual(10);
+    expect([...insertChunks([])]).toEqual([]);
   });
 
   it("discarding a batch removes its document and its messages, and nothing else", async () => {
