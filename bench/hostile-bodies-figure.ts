@@ -4,7 +4,8 @@
 // and the heap added at the peak. Beside it, the same bodies against BENCH_HOSTILE_BASELINE_REF
 // (default be4d4c9, the commit the issue was found on; "none" skips it), from a temporary worktree. Two valid batches are
 // measured too (a 10000-message batch of short texts, and the largest valid one, 10000 x 1530
-// Latin-1 characters written as \u00XX escapes, about 92 MB): not hostile, for comparison.
+// Latin-1 characters written as \u00XX escapes, about 92 MB), and one of 10000 messages all
+// refused by index (10000 errors in the answer): not hostile, for comparison.
 // Beside the loop's longest block, the longest stretch of the main thread's own CPU time between
 // two turns of the loop (on a loaded machine the block is mostly time given to other processes),
 // and the ArrayBuffer memory the main thread's heap holds at the peak (a body moved to a worker
@@ -120,6 +121,14 @@ const CASES: Case[] = [
     contentType: "application/json",
     body: (account) =>
       Buffer.from(batchBody(account, 10_000, "Your code is 123456. It expires in 10 minutes.")),
+  },
+  {
+    // Every message refused by its index: 10000 errors built, answered and serialised.
+    name: "rest_invalid_10000_numbers",
+    hostile: false,
+    path: "/sms-batch",
+    contentType: "application/json",
+    body: (account) => Buffer.from(batchBody(account, 10_000, "x").replaceAll('"+49151', '"0')),
   },
   {
     name: "rest_valid_10000_x_1530_escaped",

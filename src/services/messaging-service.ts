@@ -226,7 +226,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const acceptedAt: number[] = [];
       let idCount = 0;
       // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
+      // The first slice starts after a turn: this one already parsed and validated the request.
       const slices = new LoopSlices();
+      await slices.next();
       for (const [index, input] of req.messages.entries()) {
         if (slices.due()) await slices.next();
         const checked = checkMessage(
