@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { openSync, readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 export async function freePort(): Promise<number> {
@@ -64,6 +64,7 @@ async function startOnce(
     chosen[name] = value === FREE_PORT ? String(await freePort()) : value;
   }
   const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
+  const log = serviceLog();
   const child: ChildProcess = spawn(process.execPath, [...nodeOptions, "--import", "tsx", script], {
     env: {
       ...process.env,
@@ -75,9 +76,11 @@ async function startOnce(
       ...chosen,
     },
     // BENCH_SERVICE_LOG=<file> keeps the services' logs (appended) to find why a figure failed.
-    stdio: ["ignore", serviceLog(), "inherit"],
+    stdio: ["ignore", log, "inherit"],
     ...(cwd && { cwd }),
   });
+  // The child has its own copy of the log's descriptor.
+  if (typeof log === "number") closeSync(log);
   // A benchmark that fails half-way must not leave its services running.
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
