@@ -5,6 +5,7 @@ import type { Logger } from "./logger.ts";
 import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { OptOutRules } from "./services/opt-out-rules.ts";
 import type { Store } from "./store/database.ts";
+import { OptOutReads } from "./store/opt-out-reads.ts";
 import { type OptOutStore, openOptOuts } from "./store/opt-outs.ts";
 import { IdAllocator } from "./store/sequences.ts";
 
@@ -20,7 +21,7 @@ export interface TwoWay {
   serviceDeps: {
     optOuts: OptOutStore;
     optOutRules: OptOutRules;
-    optedOut: OptOutRules["refusedAmong"];
+    optedOut: OptOutReads["among"];
     carrier: Config["carrier"];
     inbound: InboundIntake;
   };
@@ -31,6 +32,7 @@ export interface TwoWay {
 /** The opt-out side of two-way messaging, assembled for app.ts (design "Two-way messaging"). */
 export function twoWay(store: Store, config: Config, schedule: Schedule, logger: Logger): TwoWay {
   const optOuts = openOptOuts(store.db);
+  const reads = new OptOutReads(optOuts);
   const rules = new OptOutRules({
     store,
     optOuts,
@@ -58,7 +60,8 @@ export function twoWay(store: Store, config: Config, schedule: Schedule, logger:
     serviceDeps: {
       optOuts,
       optOutRules: rules,
-      optedOut: (accountId, numbers, options) => rules.refusedAmong(accountId, numbers, options),
+      // Single sends' reads grouped (store/opt-out-reads.ts); a batch's read goes on its own.
+      optedOut: (accountId, numbers, options) => reads.among(accountId, numbers, options),
       carrier: config.carrier,
       inbound,
     },
