@@ -22,6 +22,7 @@ export interface TwoWay {
     optOuts: OptOutStore;
     optOutRules: OptOutRules;
     optedOut: OptOutReads["among"];
+    sendChecks: OptOutReads;
     carrier: Config["carrier"];
     inbound: InboundIntake;
   };
@@ -32,7 +33,7 @@ export interface TwoWay {
 /** The opt-out side of two-way messaging, assembled for app.ts (design "Two-way messaging"). */
 export function twoWay(store: Store, config: Config, schedule: Schedule, logger: Logger): TwoWay {
   const optOuts = openOptOuts(store.db);
-  const reads = new OptOutReads(optOuts);
+  const reads = new OptOutReads(optOuts, store.accounts);
   const rules = new OptOutRules({
     store,
     optOuts,
@@ -62,6 +63,7 @@ export function twoWay(store: Store, config: Config, schedule: Schedule, logger:
       optOutRules: rules,
       // Single sends' reads grouped (store/opt-out-reads.ts); a batch's read goes on its own.
       optedOut: (accountId, numbers, options) => reads.among(accountId, numbers, options),
+      sendChecks: reads,
       carrier: config.carrier,
       inbound,
     },

@@ -14,6 +14,7 @@ import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../
 import type { Store } from "../store/database.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
 import type { MessageWriter } from "../store/message-writer.ts";
+import type { OptOutReads } from "../store/opt-out-reads.ts";
 import { type IdAllocator, reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import type { AccountDirectory } from "./account-directory.ts";
@@ -74,6 +75,8 @@ export interface MessagingDeps {
    * before anything is stored or charged (services/opt-out-rules.ts); none refused when absent.
    */
   optedOut?: OptedOutCheck;
+  /** A single send's check of the list, which reads nothing while it is empty. */
+  sendChecks?: Pick<OptOutReads, "checkSend" | "forget">;
 }
 
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
@@ -143,19 +146,17 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         throw invalidArgument(errors);
       }
       const message = checked.message;
-      // The list is read while the id is taken: one round trip, not two.
-      const [refused, id] = await Promise.all([
-        deps.optedOut?.(
-          account.apiKey,
-          [message.to],
-          deadlineOf(ctx, timeouts.requestMs).options(),
-        ),
+      const deadline = deadlineOf(ctx, timeouts.requestMs);
+      // The list is checked while the id is taken: one round trip at most, not two.
+      const [check, id] = await Promise.all([
+        deps.sendChecks?.checkSend(account.apiKey, message.to, deadline.options()),
         deps.messageIds.take(idsTaken(message)),
       ]);
-      if (refused && refused.size > 0) {
+      const refuse = () => {
         deps.intake?.rejected("opted_out", 1, message.partCount);
-        throw recipientOptedOut();
-      }
+        return recipientOptedOut();
+      };
+      if (check?.optedOut) throw refuse();
       const now = store.clock.now();
       const doc = acceptedDocument(
         message,
@@ -172,15 +173,24 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       );
       // Charged and stamped when the writer issues its group (store/message-writer.ts).
       const amountMicros = message.partCount * message.destination.pricePerPartMicros;
+      let written = await deps.writer.write(
+        account.apiKey,
+        amountMicros,
+        doc,
+        deadline,
+        check?.listVersion,
+      );
+      if (written === "stale") {
+        // The list changed since it was found empty: read, and write without the condition.
+        deps.sendChecks?.forget(account.apiKey);
+        const listed = await deps.optedOut?.(account.apiKey, [message.to], deadline.options());
+        if (listed && listed.size > 0) throw refuse();
+        written = await deps.writer.write(account.apiKey, amountMicros, doc, deadline);
+      }
       const creditRemaining = await confirmCharge(
         account.apiKey,
         { amountMicros },
-        await deps.writer.write(
-          account.apiKey,
-          amountMicros,
-          doc,
-          deadlineOf(ctx, timeouts.requestMs),
-        ),
+        written === "stale" ? "busy" : written,
         doc.deliveryAt ?? now,
         now,
         { messages: 1, parts: message.partCount },

@@ -75,6 +75,9 @@ export class OptOutRules {
   ): Promise<{ optOut: OptOutDoc; changed: boolean }> {
     const key = optOutKey(accountId, number);
     const added = await addOptOut(this.deps.optOuts, key, cause, this.deps.store.clock.now());
+    // After the entry is stored, and also when nothing changed (a retry after a crash in between):
+    // sends that found the list empty are held to its version (store/opt-out-reads.ts).
+    await this.deps.store.accounts.updateOne({ _id: accountId }, { $inc: { optOutsVersion: 1 } });
     // Also when nothing changed: a redelivered STOP finishes what a crash cut short. Only a
     // handset's STOP waits for the messages workers hold: its acknowledgment is the promise.
     await this.withdrawQueued(accountId, key.number, cause.source === "KEYWORD");

@@ -24,6 +24,11 @@ export interface AccountDoc {
   keywordReplies?: Partial<Record<"STOP" | "START" | "HELP", string>>;
   /** Debits not yet confirmed by their stored messages; see store/charges.ts. */
   pendingCharges: PendingCharge[];
+  /**
+   * Raised after every addition to the account's opt-out list (absent: 0). A single send that found
+   * the list empty debits only while it is unchanged (store/opt-out-reads.ts).
+   */
+  optOutsVersion?: number;
   createdAt: Date;
 }
 

@@ -1,4 +1,4 @@
-import type { Collection } from "mongodb";
+import type { Collection, Document } from "mongodb";
 import {
   type ChargeConfirmations,
   type DebitResult,
@@ -25,7 +25,9 @@ interface PendingWrite {
   amountMicros: number;
   doc: MessageDoc;
   deadline: Deadline;
-  resolve: (result: DebitResult) => void;
+  /** The account's opt-out list version its send found the list empty at (store/opt-out-reads.ts). */
+  listVersion: number | undefined;
+  resolve: (result: WriteResult) => void;
   reject: (error: unknown) => void;
 }
 
@@ -37,6 +39,12 @@ interface AccountGroup {
   /** Credit left after each charged write's own charge, by write. */
   credit: Map<PendingWrite, number>;
 }
+
+/**
+ * A write's answer: "stale" when it was sent on an empty opt-out list and the list changed since
+ * (nothing stored or charged; the send checks the list again).
+ */
+export type WriteResult = DebitResult | "stale";
 
 const MAX_GROUP = 256;
 const MAX_IN_FLIGHT = 2;
@@ -56,18 +64,21 @@ export class MessageWriter {
   ) {}
 
   /**
-   * Debits the charge and stores the message before `deadline`. "insufficient" and "busy" store
-   * and charge nothing. Rejects with `OutcomeUnknown` when the message may or may not be stored:
-   * its charge is then left to the settler.
+   * Debits the charge and stores the message before `deadline`. "insufficient", "busy" and "stale"
+   * store and charge nothing. Rejects with `OutcomeUnknown` when the message may or may not be
+   * stored: its charge is then left to the settler. With `listVersion`, the debit lands only while
+   * the account's opt-out list version is that one, in the same atomic update: a send that found
+   * the list empty needs no read of it.
    */
   write(
     apiKey: string,
     amountMicros: number,
     doc: MessageDoc,
     deadline: Deadline,
-  ): Promise<DebitResult> {
+    listVersion?: number,
+  ): Promise<WriteResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ apiKey, amountMicros, doc, deadline, resolve, reject });
+      this.queue.push({ apiKey, amountMicros, doc, deadline, listVersion, resolve, reject });
       this.pump();
     });
   }
@@ -164,13 +175,28 @@ export class MessageWriter {
    * in queue order, as one debit still.
    */
   private async debitAll(account: AccountGroup, at: Date, deadline: Deadline): Promise<void> {
-    const { apiKey, writes } = account;
+    const { apiKey } = account;
+    // One list version per debit: the newest the group's sends saw; a send that saw an older one
+    // is stale already.
+    let listVersion = newestListVersion(account.writes);
+    let writes = account.writes.filter((write) => {
+      if (write.listVersion === undefined || write.listVersion === listVersion) return true;
+      write.resolve("stale");
+      return false;
+    });
     let chosen = writes;
     for (let attempt = 0; attempt < DEBIT_ATTEMPTS; attempt++) {
       if (attempt > 0) {
         const affordable = await this.affordable(apiKey, writes, deadline);
         if (affordable === "busy") return answerAll(writes, "busy");
-        chosen = affordable;
+        chosen = affordable.writes;
+        if (listVersion !== undefined && affordable.listVersion !== listVersion) {
+          // The list changed since those sends found it empty: they check it again.
+          for (const write of writes) if (write.listVersion !== undefined) write.resolve("stale");
+          writes = writes.filter((write) => write.listVersion === undefined);
+          chosen = chosen.filter((write) => write.listVersion === undefined);
+          listVersion = undefined;
+        }
       }
       if (chosen.length === 0) return answerAll(writes, "insufficient");
       const first = chosen[0] as PendingWrite;
@@ -185,7 +211,7 @@ export class MessageWriter {
       };
       const updated =
         (await this.accounts.findOneAndUpdate(
-          debitFilter(apiKey, charge),
+          { ...debitFilter(apiKey, charge), ...listVersionFilter(listVersion) },
           { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
           { returnDocument: "after", projection: { creditMicros: 1 }, ...deadline.options() },
         )) ?? (await debitLanded(this.accounts, apiKey, charge, deadline.options()));
@@ -208,11 +234,11 @@ export class MessageWriter {
     apiKey: string,
     writes: PendingWrite[],
     deadline: Deadline,
-  ): Promise<PendingWrite[] | "busy"> {
+  ): Promise<{ writes: PendingWrite[]; listVersion: number } | "busy"> {
     const [account, full] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
-        { projection: { creditMicros: 1 }, ...deadline.options() },
+        { projection: { creditMicros: 1, optOutsVersion: 1 }, ...deadline.options() },
       ),
       this.accounts.countDocuments(
         { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
@@ -221,12 +247,29 @@ export class MessageWriter {
     ]);
     if (full) return "busy";
     let credit = account?.creditMicros ?? 0;
-    return writes.filter((write) => {
+    const affordable = writes.filter((write) => {
       if (write.amountMicros > credit) return false;
       credit -= write.amountMicros;
       return true;
     });
+    return { writes: affordable, listVersion: account?.optOutsVersion ?? 0 };
   }
+}
+
+/** The debit's condition on the account's opt-out list version; none without one. */
+function listVersionFilter(listVersion: number | undefined): Document {
+  if (listVersion === undefined) return {};
+  // Accounts whose list never changed have no version field.
+  return { optOutsVersion: listVersion === 0 ? { $in: [0, null] } : listVersion };
+}
+
+function newestListVersion(writes: readonly PendingWrite[]): number | undefined {
+  let newest: number | undefined;
+  for (const { listVersion } of writes) {
+    if (listVersion !== undefined && (newest === undefined || listVersion > newest))
+      newest = listVersion;
+  }
+  return newest;
 }
 
 function answerAll(writes: PendingWrite[], result: "busy" | "insufficient"): void {

@@ -1,4 +1,6 @@
+import type { Collection } from "mongodb";
 import { DeadlineExceeded } from "./deadline.ts";
+import type { AccountDoc } from "./documents.ts";
 import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./opt-outs.ts";
 
 // Grouped reads of the opt-out list for single sends: the reads asked for while others are in
@@ -6,12 +8,36 @@ import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./op
 // the sends' writes (store/message-writer.ts). One read per send was the one database command not
 // shared across sends, and half of POST /sms's cost on the test database (docs/benchmarks.md).
 // A lone read is a group of one, so light load pays no wait.
+//
+// Most accounts' lists are empty, and then a send reads nothing: the account's list version
+// (AccountDoc.optOutsVersion, raised after every addition) is probed once a minute, and a send on
+// an empty list hands the version it saw to the message writer, whose debit lands only while the
+// version is unchanged. A send racing an addition is told "stale" and reads the list.
 
 /** Reads of more numbers than this (a batch's) are issued on their own, as they come. */
 const GROUPED_MAX_NUMBERS = 16;
 /** Keys in one grouped `$in`. */
 const MAX_GROUP_KEYS = 1024;
 const MAX_IN_FLIGHT = 2;
+/** How long a probe's answer is used; past it the account is probed again. */
+const LIST_STATE_MS = 60_000;
+/** Accounts whose list state is kept (the oldest dropped first). */
+const MAX_ACCOUNTS = 50_000;
+
+/** What a probe found of an account's list: empty at `version`, or not empty. */
+interface ListState {
+  empty: boolean;
+  version: number;
+  /** Local epoch ms. */
+  until: number;
+}
+
+/** A single send's check: opted out, or not (with the list version it was empty at). */
+export interface SendCheck {
+  optedOut: boolean;
+  /** Set when the list was empty: the writer's debit holds the send to it. */
+  listVersion?: number;
+}
 
 interface PendingRead {
   /** `_id` of each number asked for, to the canonical number. */
@@ -25,8 +51,66 @@ interface PendingRead {
 export class OptOutReads {
   private queue: PendingRead[] = [];
   private inFlight = 0;
+  private lists = new Map<string, ListState>();
+  private probes = new Set<string>();
 
-  constructor(private readonly store: OptOutStore) {}
+  constructor(
+    private readonly store: OptOutStore,
+    private readonly accounts: Collection<AccountDoc>,
+  ) {}
+
+  /** Whether `number` is on `accountId`'s list; no read at all while the list is empty. */
+  async checkSend(
+    accountId: string,
+    number: string,
+    options: { maxTimeMS: number; signal?: AbortSignal },
+  ): Promise<SendCheck> {
+    const state = this.lists.get(accountId);
+    if (state && state.until > Date.now()) {
+      if (state.empty) return { optedOut: false, listVersion: state.version };
+    } else this.probe(accountId);
+    const found = await this.among(accountId, [number], options);
+    return { optedOut: found.size > 0 };
+  }
+
+  /** The writer found the list changed since it was probed: the next send probes again. */
+  forget(accountId: string): void {
+    this.lists.delete(accountId);
+  }
+
+  /**
+   * The version first, then whether the list has an entry: an addition in between raises the
+   * version after its entry is stored, so an empty answer is never kept under a newer version.
+   */
+  private probe(accountId: string): void {
+    if (this.probes.has(accountId)) return;
+    this.probes.add(accountId);
+    const probed = async () => {
+      const account = await this.accounts.findOne(
+        { _id: accountId },
+        { projection: { optOutsVersion: 1 }, maxTimeMS: LIST_STATE_MS },
+      );
+      if (!account) return;
+      const entry = await this.store.optOuts.findOne(
+        { accountId },
+        { projection: { _id: 1 }, maxTimeMS: LIST_STATE_MS },
+      );
+      if (this.lists.size >= MAX_ACCOUNTS) {
+        const oldest = this.lists.keys().next().value;
+        if (oldest !== undefined) this.lists.delete(oldest);
+      }
+      this.lists.delete(accountId);
+      this.lists.set(accountId, {
+        empty: entry === null,
+        version: account.optOutsVersion ?? 0,
+        until: Date.now() + LIST_STATE_MS,
+      });
+    };
+    // A failed probe leaves the account to the reads; the next send probes again.
+    probed()
+      .catch(() => undefined)
+      .finally(() => this.probes.delete(accountId));
+  }
 
   /** The canonical numbers among `numbers` on `accountId`'s opt-out list. */
   among(

@@ -111,4 +111,71 @@ describe("group commit of single sends", () => {
     const charged = (stored?.pendingCharges ?? []).flatMap((c) => chargedMessages(c));
     expect(charged).toHaveLength(60);
   });
+
+  it("a send held to an opt-out list version that has moved is answered stale: nothing stored or charged", async () => {
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "listed",
+      creditMicros: 100,
+    });
+    const writer = newWriter();
+    const write = (listVersion?: number) => {
+      const id = nextId++;
+      const doc = acceptedMessage(
+        {
+          id,
+          accountId: account._id,
+          to: "+4915100000009",
+          from: "SMSINFO",
+          text: "hi",
+          parts: 1,
+          ttl: 60,
+        },
+        new Date(),
+      );
+      return writer.write(account._id, 10, doc, Deadline.in(10_000), listVersion);
+    };
+    // The list never changed: version 0 holds.
+    expect(await write(0)).toEqual({ creditMicros: 90 });
+    await fixture.store.accounts.updateOne({ _id: account._id }, { $inc: { optOutsVersion: 1 } });
+    // Sent together: the one that saw version 0 is stale, the others are written.
+    const [stale, unconditional, current] = await Promise.all([write(0), write(), write(1)]);
+    expect(stale).toBe("stale");
+    expect(unconditional).not.toBe("stale");
+    expect(current).not.toBe("stale");
+    expect(await write(0)).toBe("stale");
+    expect(await fixture.store.messages.countDocuments({ accountId: account._id })).toBe(3);
+    expect((await fixture.store.accounts.findOne({ _id: account._id }))?.creditMicros).toBe(70);
+  });
+
+  it("a group whose sends all saw a version that has moved since charges nothing", async () => {
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "moved",
+      creditMicros: 100,
+    });
+    await fixture.store.accounts.updateOne({ _id: account._id }, { $inc: { optOutsVersion: 2 } });
+    const writer = newWriter();
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => {
+        const id = nextId++;
+        const doc = acceptedMessage(
+          {
+            id,
+            accountId: account._id,
+            to: "+4915100000009",
+            from: "SMSINFO",
+            text: "hi",
+            parts: 1,
+            ttl: 60,
+          },
+          new Date(),
+        );
+        return writer.write(account._id, 10, doc, Deadline.in(10_000), 1);
+      }),
+    );
+    expect(results).toEqual(["stale", "stale", "stale", "stale", "stale"]);
+    expect(await fixture.store.messages.countDocuments({ accountId: account._id })).toBe(0);
+    const stored = await fixture.store.accounts.findOne({ _id: account._id });
+    expect(stored?.creditMicros).toBe(100);
+    expect(stored?.pendingCharges).toEqual([]);
+  });
 });
