@@ -12,7 +12,9 @@ import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./op
 // Most accounts' lists are empty, and then a send reads nothing: the account's list version
 // (AccountDoc.optOutsVersion, raised after every addition) is probed once a minute, and a send on
 // an empty list hands the version it saw to the message writer, whose debit lands only while the
-// version is unchanged. A send racing an addition is told "stale" and reads the list.
+// version is unchanged. A send racing an addition is told "stale" and reads the list. On a list
+// with entries, a number read as not listed is remembered under the version probed before the
+// read, so a repeated recipient is not read again while the list gains no entry.
 
 /** Reads of more numbers than this (a batch's) are issued on their own, as they come. */
 const GROUPED_MAX_NUMBERS = 16;
@@ -23,6 +25,8 @@ const MAX_IN_FLIGHT = 2;
 const LIST_STATE_MS = 60_000;
 /** Accounts whose list state is kept (the oldest dropped first). */
 const MAX_ACCOUNTS = 50_000;
+/** Numbers remembered as not listed, in all accounts (all forgotten at once past it). */
+const MAX_CLEAR_NUMBERS = 200_000;
 
 /** What a probe found of an account's list: empty at `version`, or not empty. */
 interface ListState {
@@ -30,6 +34,8 @@ interface ListState {
   version: number;
   /** Local epoch ms. */
   until: number;
+  /** Numbers read as not listed after `version` was read. */
+  clear: Set<string>;
 }
 
 /** A single send's check: opted out, or not (with the list version it was empty at). */
@@ -53,6 +59,7 @@ export class OptOutReads {
   private inFlight = 0;
   private lists = new Map<string, ListState>();
   private probes = new Set<string>();
+  private clearNumbers = 0;
 
   constructor(
     private readonly store: OptOutStore,
@@ -65,17 +72,38 @@ export class OptOutReads {
     number: string,
     options: { maxTimeMS: number; signal?: AbortSignal },
   ): Promise<SendCheck> {
-    const state = this.lists.get(accountId);
-    if (state && state.until > Date.now()) {
-      if (state.empty) return { optedOut: false, listVersion: state.version };
-    } else this.probe(accountId);
+    let state = this.lists.get(accountId);
+    if (state && state.until <= Date.now()) state = undefined;
+    const canonical = canonicalNumber(number);
+    if (!state) this.probe(accountId);
+    else if (state.empty || state.clear.has(canonical)) {
+      return { optedOut: false, listVersion: state.version };
+    }
     const found = await this.among(accountId, [number], options);
-    return { optedOut: found.size > 0 };
+    if (found.size > 0) return { optedOut: true };
+    // Read after the state's version was: an addition since has raised it.
+    if (!state || this.lists.get(accountId) !== state) return { optedOut: false };
+    if (this.clearNumbers >= MAX_CLEAR_NUMBERS) this.forgetNumbers();
+    state.clear.add(canonical);
+    this.clearNumbers++;
+    return { optedOut: false, listVersion: state.version };
   }
 
   /** The writer found the list changed since it was probed: the next send probes again. */
   forget(accountId: string): void {
+    this.drop(accountId);
+  }
+
+  private drop(accountId: string): void {
+    const state = this.lists.get(accountId);
+    if (!state) return;
+    this.clearNumbers -= state.clear.size;
     this.lists.delete(accountId);
+  }
+
+  private forgetNumbers(): void {
+    for (const state of this.lists.values()) state.clear.clear();
+    this.clearNumbers = 0;
   }
 
   /**
@@ -95,15 +123,16 @@ export class OptOutReads {
         { accountId },
         { projection: { _id: 1 }, maxTimeMS: LIST_STATE_MS },
       );
+      this.drop(accountId);
       if (this.lists.size >= MAX_ACCOUNTS) {
         const oldest = this.lists.keys().next().value;
-        if (oldest !== undefined) this.lists.delete(oldest);
+        if (oldest !== undefined) this.drop(oldest);
       }
-      this.lists.delete(accountId);
       this.lists.set(accountId, {
         empty: entry === null,
         version: account.optOutsVersion ?? 0,
         until: Date.now() + LIST_STATE_MS,
+        clear: new Set(),
       });
     };
     // A failed probe leaves the account to the reads; the next send probes again.

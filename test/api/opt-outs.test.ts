@@ -124,43 +124,54 @@ describe("sends to an opted-out number", () => {
   });
 });
 
-describe("an account whose list was found empty", () => {
-  it("a number listed on another instance is refused by the next send, nothing stored or charged", async () => {
-    const database = await testDatabase();
-    const [first, second] = [await startService({}, database), await startService({}, database)];
-    try {
-      const account = await first.createAccount({ credit: 100 });
-      const send = (to: string) => postJson(`${first.baseUrl}/sms`, { to, text: "hi", ...account });
-      expect((await send(OPTED_OUT)).status).toBe(200);
-      // Time for the first instance to find the list empty (it then reads nothing per send).
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect((await send(OPTED_OUT)).status).toBe(200);
-      const added = await postJson(`${second.baseUrl}/opt-outs`, {
-        number: OPTED_OUT,
-        ...account,
-      });
-      expect(added.status).toBe(200);
-      // (The two messages accepted before are withdrawn and refunded by the opt-out.)
-      const before = await storedFor(first, account.apiKey);
-      const refused = await send(OPTED_OUT);
-      expect(refused.status).toBe(400);
-      expect(refused.body.errors.to[0]).toMatch(/opted out/);
-      expect((await storedFor(first, account.apiKey)).messages).toBe(before.messages);
-      expect((await storedFor(first, account.apiKey)).credit).toBe(before.credit);
-      // Taken off the list on the second instance: the first sends again.
-      const removed = await withQuery(
-        "DELETE",
-        `${second.baseUrl}/opt-outs/${encodeURIComponent(OPTED_OUT)}`,
-        account,
-      );
-      expect(removed.status).toBe(200);
-      expect((await send(OPTED_OUT)).status).toBe(200);
-    } finally {
-      await first.close();
-      await second.close();
-      await database.close();
-    }
-  });
+describe("a list read once by an instance (empty, or without the number)", () => {
+  it.each([
+    ["empty", []],
+    ["with other numbers", ["+4915100000077"]],
+  ])(
+    "%s: a number listed on another instance is refused by the next send, nothing stored or charged",
+    async (_, others: string[]) => {
+      const database = await testDatabase();
+      const [first, second] = [await startService({}, database), await startService({}, database)];
+      try {
+        const account = await first.createAccount({ credit: 100 });
+        for (const number of others) {
+          const added = await postJson(`${first.baseUrl}/opt-outs`, { number, ...account });
+          expect(added.status).toBe(200);
+        }
+        const send = (to: string) =>
+          postJson(`${first.baseUrl}/sms`, { to, text: "hi", ...account });
+        expect((await send(OPTED_OUT)).status).toBe(200);
+        // Time for the first instance to probe the list (it then reads nothing for this number).
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect((await send(OPTED_OUT)).status).toBe(200);
+        const added = await postJson(`${second.baseUrl}/opt-outs`, {
+          number: OPTED_OUT,
+          ...account,
+        });
+        expect(added.status).toBe(200);
+        // (The two messages accepted before are withdrawn and refunded by the opt-out.)
+        const before = await storedFor(first, account.apiKey);
+        const refused = await send(OPTED_OUT);
+        expect(refused.status).toBe(400);
+        expect(refused.body.errors.to[0]).toMatch(/opted out/);
+        expect((await storedFor(first, account.apiKey)).messages).toBe(before.messages);
+        expect((await storedFor(first, account.apiKey)).credit).toBe(before.credit);
+        // Taken off the list on the second instance: the first sends again.
+        const removed = await withQuery(
+          "DELETE",
+          `${second.baseUrl}/opt-outs/${encodeURIComponent(OPTED_OUT)}`,
+          account,
+        );
+        expect(removed.status).toBe(200);
+        expect((await send(OPTED_OUT)).status).toBe(200);
+      } finally {
+        await first.close();
+        await second.close();
+        await database.close();
+      }
+    },
+  );
 });
 
 describe("managing the list", () => {
