@@ -187,16 +187,15 @@ export class MessageWriter {
     let chosen = writes;
     for (let attempt = 0; attempt < DEBIT_ATTEMPTS; attempt++) {
       if (attempt > 0) {
-        const affordable = await this.affordable(apiKey, writes, deadline);
-        if (affordable === "busy") return answerAll(writes, "busy");
-        chosen = affordable.writes;
-        if (listVersion !== undefined && affordable.listVersion !== listVersion) {
-          // The list changed since those sends found it empty: they check it again.
+        const current = await this.current(apiKey, deadline);
+        if (current === "busy") return answerAll(writes, "busy");
+        if (listVersion !== undefined && current.listVersion !== listVersion) {
+          // The list changed since those sends read it: they check it again.
           for (const write of writes) if (write.listVersion !== undefined) write.resolve("stale");
           writes = writes.filter((write) => write.listVersion === undefined);
-          chosen = chosen.filter((write) => write.listVersion === undefined);
           listVersion = undefined;
         }
+        chosen = covered(writes, current.creditMicros);
       }
       if (chosen.length === 0) return answerAll(writes, "insufficient");
       const first = chosen[0] as PendingWrite;
@@ -229,12 +228,11 @@ export class MessageWriter {
     answerAll(writes, "busy");
   }
 
-  /** The writes the account's credit covers, in queue order; "busy" when its charges are full. */
-  private async affordable(
+  /** The account's credit and opt-out list version; "busy" when its charges are full. */
+  private async current(
     apiKey: string,
-    writes: PendingWrite[],
     deadline: Deadline,
-  ): Promise<{ writes: PendingWrite[]; listVersion: number } | "busy"> {
+  ): Promise<{ creditMicros: number; listVersion: number } | "busy"> {
     const [account, full] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
@@ -246,14 +244,18 @@ export class MessageWriter {
       ),
     ]);
     if (full) return "busy";
-    let credit = account?.creditMicros ?? 0;
-    const affordable = writes.filter((write) => {
-      if (write.amountMicros > credit) return false;
-      credit -= write.amountMicros;
-      return true;
-    });
-    return { writes: affordable, listVersion: account?.optOutsVersion ?? 0 };
+    return { creditMicros: account?.creditMicros ?? 0, listVersion: account?.optOutsVersion ?? 0 };
   }
+}
+
+/** The writes `creditMicros` covers, in queue order. */
+function covered(writes: PendingWrite[], creditMicros: number): PendingWrite[] {
+  let credit = creditMicros;
+  return writes.filter((write) => {
+    if (write.amountMicros > credit) return false;
+    credit -= write.amountMicros;
+    return true;
+  });
 }
 
 /** The debit's condition on the account's opt-out list version; none without one. */

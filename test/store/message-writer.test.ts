@@ -178,4 +178,38 @@ describe("group commit of single sends", () => {
     expect(stored?.creditMicros).toBe(100);
     expect(stored?.pendingCharges).toEqual([]);
   });
+
+  it("a stale send leaves the credit to the other sends of its group", async () => {
+    const { account } = await createAccount(fixture.store.accounts, {
+      name: "x",
+      creditMicros: 10,
+    });
+    const other = (await createAccount(fixture.store.accounts, { name: "y", creditMicros: 100 }))
+      .account._id;
+    await fixture.store.accounts.updateOne({ _id: account._id }, { $inc: { optOutsVersion: 1 } });
+    const writer = newWriter();
+    // Two writes of another account take both slots in flight: the next two are one group.
+    const [, , stale, plain] = await Promise.all([
+      send(writer, other, 1),
+      send(writer, other, 1),
+      writeTo(writer, account._id, 10, 0),
+      writeTo(writer, account._id, 10),
+    ]);
+    expect(stale).toBe("stale");
+    expect(plain).toEqual({ creditMicros: 0 });
+  });
 });
+
+function writeTo(
+  writer: MessageWriter,
+  apiKey: string,
+  amountMicros: number,
+  listVersion?: number,
+) {
+  const id = nextId++;
+  const doc = acceptedMessage(
+    { id, accountId: apiKey, to: "+4915100000009", from: "SMSINFO", text: "hi", parts: 1, ttl: 60 },
+    new Date(),
+  );
+  return writer.write(apiKey, amountMicros, doc, Deadline.in(10_000), listVersion);
+}
