@@ -12,12 +12,20 @@ export function newApiSecret(): string {
 }
 
 export function hashSecret(secret: string): string {
-  return `sha256$${createHash("sha256").update(secret, "utf8").digest("base64")}`;
+  return `${STORED_PREFIX}${digest(secret).toString("base64")}`;
 }
 
-/** Constant-time comparison of a presented secret with a stored hash. */
+const STORED_PREFIX = "sha256$";
+
+/**
+ * Constant-time comparison of a presented secret with a stored hash: the presented secret's
+ * SHA-256 digest against the stored one, both 32 bytes (one digest per request, not three).
+ */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  return sameSecret(hashSecret(secret), storedHash);
+  if (!storedHash.startsWith(STORED_PREFIX)) return false;
+  const stored = Buffer.from(storedHash.slice(STORED_PREFIX.length), "base64");
+  if (stored.length !== 32) return false;
+  return timingSafeEqual(digest(secret), stored);
 }
 
 /**

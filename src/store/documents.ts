@@ -10,7 +10,7 @@ export interface AccountDoc {
   /** The apiKey. */
   _id: string;
   name: string;
-  /** scrypt hash of the apiSecret: `scrypt$<salt b64>$<hash b64>`. */
+  /** SHA-256 digest of the apiSecret: `sha256$<digest b64>` (store/credentials.ts). */
   secretHash: string;
   /** Standard Webhooks secret (`whsec_...`), needed in clear to sign. */
   webhookSecret: string;
