@@ -118,22 +118,7 @@ describe("group commit of single sends", () => {
       creditMicros: 100,
     });
     const writer = newWriter();
-    const write = (listVersion?: number) => {
-      const id = nextId++;
-      const doc = acceptedMessage(
-        {
-          id,
-          accountId: account._id,
-          to: "+4915100000009",
-          from: "SMSINFO",
-          text: "hi",
-          parts: 1,
-          ttl: 60,
-        },
-        new Date(),
-      );
-      return writer.write(account._id, 10, doc, Deadline.in(10_000), listVersion);
-    };
+    const write = (listVersion?: number) => writeTo(writer, account._id, 10, listVersion);
     // The list never changed: version 0 holds.
     expect(await write(0)).toEqual({ creditMicros: 90 });
     await fixture.store.accounts.updateOne({ _id: account._id }, { $inc: { optOutsVersion: 1 } });
@@ -155,22 +140,7 @@ describe("group commit of single sends", () => {
     await fixture.store.accounts.updateOne({ _id: account._id }, { $inc: { optOutsVersion: 2 } });
     const writer = newWriter();
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => {
-        const id = nextId++;
-        const doc = acceptedMessage(
-          {
-            id,
-            accountId: account._id,
-            to: "+4915100000009",
-            from: "SMSINFO",
-            text: "hi",
-            parts: 1,
-            ttl: 60,
-          },
-          new Date(),
-        );
-        return writer.write(account._id, 10, doc, Deadline.in(10_000), 1);
-      }),
+      Array.from({ length: 5 }, () => writeTo(writer, account._id, 10, 1)),
     );
     expect(results).toEqual(["stale", "stale", "stale", "stale", "stale"]);
     expect(await fixture.store.messages.countDocuments({ accountId: account._id })).toBe(0);
