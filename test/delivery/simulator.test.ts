@@ -1,11 +1,8 @@
 /** The simulator carrier: outcomes by number, receipts kept durably until acknowledged. */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
-import {
-  SimulatorCarrier,
-  type SimulatorCarrierOptions,
-  simulatedOutcome,
-} from "../../src/delivery/simulator.ts";
+import { SimulatorCarrier, type SimulatorCarrierOptions } from "../../src/delivery/simulator.ts";
+import { simulatedOutcome } from "../../src/delivery/simulator-numbers.ts";
 import { testDatabase } from "../support/database.ts";
 
 let database: Awaited<ReturnType<typeof testDatabase>>;
