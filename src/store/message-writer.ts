@@ -9,6 +9,7 @@ import {
 } from "./charges.ts";
 import { Deadline, DeadlineExceeded } from "./deadline.ts";
 import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { insertOutcome, OutcomeUnknown } from "./write-outcomes.ts";
 
 // Group commit for single sends: the sends that arrive while a write is in flight are written
@@ -52,8 +53,11 @@ const MAX_IN_FLIGHT = 2;
 const DEBIT_ATTEMPTS = 4;
 
 export class MessageWriter {
-  private queue: PendingWrite[] = [];
-  private inFlight = 0;
+  private readonly groups = new GroupCommit<PendingWrite>({
+    maxInFlight: MAX_IN_FLIGHT,
+    groupSize: () => MAX_GROUP,
+    run: (group) => this.writeGroup(group),
+  });
 
   constructor(
     private readonly accounts: Collection<AccountDoc>,
@@ -78,24 +82,8 @@ export class MessageWriter {
     listVersion?: number,
   ): Promise<WriteResult> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ apiKey, amountMicros, doc, deadline, listVersion, resolve, reject });
-      this.pump();
+      this.groups.push({ apiKey, amountMicros, doc, deadline, listVersion, resolve, reject });
     });
-  }
-
-  private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
-      const group = this.queue.splice(0, MAX_GROUP);
-      this.inFlight++;
-      this.writeGroup(group)
-        .catch((error: unknown) => {
-          for (const write of group) write.reject(error);
-        })
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-        });
-    }
   }
 
   private async writeGroup(queued: PendingWrite[]): Promise<void> {

@@ -1,6 +1,7 @@
 import type { Collection } from "mongodb";
 import { DeadlineExceeded } from "./deadline.ts";
 import type { AccountDoc } from "./documents.ts";
+import { GroupCommit } from "./group-commit.ts";
 import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./opt-outs.ts";
 
 // Grouped reads of the opt-out list for single sends: the reads asked for while others are in
@@ -55,8 +56,11 @@ interface PendingRead {
 }
 
 export class OptOutReads {
-  private queue: PendingRead[] = [];
-  private inFlight = 0;
+  private readonly reads = new GroupCommit<PendingRead>({
+    maxInFlight: MAX_IN_FLIGHT,
+    groupSize: keysWithin(MAX_GROUP_KEYS),
+    run: (group) => this.readGroup(group),
+  });
   private lists = new Map<string, ListState>();
   private probes = new Set<string>();
   private clearNumbers = 0;
@@ -157,31 +161,8 @@ export class OptOutReads {
     }
     if (keys.size === 0) return Promise.resolve(new Set());
     return new Promise((resolve, reject) => {
-      this.queue.push({ keys, until: Date.now() + options.maxTimeMS, resolve, reject });
-      this.pump();
+      this.reads.push({ keys, until: Date.now() + options.maxTimeMS, resolve, reject });
     });
-  }
-
-  private pump(): void {
-    while (this.inFlight < MAX_IN_FLIGHT && this.queue.length > 0) {
-      const group: PendingRead[] = [];
-      let keyCount = 0;
-      for (const next of this.queue) {
-        if (group.length > 0 && keyCount + next.keys.size > MAX_GROUP_KEYS) break;
-        group.push(next);
-        keyCount += next.keys.size;
-      }
-      this.queue.splice(0, group.length);
-      this.inFlight++;
-      this.readGroup(group)
-        .catch((error: unknown) => {
-          for (const read of group) read.reject(error);
-        })
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-        });
-    }
   }
 
   private async readGroup(queued: PendingRead[]): Promise<void> {
@@ -206,4 +187,18 @@ export class OptOutReads {
       read.resolve(numbers);
     }
   }
+}
+
+/** The waiting reads, from the first, whose keys fit within `maxKeys` (the first always goes). */
+function keysWithin(maxKeys: number): (waiting: readonly PendingRead[]) => number {
+  return (waiting) => {
+    let count = 0;
+    let keys = 0;
+    for (const read of waiting) {
+      if (count > 0 && keys + read.keys.size > maxKeys) break;
+      count++;
+      keys += read.keys.size;
+    }
+    return count;
+  };
 }
