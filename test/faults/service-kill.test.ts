@@ -48,10 +48,11 @@ describe("kill -9 of the service under traffic", () => {
     // Batches caught with messages stored but no document, which commits them after the last
     // message: with their writer dead, they never will commit.
     let caught: number[] = [];
-    // The kill is timed by what a cheap read sees; a round that misses every batch mid-write
-    // (one that committed in between) is simply one more kill to reconcile.
+    // The kill is timed by what a cheap read sees: a batch debited, with messages stored, and not
+    // committed. A round whose batch committed between that read and the kill is simply one more
+    // kill to reconcile; the bound only stops a test that could never catch one.
     for (let round = 1; caught.length === 0; round++) {
-      expect(round, "rounds needed to kill the service mid-batch").toBeLessThanOrEqual(6);
+      expect(round, "rounds needed to kill the service mid-batch").toBeLessThanOrEqual(12);
       service = await startServiceProcess("source", db.databaseName, ENV);
       account ??= await service.createAccount(CREDIT);
       const apiKey = account.apiKey;
@@ -60,7 +61,7 @@ describe("kill -9 of the service under traffic", () => {
         async () =>
           traffic.answered("batch").length > 0 &&
           traffic.answered("sms").length >= 20 &&
-          (await batchesDebitedNotCommitted(db, apiKey)).length > 0,
+          (await batchesBeingStored(db, apiKey)).length > 0,
         90_000,
       );
       await killAndStop(service, traffic);
@@ -69,6 +70,7 @@ describe("kill -9 of the service under traffic", () => {
         0,
       );
       caught = await uncommittedBatchesWithMessages(db);
+      if (caught.length > 0) console.log(`service kill: caught a batch mid-write in round ${round}`);
     }
     if (!account) throw new Error("no account");
 
@@ -84,7 +86,7 @@ describe("kill -9 of the service under traffic", () => {
       answered.reduce((sum, o) => sum + (o.kind === "batch" ? o.body.acceptedCount : 1), 0),
     );
     await sendsAfterRestart(service, account, db, books.chargedParts);
-  }, 150_000);
+  }, 240_000);
 
   it("mid-stream of single sends from eight clients: answered sends kept, the rest stored and charged or refunded", async () => {
     const db = database.client.db(`${database.name}_stream`);
@@ -130,8 +132,8 @@ async function settled(db: Db, apiKey: string): Promise<void> {
   }, 90_000);
 }
 
-/** Batches of the account debited (their charge pending) whose document is not stored. */
-async function batchesDebitedNotCommitted(db: Db, apiKey: string): Promise<number[]> {
+/** Batches of the account debited (their charge pending), with messages stored, not committed. */
+async function batchesBeingStored(db: Db, apiKey: string): Promise<number[]> {
   const account = await db
     .collection<AccountDoc>("accounts")
     .findOne({ _id: apiKey }, { projection: { pendingCharges: 1 } });
@@ -140,7 +142,12 @@ async function batchesDebitedNotCommitted(db: Db, apiKey: string): Promise<numbe
   const committed = await db
     .collection<BatchDoc>("batches")
     .distinct("_id", { _id: { $in: refs } });
-  return refs.filter((ref) => !committed.includes(ref));
+  const uncommitted = refs.filter((ref) => !committed.includes(ref));
+  if (uncommitted.length === 0) return [];
+  const withMessages = await db
+    .collection<MessageDoc>("messages")
+    .distinct("batchId", { batchId: { $in: uncommitted } });
+  return withMessages.filter((id): id is number => typeof id === "number");
 }
 
 /** Batches with messages stored and no batch document (read once the writer is dead). */
