@@ -70,7 +70,8 @@ describe("kill -9 of the service under traffic", () => {
         0,
       );
       caught = await uncommittedBatchesWithMessages(db);
-      if (caught.length > 0) console.log(`service kill: caught a batch mid-write in round ${round}`);
+      if (caught.length > 0)
+        console.log(`service kill: caught a batch mid-write in round ${round}`);
     }
     if (!account) throw new Error("no account");
 
