@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { SpanContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 
 // Every log line of a request carries its reqId (design, "Operations"). Fastify's request.log
@@ -13,6 +14,11 @@ export interface RequestContext {
   log: FastifyBaseLogger;
   /** The W3C trace id, when tracing is on. */
   traceId?: string;
+  /**
+   * The request's span when its trace is not sampled: such a request runs outside any span
+   * context (tracing/request-spans.ts), and its messages keep this trace (tracing.ts).
+   */
+  unsampledSpan?: SpanContext;
 }
 
 const storage = new AsyncLocalStorage<RequestContext>();
@@ -36,10 +42,12 @@ export function requestFields(logger: { bindings(): Record<string, unknown> }): 
   // The request's logger carries reqId already (and its children anything bound); a repeated key
   // would be noise.
   const own = (logger as unknown) === context.log;
-  if (own && context.traceId === undefined) return {};
+  // The request's own logger binds reqId and nothing else: no need to read its bindings (pino
+  // parses them from JSON on every call).
+  if (own) return context.traceId === undefined ? {} : { traceId: context.traceId };
   const bound = logger.bindings();
   const fields: Record<string, string> = {};
-  if (!own && bound.reqId === undefined) fields.reqId = context.reqId;
+  if (bound.reqId === undefined) fields.reqId = context.reqId;
   if (context.traceId !== undefined && bound.traceId === undefined)
     fields.traceId = context.traceId;
   return fields;

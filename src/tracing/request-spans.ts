@@ -22,7 +22,9 @@ const spans = new WeakMap<FastifyRequest, Span>();
 /** Register after request-context.ts's hook: the span's trace id joins the request's log lines. */
 export function traceRequests(app: FastifyInstance): void {
   app.addHook("onRequest", (request, _reply, done) => {
-    const parent = propagation.extract(ROOT_CONTEXT, request.headers);
+    const headers = request.headers;
+    const continued = headers.traceparent !== undefined || headers.baggage !== undefined;
+    const parent = continued ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
     const route = request.routeOptions.url ?? "unmatched";
     const span = tracer().startSpan(
       `${request.method} ${route}`,
@@ -32,7 +34,6 @@ export function traceRequests(app: FastifyInstance): void {
       },
       parent,
     );
-    spans.set(request, span);
     // Every line of the request carries its trace id: the logger's mixin adds it from the
     // request's context (request-context.ts), cheaper than a child logger per request. Fastify
     // writes "incoming request" before any hook runs, so with tracing that line is written here
@@ -40,6 +41,16 @@ export function traceRequests(app: FastifyInstance): void {
     const served = currentRequest();
     if (served) served.traceId = span.spanContext().traceId;
     request.log.info({ req: request }, "incoming request");
+    // A trace of its own that the sampler did not take records nothing of this request, nor of
+    // its messages' later work (parent-based sampling): the request runs outside any span
+    // context, which costs each request a context switch and its lookups, and its messages keep
+    // the trace from the request's own context (unsampled, so their webhooks still pass it on).
+    if (!continued && !span.isRecording() && served) {
+      served.unsampledSpan = span.spanContext();
+      done();
+      return;
+    }
+    spans.set(request, span);
     context.with(trace.setSpan(parent, span), done);
   });
   app.addHook("onResponse", (request, reply, done) => {
@@ -68,6 +79,8 @@ const headerGetter: TextMapGetter<Headers> = {
  * call (continuing its `traceparent`) on GRPC_PORT, where no Fastify hook runs.
  */
 export const traceCalls: Interceptor = (next) => async (request) => {
+  // Within a request whose trace is not sampled, a span of the call would not be either.
+  if (currentRequest()?.unsampledSpan) return next(request);
   const outer = trace.getSpan(context.active());
   const parent = outer
     ? context.active()

@@ -11,6 +11,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { Binary } from "mongodb";
+import { currentRequest } from "../request-context.ts";
 import type { StoredTrace } from "../store/documents.ts";
 
 // Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
@@ -81,7 +82,7 @@ const TRACE_BYTES = 25;
 /** The active trace context as the message stores it; undefined when there is none (or tracing is off). */
 export function currentTraceCarrier(): StoredTrace | undefined {
   if (!active) return undefined;
-  const span = trace.getSpanContext(context.active());
+  const span = currentRequest()?.unsampledSpan ?? trace.getSpanContext(context.active());
   if (!span || !isSpanContextValid(span)) return undefined;
   if (span.traceState) {
     const headers: Record<string, string> = {};

@@ -6,7 +6,10 @@
  * the unsampled trace's `traceparent`; a caller's sampled `traceparent` is followed whole.
  */
 import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { startTracing } from "../../src/tracing/tracing.ts";
 import { eventually } from "../support/fixtures.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
@@ -54,10 +57,27 @@ async function send(
   return String(((await response.json()) as { id: number }).id);
 }
 
+/** A Connect call on PORT: the request's span and the call's, both of one unsampled trace. */
+async function sendOverConnect(account: { apiKey: string; apiSecret: string }): Promise<string> {
+  const client = createClient(
+    MessagingService,
+    createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
+  );
+  const basic = Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64");
+  const answer = await client.sendMessage(
+    { to: "+4915112345678", text: "sampled or not, over Connect" },
+    { headers: { authorization: `Basic ${basic}` } },
+  );
+  return String(answer.message?.id);
+}
+
 it("a ratio of 0 exports none of its own traces, and follows a caller's sampled one whole", async () => {
   expect(stopTracing).toBeDefined();
   const account = await service.createAccount({ statusUrl: `${receiver.baseUrl}/status` });
-  const unsampled = await Promise.all(Array.from({ length: 10 }, () => send(account)));
+  const unsampled = await Promise.all([
+    ...Array.from({ length: 10 }, () => send(account)),
+    ...Array.from({ length: 5 }, () => sendOverConnect(account)),
+  ]);
   const delivered = (id: string) => () =>
     receiver.requests.some((r) => r.query.id === id && r.query.status === "DELIVERED");
   for (const id of unsampled) await receiver.waitFor(delivered(id), 20_000);
