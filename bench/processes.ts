@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { closeSync, openSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -24,6 +25,29 @@ export interface ServiceProcess {
 function serviceLog(): "ignore" | number {
   const path = process.env.BENCH_SERVICE_LOG;
   return path ? openSync(path, "a") : "ignore";
+}
+
+/**
+ * How a script is run: the service as `npm start` runs it, from its build (`dist/`, made by
+ * `buildService` at the start of a run) when the checkout has one; anything else, and a checkout
+ * without a build, through tsx.
+ */
+function entry(script: string, cwd: string | undefined): string[] {
+  const built = join(cwd ?? ".", "dist/src/main.js");
+  if (script === "src/main.ts" && existsSync(built)) return ["--enable-source-maps", built];
+  return ["--import", "tsx", script];
+}
+
+/** `npm run build` in `cwd` (the production build `npm start` runs), when its package has one. */
+export async function buildService(cwd = "."): Promise<void> {
+  const scripts = JSON.parse(readFileSync(join(cwd, "package.json"), "utf8")).scripts ?? {};
+  if (!scripts.build) return;
+  const child = spawn("npm", ["run", "--silent", "build"], {
+    cwd,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const [code] = await once(child, "exit");
+  if (code !== 0) throw new Error(`npm run build failed in ${cwd} (exit ${code})`);
 }
 
 /** An env value `startProcess` replaces with a free port (`ServiceProcess.env` tells which). */
@@ -65,7 +89,7 @@ async function startOnce(
   }
   const nodeOptions = (process.env.BENCH_NODE_OPTIONS ?? "").split(" ").filter(Boolean);
   const log = serviceLog();
-  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, "--import", "tsx", script], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeOptions, ...entry(script, cwd)], {
     env: {
       ...process.env,
       PORT: String(port),

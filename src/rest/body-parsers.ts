@@ -1,7 +1,11 @@
 import { isUtf8 } from "node:buffer";
 import { errorCodes, type FastifyInstance, type FastifyRequest } from "fastify";
 import { FORM_MAX_PARAMETERS } from "../domain/limits.ts";
-import type { BodySlot, LargeBodySlots } from "../rate-limits/large-bodies.ts";
+import {
+  type BodySlot,
+  LARGE_BODY_BYTES,
+  type LargeBodySlots,
+} from "../rate-limits/large-bodies.ts";
 import { JsonBodyParse } from "../request-bodies/body-parse-pool.ts";
 import { readBody } from "../request-bodies/body-reading.ts";
 import { type KnownFields, knownFieldsOf } from "../request-bodies/json-decoding.ts";
@@ -37,13 +41,23 @@ export function registerBodyParsers(
   if (largeBodies) {
     // Before any byte of the body is read: a declared large body without a slot is refused at
     // once (an oversize one is left to the 413). The slot is held until the answer is out.
-    app.addHook("onRequest", async (request, reply) => {
+    // A body whose Content-Length is small never needs one (the HTTP parser reads no byte past
+    // it), so most requests pass without a slot, a listener or a promise.
+    app.addHook("onRequest", (request, reply, done) => {
       const declared = declaredLength(request);
-      if (declared === undefined && request.headers["transfer-encoding"] === undefined) return;
-      if ((declared ?? 0) > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY)) return;
-      const slot = largeBodies.forBody(request.ip, declared);
-      reply.raw.once("close", slot.release);
-      slots.set(request, slot);
+      if (declared === undefined && request.headers["transfer-encoding"] === undefined)
+        return done();
+      if (declared !== undefined && declared <= LARGE_BODY_BYTES) return done();
+      if ((declared ?? 0) > (request.routeOptions.bodyLimit ?? Number.POSITIVE_INFINITY))
+        return done();
+      try {
+        const slot = largeBodies.forBody(request.ip, declared);
+        reply.raw.once("close", slot.release);
+        slots.set(request, slot);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done();
     });
   }
   // The route's known parameters, from its body schema, once per route.
