@@ -3,7 +3,7 @@
  * logged, also after it was killed, without asking its control port for a growing log.
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
-import type { Pdu } from "../test/support/smsc.ts";
+import type { Pdu } from "../test/support/smsc-pdus.ts";
 
 export class PduTail {
   private offset: number;

@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { finishDelivery, insertCrashBatch, killWorkerMidDelivery } from "../support/crash.ts";
 import { smppCarrier } from "../support/smpp.ts";
-import { type Pdu, startSmsc, type TestSmsc, tlv } from "../support/smsc.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { type Pdu, tlv } from "../support/smsc-pdus.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();

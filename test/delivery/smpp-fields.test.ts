@@ -8,7 +8,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
 import { splitText } from "../../src/domain/segments.ts";
 import { partsOf, smppCarrier } from "../support/smpp.ts";
-import { type Pdu, shortMessage, startSmsc, type TestSmsc, tlv } from "../support/smsc.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { type Pdu, shortMessage, tlv } from "../support/smsc-pdus.ts";
 
 const SAR_MSG_REF_NUM = 0x020c;
 const SAR_TOTAL_SEGMENTS = 0x020e;

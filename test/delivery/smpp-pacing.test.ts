@@ -19,7 +19,8 @@ import {
   smppCarrier,
   waitFor,
 } from "../support/smpp.ts";
-import { type Pdu, startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
+import type { Pdu } from "../support/smsc-pdus.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();

@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { partsOf, smppCarrier, waitFor } from "../support/smpp.ts";
-import { readPduFile, startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { readPduFile } from "../support/smsc-pdus.ts";
 
 let smsc: TestSmsc | undefined;
 afterAll(() => smsc?.stop());

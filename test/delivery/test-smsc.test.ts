@@ -6,7 +6,8 @@
 import type { EventEmitter } from "node:events";
 import { createRequire } from "node:module";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { receiptFields, shortMessage, startSmsc, type TestSmsc, tlv } from "../support/smsc.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
+import { receiptFields, shortMessage, tlv } from "../support/smsc-pdus.ts";
 
 // --- a minimal client on the `smpp` package (it ships no types) ------------------------------
 

@@ -3,7 +3,8 @@ import { SmppCarrier, type SmppCarrierOptions } from "../../src/delivery/smpp/ad
 import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { Store } from "../../src/store/database.ts";
-import type { Pdu, TestSmsc } from "./smsc.ts";
+import type { TestSmsc } from "./smsc.ts";
+import type { Pdu } from "./smsc-pdus.ts";
 
 export interface LogRecord {
   level: "info" | "warn" | "error" | "debug";
