@@ -5,7 +5,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import autocannon from "autocannon";
-import type { Filter, MongoClient } from "mongodb";
+import type { Collection, Filter, MongoClient } from "mongodb";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 
@@ -138,6 +138,20 @@ export function equivalentDocs(firstId: number, count: number, text: string): Me
       now,
     ),
   );
+}
+
+/**
+ * The baseline of a batch figure stores the very documents the service stored for the same body
+ * (every field it keeps: route, price, notifications, trace), read back once, under ids of their
+ * own: `copies(firstId)` gives them from `firstId` on.
+ */
+export async function storedCopies(
+  messages: Collection<MessageDoc>,
+  batchId: number,
+): Promise<(firstId: number) => MessageDoc[]> {
+  const stored = await messages.find({ batchId }).sort({ _id: 1 }).toArray();
+  if (stored.length === 0) throw new Error(`batch ${batchId} has no stored messages to copy`);
+  return (firstId) => stored.map((doc, i) => ({ ...doc, _id: firstId + i }));
 }
 
 /** Figure 1's load (POST /sms, 1 part, 32 connections): requests per second from `account`. */
