@@ -33,6 +33,11 @@ export interface BenchContext {
   log(message: string): void;
   /** Drops the databases (and collects the emulator's heap). */
   dropDatabases(...names: string[]): Promise<void>;
+  /**
+   * Collects the emulator's heap (nothing on another database): before each timed side of a
+   * paired figure, so that neither side pays the collection of the other's garbage.
+   */
+  collectDatabaseHeap(): Promise<void>;
   /** The service's environment on database `db`, with `extra` variables. */
   serviceEnv(db: string, extra?: Record<string, string>): Record<string, string>;
 }

@@ -35,9 +35,12 @@ async function contextOn(ctx: BenchContext, database: StartedDatabase) {
     ...ctx,
     client,
     serviceEnv: (db, extra) => ({ ...ctx.serviceEnv(db, extra), MONGODB_URI: database.uri }),
+    async collectDatabaseHeap() {
+      if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(() => undefined);
+    },
     async dropDatabases(...names) {
       await Promise.all(names.map((name) => client.db(name).dropDatabase()));
-      if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(() => undefined);
+      await on.collectDatabaseHeap();
     },
   };
   return on;

@@ -63,12 +63,15 @@ const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
 // (stopping the JVM for up to 2 s) in the middle of a later figure's measurement.
 const emulatorPid =
   database.kind === "emulator" ? /pid (\d+)/.exec(database.description)?.[1] : undefined;
-async function dropDatabases(...names: string[]) {
-  await Promise.all(names.map((name) => client.db(name).dropDatabase()));
+async function collectDatabaseHeap() {
   if (emulatorPid)
     await promisify(execFile)("jcmd", [emulatorPid, "GC.run"]).catch((error: Error) =>
       log(`jcmd GC.run failed: ${error.message}`),
     );
+}
+async function dropDatabases(...names: string[]) {
+  await Promise.all(names.map((name) => client.db(name).dropDatabase()));
+  await collectDatabaseHeap();
 }
 
 function serviceEnv(db: string, extra: Record<string, string> = {}) {
@@ -82,7 +85,16 @@ function serviceEnv(db: string, extra: Record<string, string> = {}) {
     ...extra,
   };
 }
-const ctx: BenchContext = { quick, client, figures, runs, log, dropDatabases, serviceEnv };
+const ctx: BenchContext = {
+  quick,
+  client,
+  figures,
+  runs,
+  log,
+  dropDatabases,
+  collectDatabaseHeap,
+  serviceEnv,
+};
 
 // ---- 1. POST /sms under fixed concurrency, against (a) bare Fastify and (b) the driver's writes
 if (runs("1")) {
@@ -204,9 +216,13 @@ if (runs("2", "3", "5")) {
     // the timings), so the emulator's heap does not grow run after run into full collections.
     if (batchId) await serviceMessages.deleteMany({ batchId });
     await baselineMessages.deleteMany({});
+    // Each side starts from a collected emulator heap (the emulator's collector stopped whichever
+    // side came after the other's 10000 documents for up to 2 s, run after run the same side).
+    await collectDatabaseHeap();
     const { ms, id } = await postBatch(api.baseUrl, body);
     storeTimes.push(ms);
     batchId = id;
+    await collectDatabaseHeap();
     insertTimes.push(await baselineInsert(i));
   }
   log(`figure 2: service ${storeTimes.map((t) => t.toFixed(0)).join(" ")} ms`);
