@@ -63,9 +63,11 @@ export async function routingCostFigure(ctx: BenchContext): Promise<void> {
     const seconds = ctx.quick ? 3 : 10;
     await sendRate(url.one, accounts.one, seconds, "18");
     await sendRate(url.routes, accounts.routes, seconds, "18");
-    const rates = await alternated(ctx.quick ? 2 : 3, (side) =>
-      sendRate(url[side], accounts[side], seconds, "18"),
-    );
+    // Each measurement from a collected emulator heap, as figure 2's.
+    const rates = await alternated(ctx.quick ? 2 : 3, async (side) => {
+      await ctx.collectDatabaseHeap();
+      return sendRate(url[side], accounts[side], seconds, "18");
+    });
     ctx.log(`figure 18a: one carrier ${rates.one.map((r) => r.toFixed(0)).join(" ")} req/s`);
     ctx.log(`figure 18a: 250 routes ${rates.routes.map((r) => r.toFixed(0)).join(" ")} req/s`);
     const rate = median(rates.routes);
@@ -92,6 +94,7 @@ export async function routingCostFigure(ctx: BenchContext): Promise<void> {
     const batchMs = async (side: "one" | "routes") => {
       const messages = ctx.client.db(dbs[side]).collection("messages");
       if (lastBatch[side]) await messages.deleteMany({ batchId: lastBatch[side] });
+      await ctx.collectDatabaseHeap();
       const { ms, id } = await postBatch(url[side], bodies[side]);
       lastBatch[side] = id;
       return ms;
