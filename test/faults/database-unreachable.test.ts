@@ -7,6 +7,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { accountCall } from "../api/helpers.ts";
 import { type FaultyService, post, startFaultyService } from "../support/faulty-database.ts";
 
 let faulty: FaultyService;
@@ -63,10 +64,7 @@ describe.each([
       MessagingService,
       createConnectTransport({ baseUrl: faulty.service.baseUrl, httpVersion: "1.1" }),
     );
-    const basic = Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64");
-    const error = await client
-      .sendMessage(sms, { headers: { authorization: `Basic ${basic}` } })
-      .catch((e: unknown) => e);
+    const error = await client.sendMessage(sms, accountCall(account)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConnectError);
     expect((error as ConnectError).code).toBe(Code.Unavailable);
   });

@@ -11,6 +11,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { startTracing } from "../../src/tracing/tracing.ts";
+import { accountCall } from "../api/helpers.ts";
 import { eventually } from "../support/fixtures.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { type RunningService, startService } from "../support/service.ts";
@@ -63,10 +64,9 @@ async function sendOverConnect(account: { apiKey: string; apiSecret: string }): 
     MessagingService,
     createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
   );
-  const basic = Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64");
   const answer = await client.sendMessage(
     { to: "+4915112345678", text: "sampled or not, over Connect" },
-    { headers: { authorization: `Basic ${basic}` } },
+    accountCall(account),
   );
   return String(answer.message?.id);
 }

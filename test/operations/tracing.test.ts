@@ -11,6 +11,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { startTracing } from "../../src/tracing/tracing.ts";
+import { accountCall } from "../api/helpers.ts";
 import { eventually } from "../support/fixtures.ts";
 import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { type RunningService, startService } from "../support/service.ts";
@@ -116,11 +117,13 @@ it("a Connect call over HTTP/2 (GRPC_PORT) continues the caller's trace, and so 
     MessagingService,
     createConnectTransport({ baseUrl: service.grpcUrl, httpVersion: "2" }),
   );
-  const basic = Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64");
   const answer = await client.sendMessage(
     { to: "+4915112345678", text: "traced over h2" },
     {
-      headers: { authorization: `Basic ${basic}`, traceparent: `00-${traceId}-${callerSpan}-01` },
+      headers: {
+        ...accountCall(account).headers,
+        traceparent: `00-${traceId}-${callerSpan}-01`,
+      },
     },
   );
   const id = String(answer.message?.id);

@@ -13,7 +13,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { INVALID_FOR_COUNTRY } from "../../src/delivery/routing/routing.ts";
-import { type Account, creditOf, storedFor } from "../api/helpers.ts";
+import { type Account, accountCall, creditOf, storedFor } from "../api/helpers.ts";
 import { postJson, type RunningService, startService } from "../support/service.ts";
 
 const FILE = `carriers:
@@ -117,9 +117,8 @@ describe("POST /sms", () => {
       MessagingService,
       createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
     );
-    const basic = Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64");
     const error = await messaging
-      .sendMessage({ to: FRENCH, text: "hi" }, { headers: { authorization: `Basic ${basic}` } })
+      .sendMessage({ to: FRENCH, text: "hi" }, accountCall(account))
       .catch((e: unknown) => ConnectError.from(e));
     expect(error).toBeInstanceOf(ConnectError);
     expect((error as ConnectError).code).toBe(Code.InvalidArgument);

@@ -11,7 +11,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService, NumberType, TextEncoding } from "../../gen/sms/v1/messaging_pb.ts";
 import { PHONE_NUMBER_ERROR } from "../../src/domain/phone-numbers.ts";
-import { type Account, creditOf } from "../api/helpers.ts";
+import { type Account, accountCall, creditOf } from "../api/helpers.ts";
 import { getJson, postJson, type RunningService, startService } from "../support/service.ts";
 
 const FILE = `carriers:
@@ -166,11 +166,6 @@ describe("GET /sms/quote", () => {
 });
 
 describe("MessagingService.QuoteMessage and the Message resource", () => {
-  const basic = () => ({
-    headers: {
-      authorization: `Basic ${Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64")}`,
-    },
-  });
   const client = () =>
     createClient(
       MessagingService,
@@ -178,7 +173,10 @@ describe("MessagingService.QuoteMessage and the Message resource", () => {
     );
 
   it("answers in micro-units and enums, and names no carrier", async () => {
-    const answer = await client().quoteMessage({ to: "+4915112345678", text: "hi" }, basic());
+    const answer = await client().quoteMessage(
+      { to: "+4915112345678", text: "hi" },
+      accountCall(account),
+    );
     expect(answer).toMatchObject({
       to: "+4915112345678",
       country: "DE",
@@ -198,7 +196,10 @@ describe("MessagingService.QuoteMessage and the Message resource", () => {
       to: "+447911123456",
       text: "hi",
     });
-    const { message } = await client().getMessage({ id: BigInt(sent.body.id) }, basic());
+    const { message } = await client().getMessage(
+      { id: BigInt(sent.body.id) },
+      accountCall(account),
+    );
     expect(message).toMatchObject({ country: "GG", pricePerPartMicros: 60_000n });
   });
 });
