@@ -8,11 +8,9 @@
 // server and after each restart. Medians of 3 rounds (the machine is shared: single bursts vary
 // by 2x).
 
-import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { MongoClient } from "mongodb";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
@@ -20,7 +18,7 @@ import { type StartedDatabase, startDatabase } from "../src/store/embedded-mongo
 import { ensureIndexes } from "../src/store/indexes.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 import type { BenchContext } from "./common.ts";
-import { median } from "./processes.ts";
+import { collectEmulatorHeap, median } from "./processes.ts";
 import { webhookRun } from "./webhook-run.ts";
 
 const DB_NAME = "bench_embedded";
@@ -35,9 +33,7 @@ async function contextOn(ctx: BenchContext, database: StartedDatabase) {
     ...ctx,
     client,
     serviceEnv: (db, extra) => ({ ...ctx.serviceEnv(db, extra), MONGODB_URI: database.uri }),
-    async collectDatabaseHeap() {
-      if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(() => undefined);
-    },
+    collectDatabaseHeap: () => collectEmulatorHeap(pid),
     async dropDatabases(...names) {
       await Promise.all(names.map((name) => client.db(name).dropDatabase()));
       await on.collectDatabaseHeap();

@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { once } from "node:events";
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { promisify } from "node:util";
 
 export async function freePort(): Promise<number> {
   const server = createServer();
@@ -36,6 +37,17 @@ function entry(script: string, cwd: string | undefined): string[] {
   const built = join(cwd ?? ".", "dist/src/main.js");
   if (script === "src/main.ts" && existsSync(built)) return ["--enable-source-maps", built];
   return ["--import", "tsx", script];
+}
+
+/**
+ * Collects the heap of the emulator's JVM `pid` (`jcmd GC.run`); nothing without one (another
+ * database). A failure is only reported to `onError`: the figure goes on.
+ */
+export async function collectEmulatorHeap(
+  pid: string | undefined,
+  onError: (error: Error) => void = () => {},
+): Promise<void> {
+  if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(onError);
 }
 
 /** `npm run build` in `cwd` (the production build `npm start` runs), when its package has one. */

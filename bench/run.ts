@@ -1,9 +1,7 @@
 // npm run bench [-- --quick]: the service as its users feel it, each figure beside its physical
 // baseline measured in the same run on the same machine and database.
 
-import { execFile } from "node:child_process";
 import { cpus, totalmem } from "node:os";
-import { promisify } from "node:util";
 import autocannon from "autocannon";
 import { MongoClient } from "mongodb";
 import { openStore } from "../src/store/database.ts";
@@ -27,7 +25,14 @@ import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
-import { buildService, median, percentile, residentBytes, startProcess } from "./processes.ts";
+import {
+  buildService,
+  collectEmulatorHeap,
+  median,
+  percentile,
+  residentBytes,
+  startProcess,
+} from "./processes.ts";
 import { routingCostFigure } from "./routing-cost-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -63,12 +68,8 @@ const log = (m: string) => process.stderr.write(`bench: ${m}\n`);
 // (stopping the JVM for up to 2 s) in the middle of a later figure's measurement.
 const emulatorPid =
   database.kind === "emulator" ? /pid (\d+)/.exec(database.description)?.[1] : undefined;
-async function collectDatabaseHeap() {
-  if (emulatorPid)
-    await promisify(execFile)("jcmd", [emulatorPid, "GC.run"]).catch((error: Error) =>
-      log(`jcmd GC.run failed: ${error.message}`),
-    );
-}
+const collectDatabaseHeap = () =>
+  collectEmulatorHeap(emulatorPid, (error) => log(`jcmd GC.run failed: ${error.message}`));
 async function dropDatabases(...names: string[]) {
   await Promise.all(names.map((name) => client.db(name).dropDatabase()));
   await collectDatabaseHeap();
