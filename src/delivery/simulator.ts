@@ -7,38 +7,22 @@
  * part, as a throttled SMSC link does. `window` is the parts it takes in flight (the SMPP window's twin). Receipts become due `receiptDelayMs` after the submission and are kept in their own
  * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
  * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
- * instances share the collection; a batch of receipts is claimed (token + claim timeout) before it
- * is delivered, and deleted once the handler acknowledged it. Batches that come due while the
+ * instances share the collection (simulator-receipts.ts). Batches that come due while the
  * handler still stores earlier ones are handed over beside them (`deliveriesAtOnce`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "../logger.ts";
-import type { ReasonName } from "../store/documents.ts";
-import { idsIn } from "../store/id-ranges.ts";
 import type {
   Carrier,
   CarrierLimits,
   CarrierPart,
-  CarrierReceipt,
   ReceiptHandler,
   SubmitResult,
 } from "./carrier.ts";
 import { simulatedOutcome } from "./simulator-numbers.ts";
+import { type SimulatorReceiptDoc, SimulatorReceipts } from "./simulator-receipts.ts";
 import { TokenBucket } from "./throttle.ts";
-
-export interface SimulatorReceiptDoc {
-  /** The carrier id of the part. */
-  _id: string;
-  messageId: number;
-  status: "DELIVERED" | "DELIVERY_ERROR";
-  reason?: ReasonName;
-  dueAt: Date;
-  createdAt: Date;
-  /** Deliveries offered and not acknowledged so far. */
-  attempts: number;
-  claim?: string;
-}
 
 export interface SimulatorCarrierOptions {
   /** The service's database (`store.db`); the simulator keeps its receipts in `collectionName`. */
@@ -86,7 +70,7 @@ export interface SimulatorSubmissionDoc {
 export class SimulatorCarrier implements Carrier {
   readonly name = "simulator";
   readonly limits: CarrierLimits;
-  readonly receipts: Collection<SimulatorReceiptDoc>;
+  private readonly receipts: SimulatorReceipts;
   readonly submissions: Collection<SimulatorSubmissionDoc>;
   private readonly bucket: TokenBucket | undefined;
   private readonly logSubmissions: boolean;
@@ -94,9 +78,6 @@ export class SimulatorCarrier implements Carrier {
   private readonly receiptDelayMs: number;
   private readonly pollIntervalMs: number;
   private readonly batchSize: number;
-  private readonly claimTimeoutMs: number;
-  private readonly maxAttempts: number;
-  private readonly instanceId: string;
   private readonly logger: Logger | undefined;
   private handler: ReceiptHandler | undefined;
   private running = false;
@@ -105,15 +86,20 @@ export class SimulatorCarrier implements Carrier {
   private dueTimerAt = Number.POSITIVE_INFINITY;
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
-  private claimSeq = 0;
   private readonly deliveriesAtOnce: number;
   /** Handler calls in flight. */
   private readonly deliveries = new Set<Promise<void>>();
   private indexesReady: Promise<unknown> | undefined;
 
   constructor(options: SimulatorCarrierOptions) {
-    this.receipts = options.db.collection<SimulatorReceiptDoc>(
-      options.collectionName ?? "simulator_receipts",
+    this.receipts = new SimulatorReceipts(
+      options.db.collection<SimulatorReceiptDoc>(options.collectionName ?? "simulator_receipts"),
+      {
+        claimTimeoutMs: options.claimTimeoutMs ?? 30_000,
+        maxAttempts: options.maxAttempts ?? 20,
+        instanceId: options.instanceId ?? randomUUID(),
+        logger: options.logger,
+      },
     );
     this.submissions = options.db.collection<SimulatorSubmissionDoc>("simulator_submissions");
     this.logSubmissions = options.logSubmissions ?? false;
@@ -128,9 +114,6 @@ export class SimulatorCarrier implements Carrier {
     this.pollIntervalMs = options.pollIntervalMs ?? 500;
     this.batchSize = options.batchSize ?? 1000;
     this.deliveriesAtOnce = Math.max(1, options.deliveriesAtOnce ?? 4);
-    this.claimTimeoutMs = options.claimTimeoutMs ?? 30_000;
-    this.maxAttempts = options.maxAttempts ?? 20;
-    this.instanceId = options.instanceId ?? randomUUID();
     this.logger = options.logger;
   }
 
@@ -200,9 +183,8 @@ export class SimulatorCarrier implements Carrier {
         });
       }
     }
-    // Durable before the submission is answered: a receipt is never lost to a restart.
     if (pending.length > 0) {
-      await this.receipts.insertMany(pending, { ordered: false });
+      await this.receipts.keep(pending);
       this.scheduleDue(dueAt.getTime());
     }
     return results;
@@ -212,7 +194,7 @@ export class SimulatorCarrier implements Carrier {
     if (this.running) return;
     this.handler = onReceipts;
     this.running = true;
-    this.indexesReady ??= this.receipts
+    this.indexesReady ??= this.receipts.collection
       .createIndex({ dueAt: 1 }, { name: "due" })
       .catch((error: unknown) => {
         this.logger?.warn({ err: error }, "simulator: cannot create the receipts index");
@@ -236,7 +218,7 @@ export class SimulatorCarrier implements Carrier {
 
   /** Number of receipts not yet acknowledged (for tests and diagnostics). */
   async pendingReceipts(): Promise<number> {
-    return this.receipts.countDocuments({});
+    return this.receipts.collection.countDocuments({});
   }
 
   private scheduleDue(at: number): void {
@@ -278,7 +260,7 @@ export class SimulatorCarrier implements Carrier {
       do {
         this.pumpAgain = false;
         while (this.running && this.deliveries.size < this.deliveriesAtOnce) {
-          const round = await this.claimDue();
+          const round = await this.receipts.claimDue(this.batchSize);
           if (round.claimed.length > 0) this.startDelivery(round.claimed, round.claim);
           if (round.due < this.batchSize) break; // not a full batch: nothing more due now
         }
@@ -301,105 +283,22 @@ export class SimulatorCarrier implements Carrier {
     this.deliveries.add(delivery);
   }
 
-  /**
-   * Claims up to `batchSize` due receipts. Returns how many were due and those this instance
-   * claimed (another instance may have taken some).
-   */
-  private async claimDue(): Promise<{
-    due: number;
-    claimed: SimulatorReceiptDoc[];
-    claim: string;
-  }> {
-    const now = new Date();
-    const claim = `${this.instanceId}:${++this.claimSeq}`;
-    const due = await this.receipts
-      .find({ dueAt: { $lte: now } })
-      .sort({ dueAt: 1 })
-      .limit(this.batchSize)
-      .toArray();
-    if (due.length === 0) return { due: 0, claimed: [], claim };
-    const ids = due.map((d) => d._id);
-    const { modifiedCount } = await this.receipts.updateMany(
-      { _id: idsIn(ids), dueAt: { $lte: now } },
-      {
-        $set: { dueAt: new Date(now.getTime() + this.claimTimeoutMs), claim },
-        $inc: { attempts: 1 },
-      },
-    );
-    // When the update took every one, the read is what was claimed (one round trip less, on the
-    // path of every receipt); otherwise another instance took some: read again, keep ours.
-    const claimed =
-      modifiedCount === due.length
-        ? due.map((doc) => ({ ...doc, claim, attempts: doc.attempts + 1 }))
-        : (await this.receipts.find({ _id: { $in: ids } }).toArray()).filter(
-            (doc) => doc.claim === claim,
-          );
-    return { due: due.length, claimed, claim };
-  }
-
   /** Hands claimed receipts to the handler and acknowledges them (or schedules their retry). */
   private async deliver(claimed: SimulatorReceiptDoc[], claim: string): Promise<void> {
     const handler = this.handler;
     if (!handler) return;
-    const now = new Date();
-    const ids = claimed.map((d) => d._id);
-    const receipts: CarrierReceipt[] = claimed.map((doc) => {
-      const receipt: CarrierReceipt = {
-        carrierId: doc._id,
-        messageId: doc.messageId,
-        status: doc.status,
-        at: now,
-      };
-      if (doc.reason) receipt.reason = doc.reason;
-      return receipt;
-    });
     let retry: string[];
     try {
-      retry = (await handler(receipts)).retry ?? [];
+      retry = (await handler(SimulatorReceipts.asReceipts(claimed, new Date()))).retry ?? [];
     } catch (error) {
       this.logger?.warn(
-        { err: error, count: receipts.length },
+        { err: error, count: claimed.length },
         "simulator: receipt handler failed; receipts offered again later",
       );
-      await this.receipts.updateMany(
-        { _id: idsIn(ids), claim },
-        { $set: { dueAt: new Date(Date.now() + 1000) } },
-      );
+      await this.receipts.offerAgainSoon(claimed, claim);
       return;
     }
-    const retrySet = new Set(retry);
-    const acked = claimed.filter(
-      (doc) => !retrySet.has(doc._id) || doc.attempts >= this.maxAttempts,
-    );
-    const again = claimed.filter((doc) => retrySet.has(doc._id) && doc.attempts < this.maxAttempts);
-    const ops = [];
-    // By id alone (the emulator's index serves only filters on exactly `_id`): these are ours.
-    if (acked.length > 0)
-      ops.push({ deleteMany: { filter: { _id: { $in: acked.map((d) => d._id) } } } });
-    // Backoff for receipts the worker cannot match yet: 0.5s, 1s, 2s ... capped at 30s.
-    const byDelay = new Map<number, string[]>();
-    for (const doc of again) {
-      const delay = Math.min(30_000, 250 * 2 ** doc.attempts);
-      byDelay.set(delay, [...(byDelay.get(delay) ?? []), doc._id]);
-    }
-    for (const [delay, retryIds] of byDelay) {
-      ops.push({
-        updateMany: {
-          filter: { _id: idsIn(retryIds), claim },
-          update: { $set: { dueAt: new Date(Date.now() + delay) } },
-        },
-      });
-      this.scheduleDue(Date.now() + delay);
-    }
-    const dropped = claimed.filter(
-      (doc) => retrySet.has(doc._id) && doc.attempts >= this.maxAttempts,
-    );
-    if (dropped.length > 0) {
-      this.logger?.warn(
-        { carrierIds: dropped.map((d) => d._id) },
-        "simulator: dropping receipts nobody claimed",
-      );
-    }
-    if (ops.length > 0) await this.receipts.bulkWrite(ops, { ordered: true });
+    const retryAt = await this.receipts.settle(claimed, claim, retry);
+    if (retryAt !== undefined) this.scheduleDue(retryAt);
   }
 }

@@ -1,5 +1,6 @@
 import type { CarrierPart } from "../../src/delivery/carrier.ts";
-import { SmppCarrier, type SmppCarrierOptions } from "../../src/delivery/smpp/adapter.ts";
+import { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import type { SmppCarrierOptions } from "../../src/delivery/smpp/carrier-options.ts";
 import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
 import type { Logger } from "../../src/logger.ts";
 import type { Store } from "../../src/store/database.ts";
