@@ -267,19 +267,13 @@ export class DeliveryWorker {
         if (wait !== undefined) this.wakeIn(wait);
         return;
       }
-      let budget = this.pacing.budget();
+      const budget = this.pacing.budget();
       this.pacing.reserve(budget);
       this.roundsRunning++;
       let claimed = 0;
-      // What the round cannot use goes back as soon as it knows, for a round beside it.
-      const unused = (parts: number) => {
-        budget -= parts;
-        this.pacing.settle(parts, 0);
-        this.wake();
-      };
       this.track(
         this.rounds
-          .claim(budget, unused)
+          .claim(budget)
           .then((parts) => {
             claimed = parts;
           })

@@ -60,21 +60,11 @@ export class DeliveryRounds {
     this.batchTurns = new BatchTurns(options.store.messages, DELIVERY_QUEUE);
   }
 
-  /**
-   * One round of `budget` parts in all; returns the parts claimed. A round that found a single
-   * lane can claim no more than `maxClaimParts`: it hands the rest of its budget back at once
-   * (`unused`), so that another round can start beside it while this one's claim is in progress
-   * (on a loaded database, hundreds of ms) rather than after it, and newly due work (another of
-   * the account's batches, another account) is not kept waiting for it.
-   */
-  async claim(budget: number, unused?: (parts: number) => void): Promise<number> {
+  /** One round of `budget` parts in all; returns the parts claimed. */
+  async claim(budget: number): Promise<number> {
     const { lanes, lanesPerRound, maxClaimParts } = this.options;
     const turns = await lanes.takeTurns(Math.min(lanesPerRound, budget));
     if (turns.length === 0) return 0;
-    if (turns.length === 1 && budget > maxClaimParts) {
-      unused?.(budget - maxClaimParts);
-      budget = maxClaimParts;
-    }
     const share = Math.max(1, Math.min(maxClaimParts, Math.floor(budget / turns.length)));
     const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));
     let parts = this.handOver(claims);
