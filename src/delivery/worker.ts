@@ -40,6 +40,11 @@ import { WakeSignal } from "./wake-signal.ts";
 
 /** Claim rounds running side by side at most. */
 const ROUNDS_AT_ONCE = 2;
+/**
+ * Largest claim of one lane in one round by default (parts): newly due work waits for the round in
+ * progress, and on a loaded database a claim of 500 took 100-600 ms (figure 6b, docs/decisions.md).
+ */
+const LARGEST_CLAIM_PARTS = 125;
 
 export interface DeliveryWorkerOptions {
   store: Store;
@@ -63,7 +68,10 @@ export interface DeliveryWorkerOptions {
    * least 100).
    */
   claimAheadParts?: number;
-  /** Largest claim (parts) of one lane in one round. Default half the parts claimed at most. */
+  /**
+   * Largest claim (parts) of one lane in one round. Default half the parts claimed at most, and no
+   * more than LARGEST_CLAIM_PARTS.
+   */
   maxClaimParts?: number;
   /** How often accounts with overdue work have their lanes marked again (crash repair). Default 5000. */
   overdueSweepMs?: number;
@@ -187,7 +195,11 @@ export class DeliveryWorker {
       instanceId: this.instanceId,
       leaseMs: this.leaseMs,
       lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
-      maxClaimParts: Math.max(1, options.maxClaimParts ?? Math.ceil(this.pacing.claimed.size / 2)),
+      maxClaimParts: Math.max(
+        1,
+        options.maxClaimParts ??
+          Math.min(LARGEST_CLAIM_PARTS, Math.ceil(this.pacing.claimed.size / 2)),
+      ),
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
       ...(planCarrier && { filter: planCarrier.claims }),
