@@ -13,7 +13,7 @@ const CONCURRENCY = 32;
 
 export async function singleSendFigure(ctx: BenchContext): Promise<void> {
   if (!ctx.runs("1")) return;
-  const LOAD_SECONDS = ctx.quick ? 3 : 10;
+  const seconds = ctx.quick ? 3 : 10;
   ctx.log("figure 1: POST /sms");
   const api = await startProcess(
     "src/main.ts",
@@ -30,7 +30,7 @@ export async function singleSendFigure(ctx: BenchContext): Promise<void> {
       url: `${url}/sms`,
       method: "POST",
       connections: CONCURRENCY,
-      duration: LOAD_SECONDS,
+      duration: seconds,
       headers: { "content-type": "application/json" },
       body: payload,
     });
@@ -72,7 +72,7 @@ export async function singleSendFigure(ctx: BenchContext): Promise<void> {
   // measurement on a fresh emulator paid alone), then measured in alternated rounds, each from a
   // collected emulator heap; medians compared.
   await load(api.baseUrl, body);
-  await driverLoop(LOAD_SECONDS / 2);
+  await driverLoop(seconds / 2);
   const rounds = ctx.quick ? 1 : 3;
   const serviceRuns: autocannon.Result[] = [];
   const driverRuns: Awaited<ReturnType<typeof driverLoop>>[] = [];
@@ -80,7 +80,7 @@ export async function singleSendFigure(ctx: BenchContext): Promise<void> {
     await ctx.collectDatabaseHeap();
     serviceRuns.push(await load(api.baseUrl, body));
     await ctx.collectDatabaseHeap();
-    driverRuns.push(await driverLoop(LOAD_SECONDS));
+    driverRuns.push(await driverLoop(seconds));
   }
   await api.stop();
   await ctx.dropDatabases("bench_api", "bench_driver");

@@ -35,7 +35,7 @@ export class SimulatorReceipts {
   private claimSeq = 0;
 
   constructor(
-    readonly collection: Collection<SimulatorReceiptDoc>,
+    private readonly collection: Collection<SimulatorReceiptDoc>,
     private readonly options: {
       /** How long a delivered-but-unacknowledged receipt waits before it is offered again. */
       claimTimeoutMs: number;
@@ -45,6 +45,18 @@ export class SimulatorReceipts {
       logger: Logger | undefined;
     },
   ) {}
+
+  /** The index of `claimDue`'s reads; a failure is logged (the reads still work, slower). */
+  async ensureIndex(): Promise<void> {
+    await this.collection.createIndex({ dueAt: 1 }, { name: "due" }).catch((error: unknown) => {
+      this.options.logger?.warn({ err: error }, "simulator: cannot create the receipts index");
+    });
+  }
+
+  /** Receipts not yet acknowledged. */
+  pending(): Promise<number> {
+    return this.collection.countDocuments({});
+  }
 
   /** Durable before the submission is answered: a receipt is never lost to a restart. */
   async keep(pending: SimulatorReceiptDoc[]): Promise<void> {

@@ -194,11 +194,7 @@ export class SimulatorCarrier implements Carrier {
     if (this.running) return;
     this.handler = onReceipts;
     this.running = true;
-    this.indexesReady ??= this.receipts.collection
-      .createIndex({ dueAt: 1 }, { name: "due" })
-      .catch((error: unknown) => {
-        this.logger?.warn({ err: error }, "simulator: cannot create the receipts index");
-      });
+    this.indexesReady ??= this.receipts.ensureIndex();
     await this.indexesReady;
     this.pollTimer = setInterval(() => this.pump(), this.pollIntervalMs);
     this.pollTimer.unref();
@@ -218,7 +214,7 @@ export class SimulatorCarrier implements Carrier {
 
   /** Number of receipts not yet acknowledged (for tests and diagnostics). */
   async pendingReceipts(): Promise<number> {
-    return this.receipts.collection.countDocuments({});
+    return this.receipts.pending();
   }
 
   private scheduleDue(at: number): void {
