@@ -173,6 +173,27 @@ export async function sendRate(baseUrl: string, account: Account, seconds: numbe
   return result.requests.average;
 }
 
+/**
+ * Measures two sides in `rounds` pairs, the side that goes first changing every round (counted
+ * from round `from`, so that a later epoch goes on with the alternation); each side's values are
+ * added to its array in `into`.
+ */
+export async function alternated<S extends string>(
+  rounds: number,
+  sides: readonly [S, S],
+  measure: (side: S) => Promise<number>,
+  into: Record<S, number[]>,
+  from = 0,
+): Promise<void> {
+  const [a, b] = sides;
+  for (let r = from; r < from + rounds; r++) {
+    const aFirst = r % 2 === 0;
+    if (aFirst) into[a].push(await measure(a));
+    into[b].push(await measure(b));
+    if (!aFirst) into[a].push(await measure(a));
+  }
+}
+
 export async function postBatch(baseUrl: string, body: string, count = 10_000) {
   const started = performance.now();
   const response = await fetch(`${baseUrl}/sms-batch`, {

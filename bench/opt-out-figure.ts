@@ -12,6 +12,7 @@ import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
 import { openOptOuts, optOutId, optOutKey } from "../src/store/opt-outs.ts";
 import {
+  alternated,
   type BenchContext,
   batchBody,
   createAccount,
@@ -57,16 +58,15 @@ export async function optOutFigure(ctx: BenchContext): Promise<void> {
     const plainRates: number[] = [];
     const listedRates: number[] = [];
     // Each side from a collected emulator heap, as figure 2's.
-    const rate = async (account: typeof plain) => {
+    const accounts = { plain, listed };
+    const rate = async (side: keyof typeof accounts) => {
       await ctx.collectDatabaseHeap();
-      return sendRate(api.baseUrl, account, seconds, "15");
+      return sendRate(api.baseUrl, accounts[side], seconds, "15");
     };
-    for (let r = 0; r < rounds; r++) {
-      const first = r % 2 === 0;
-      if (first) plainRates.push(await rate(plain));
-      listedRates.push(await rate(listed));
-      if (!first) plainRates.push(await rate(plain));
-    }
+    await alternated(rounds, ["plain", "listed"], rate, {
+      plain: plainRates,
+      listed: listedRates,
+    });
     ctx.log(`figure 15a: plain ${plainRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
     ctx.log(`figure 15a: listed ${listedRates.map((r) => r.toFixed(0)).join(" ")} req/s`);
     const listedRate = median(listedRates);

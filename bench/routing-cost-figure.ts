@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   type Account,
+  alternated,
   type BenchContext,
   batchBody,
   createAccount,
@@ -24,22 +25,8 @@ import { median, type ServiceProcess, startProcess } from "./processes.ts";
 import { largeCarriersFile } from "./routing-file.ts";
 
 const BATCH = 10_000;
-type Side = "one" | "routes";
-
-/** Runs `measure` on both services in turns, the first of each pair alternating from `first`. */
-async function alternated(
-  rounds: number,
-  first: number,
-  measure: (side: Side) => Promise<number>,
-  into: Record<Side, number[]>,
-) {
-  for (let r = first; r < first + rounds; r++) {
-    const oneFirst = r % 2 === 0;
-    if (oneFirst) into.one.push(await measure("one"));
-    into.routes.push(await measure("routes"));
-    if (!oneFirst) into.one.push(await measure("one"));
-  }
-}
+const SIDES = ["one", "routes"] as const;
+type Side = (typeof SIDES)[number];
 
 export async function routingCostFigure(ctx: BenchContext): Promise<void> {
   if (!ctx.runs("18", "routing")) return;
@@ -88,7 +75,7 @@ export async function routingCostFigure(ctx: BenchContext): Promise<void> {
           await ctx.collectDatabaseHeap();
           return sendRate(url[side], account[side], seconds, "18");
         };
-        await alternated(ctx.quick ? 1 : 2, epoch, rate, rates);
+        await alternated(ctx.quick ? 1 : 2, SIDES, rate, rates, epoch);
 
         // b. Figure 2's batch, each service's previous batch deleted before the next.
         const bodies = {
@@ -103,10 +90,10 @@ export async function routingCostFigure(ctx: BenchContext): Promise<void> {
           lastBatch[side] = id;
           return ms;
         };
-        await alternated(1, epoch, batchMs, { one: [], routes: [] }); // warm-up
+        await alternated(1, SIDES, batchMs, { one: [], routes: [] }, epoch); // warm-up
         // Ten pairs an epoch, thirty in all: the same service on both sides (an A/A run) gave a
         // ratio of 0.88 with twelve batches a side, wider than the 5 % to be told apart.
-        await alternated(ctx.quick ? 3 : 10, epoch, batchMs, times);
+        await alternated(ctx.quick ? 3 : 10, SIDES, batchMs, times, epoch);
       } finally {
         await services.one?.stop();
         await services.routes?.stop();
