@@ -142,13 +142,14 @@ export class SimulatorReceipts {
     }
     let earliest: number | undefined;
     for (const [delay, retryIds] of byDelay) {
+      const dueAt = Date.now() + delay;
       ops.push({
         updateMany: {
           filter: { _id: idsIn(retryIds), claim },
-          update: { $set: { dueAt: new Date(Date.now() + delay) } },
+          update: { $set: { dueAt: new Date(dueAt) } },
         },
       });
-      earliest = Math.min(earliest ?? Number.POSITIVE_INFINITY, Date.now() + delay);
+      earliest = Math.min(earliest ?? dueAt, dueAt);
     }
     const dropped = claimed.filter((doc) => retrySet.has(doc._id) && doc.attempts >= maxAttempts);
     if (dropped.length > 0) {
