@@ -11,7 +11,8 @@ import {
 } from "@opentelemetry/api";
 import { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import { currentRequest } from "../request-context.ts";
-import { tracer } from "./tracing.ts";
+import { sampleRoot, takenRoot, unsampledRoot } from "./root-sampling.ts";
+import { tracer, traceSampling } from "./tracing.ts";
 
 // A span per request, continuing the caller's trace when it sends `traceparent` (REST, Connect
 // and gRPC-Web on PORT; Connect and gRPC on GRPC_PORT through the interceptor). Everything the
@@ -24,7 +25,25 @@ export function traceRequests(app: FastifyInstance): void {
   app.addHook("onRequest", (request, _reply, done) => {
     const headers = request.headers;
     const continued = headers.traceparent !== undefined || headers.baggage !== undefined;
-    const parent = continued ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
+    const served = currentRequest();
+    const sampling = traceSampling();
+    // A trace of its own that is not recorded records nothing of this request, nor of its
+    // messages' later work (parent-based sampling): decided before any span is made, the request
+    // runs outside any span context, and its messages keep this unsampled trace (so their
+    // webhooks still pass it on). Most requests in production take this path (root-sampling.ts).
+    if (!continued && served && sampling && !sampleRoot(sampling)) {
+      const unsampled = unsampledRoot();
+      served.unsampledSpan = unsampled;
+      served.traceId = unsampled.traceId;
+      request.log.info({ req: request }, "incoming request");
+      done();
+      return;
+    }
+    const parent = continued
+      ? propagation.extract(ROOT_CONTEXT, headers)
+      : sampling
+        ? takenRoot(ROOT_CONTEXT)
+        : ROOT_CONTEXT;
     const route = request.routeOptions.url ?? "unmatched";
     const span = tracer().startSpan(
       `${request.method} ${route}`,
@@ -38,20 +57,11 @@ export function traceRequests(app: FastifyInstance): void {
     // request's context (request-context.ts), cheaper than a child logger per request. Fastify
     // writes "incoming request" before any hook runs, so with tracing that line is written here
     // instead (TracedLogController).
-    const served = currentRequest();
     if (served) served.traceId = span.spanContext().traceId;
     request.log.info({ req: request }, "incoming request");
-    // A trace of its own that the sampler did not take records nothing of this request, nor of
-    // its messages' later work (parent-based sampling): the request runs outside any span
-    // context, which costs each request a context switch and its lookups, and its messages keep
-    // the trace from the request's own context (unsampled, so their webhooks still pass it on).
-    if (!continued && !span.isRecording() && served) {
-      served.unsampledSpan = span.spanContext();
-      done();
-      return;
-    }
     spans.set(request, span);
-    context.with(trace.setSpan(parent, span), done);
+    // The span's context, without the mark of a root taken (its children have a parent).
+    context.with(trace.setSpan(continued ? parent : ROOT_CONTEXT, span), done);
   });
   app.addHook("onResponse", (request, reply, done) => {
     const span = spans.get(request);

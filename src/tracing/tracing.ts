@@ -13,6 +13,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace
 import { Binary } from "mongodb";
 import { currentRequest } from "../request-context.ts";
 import type { StoredTrace } from "../store/documents.ts";
+import { samplingFromEnv, type TraceSampling } from "./root-sampling.ts";
 
 // Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
 // and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
@@ -20,6 +21,7 @@ import type { StoredTrace } from "../store/documents.ts";
 
 let active = false;
 let serviceTracer: Tracer | undefined;
+let sampling: TraceSampling | undefined;
 
 /** Whether the OTEL_* variables ask for traces (an OTLP endpoint, or an exporter other than none). */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
@@ -47,7 +49,9 @@ export function startTracing(
       `OTEL_TRACES_EXPORTER: only "otlp" (or "none") is supported, not "${exporter}"`,
     );
   }
+  const chosen = samplingFromEnv(env);
   const provider = new NodeTracerProvider({
+    sampler: chosen.sampler,
     resource: resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || "sms-service" }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
@@ -55,10 +59,12 @@ export function startTracing(
   provider.register();
   // Asked for once: the provider's getTracer builds a key string and looks it up on every call.
   serviceTracer = provider.getTracer("sms-service");
+  sampling = chosen;
   active = true;
   return async () => {
     active = false;
     serviceTracer = undefined;
+    sampling = undefined;
     await provider.shutdown();
   };
 }
@@ -67,6 +73,9 @@ export function startTracing(
 export function tracingActive(): boolean {
   return active;
 }
+
+/** The started provider's sampling (undefined while tracing is off). */
+export const traceSampling = (): TraceSampling | undefined => sampling;
 
 /** The service's tracer: the started provider's, else the global one (a no-op when none is set). */
 export const tracer = (): Tracer => serviceTracer ?? trace.getTracer("sms-service");

@@ -1,0 +1,132 @@
+import { randomFillSync } from "node:crypto";
+import {
+  type Attributes,
+  type Context,
+  createContextKey,
+  INVALID_SPANID,
+  INVALID_TRACEID,
+  type Link,
+  type SpanContext,
+  type SpanKind,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  type Sampler,
+  SamplingDecision,
+  type SamplingResult,
+  TraceIdRatioBasedSampler,
+} from "@opentelemetry/sdk-trace-node";
+
+// Which traces are recorded: the standard OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, read
+// here once rather than by the SDK, so that a request without a caller's trace (a root) is decided
+// before any span is made. Production samples a tenth of the roots (README, "Production"): the
+// nine tenths that are not recorded then cost a random id and no call into the SDK, where the SDK's
+// unsampled span cost each request its ids, sampler, span object and context lookups (figure 13,
+// docs/decisions.md "A request's own trace is decided before its span"). Everything else (a
+// caller's traceparent, the work a stored trace continues) is decided by the SDK's sampler, built
+// from the same variables.
+
+export interface TraceSampling {
+  /** The share of roots recorded: 1 records every one, 0 none. */
+  rootRatio: number;
+  /** The SDK's sampler: the standard one the variables name, which takes a root decided here as sampled. */
+  sampler: Sampler;
+}
+
+const PARENT_BASED = "parentbased_";
+
+/** The sampling the OTEL_TRACES_SAMPLER variables ask for; throws, naming the variable, when they ask for none of the standard ones. */
+export function samplingFromEnv(env: NodeJS.ProcessEnv): TraceSampling {
+  const name = env.OTEL_TRACES_SAMPLER || "parentbased_always_on";
+  const parentBased = name.startsWith(PARENT_BASED);
+  const root = parentBased ? name.slice(PARENT_BASED.length) : name;
+  let rootRatio: number;
+  if (root === "always_on") rootRatio = 1;
+  else if (root === "always_off") rootRatio = 0;
+  else if (root === "traceidratio") rootRatio = ratioFrom(env.OTEL_TRACES_SAMPLER_ARG);
+  else {
+    throw new Error(
+      `OTEL_TRACES_SAMPLER: "${name}" is not one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio`,
+    );
+  }
+  const rootSampler =
+    rootRatio === 1
+      ? new AlwaysOnSampler()
+      : rootRatio === 0
+        ? new AlwaysOffSampler()
+        : new TraceIdRatioBasedSampler(rootRatio);
+  const standard = parentBased ? new ParentBasedSampler({ root: rootSampler }) : rootSampler;
+  return { rootRatio, sampler: new DecidedRoots(standard) };
+}
+
+function ratioFrom(value: string | undefined): number {
+  // The specification's default for a ratio sampler without an argument.
+  if (value === undefined || value.trim() === "") return 1;
+  const ratio = Number(value);
+  if (!Number.isFinite(ratio) || ratio < 0 || ratio > 1) {
+    throw new Error(`OTEL_TRACES_SAMPLER_ARG: "${value}" is not a ratio from 0 to 1`);
+  }
+  return ratio;
+}
+
+/** Set on the context a root span starts from when `sampleRoot` took it. */
+const ROOT_TAKEN = createContextKey("sms-service root sampled");
+
+/** The context to start a root span from whose trace `sampleRoot` took. */
+export function takenRoot(root: Context): Context {
+  return root.setValue(ROOT_TAKEN, true);
+}
+
+/** The standard sampler, but a root decided by `sampleRoot` is recorded as decided. */
+class DecidedRoots implements Sampler {
+  constructor(private readonly standard: Sampler) {}
+
+  shouldSample(
+    context: Context,
+    traceId: string,
+    spanName: string,
+    spanKind: SpanKind,
+    attributes: Attributes,
+    links: Link[],
+  ): SamplingResult {
+    if (context.getValue(ROOT_TAKEN) === true && !trace.getSpanContext(context)) {
+      return { decision: SamplingDecision.RECORD_AND_SAMPLED };
+    }
+    return this.standard.shouldSample(context, traceId, spanName, spanKind, attributes, links);
+  }
+
+  toString(): string {
+    return `DecidedRoots{${this.standard.toString()}}`;
+  }
+}
+
+/** Whether a root trace is recorded: a uniform draw against the ratio, as the trace id's is. */
+export function sampleRoot(sampling: TraceSampling): boolean {
+  return sampling.rootRatio === 1 || Math.random() < sampling.rootRatio;
+}
+
+// Random ids drawn in blocks: one call into the system's generator per 170 roots.
+const ID_BYTES = 24;
+const pool = Buffer.alloc(ID_BYTES * 170);
+let next = pool.length;
+
+/** A new trace that is not recorded: random W3C trace and span ids, flags 00. */
+export function unsampledRoot(): SpanContext {
+  for (;;) {
+    if (next === pool.length) {
+      randomFillSync(pool);
+      next = 0;
+    }
+    const at = next;
+    next += ID_BYTES;
+    const traceId = pool.toString("hex", at, at + 16);
+    const spanId = pool.toString("hex", at + 16, at + ID_BYTES);
+    // All zeros is the one invalid value of each (W3C trace context).
+    if (traceId === INVALID_TRACEID || spanId === INVALID_SPANID) continue;
+    return { traceId, spanId, traceFlags: TraceFlags.NONE, isRemote: false };
+  }
+}
