@@ -12,7 +12,7 @@ import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { insertOutcome, OutcomeUnknown } from "./write-outcomes.ts";
 
-// Group commit for single sends: the sends that arrive while a write is in flight are written
+// Group commit for single sends: the sends that arrive while the write is in flight are written
 // together, with one debit per account (the sum, and one pending-charge record for the group, in
 // one atomic update) and one insertMany for all their messages. A lone send is a group of one, so
 // light load pays no wait; heavy load pays two round trips per group instead of two per message.
@@ -48,7 +48,14 @@ interface AccountGroup {
 export type WriteResult = DebitResult | "stale";
 
 const MAX_GROUP = 256;
-const MAX_IN_FLIGHT = 2;
+/**
+ * One group in flight: the sends that arrive meanwhile make the next group. With two, a service
+ * bound by its own CPU split its waiting sends between two smaller groups, so any added cost per
+ * request (metrics, tracing) shrank the groups and added commands per send, which cost more CPU:
+ * figure 13 fell to 0.85 of off where one in flight gives 0.99, and off itself gains 6 %
+ * (docs/decisions.md, "One group of single sends in flight").
+ */
+const MAX_IN_FLIGHT = 1;
 /** Debit attempts of a group when other writers change the credit in between. */
 const DEBIT_ATTEMPTS = 4;
 
