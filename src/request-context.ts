@@ -12,7 +12,7 @@ export interface RequestContext {
   reqId: string;
   /** The request's own logger, whose lines already carry reqId. */
   log: FastifyBaseLogger;
-  /** The W3C trace id, when tracing is on. */
+  /** The W3C trace id of a request with a span, when tracing is on. */
   traceId?: string;
   /**
    * The request's span when its trace is not sampled: such a request runs outside any span
@@ -44,11 +44,12 @@ export function requestFields(logger: { bindings(): Record<string, unknown> }): 
   const own = (logger as unknown) === context.log;
   // The request's own logger binds reqId and nothing else: no need to read its bindings (pino
   // parses them from JSON on every call).
-  if (own) return context.traceId === undefined ? {} : { traceId: context.traceId };
+  // An unsampled request's trace id is read from its span context only for a line written.
+  const traceId = context.traceId ?? context.unsampledSpan?.traceId;
+  if (own) return traceId === undefined ? {} : { traceId };
   const bound = logger.bindings();
   const fields: Record<string, string> = {};
   if (bound.reqId === undefined) fields.reqId = context.reqId;
-  if (context.traceId !== undefined && bound.traceId === undefined)
-    fields.traceId = context.traceId;
+  if (traceId !== undefined && bound.traceId === undefined) fields.traceId = traceId;
   return fields;
 }

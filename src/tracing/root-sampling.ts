@@ -1,10 +1,8 @@
-import { randomFillSync } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import {
   type Attributes,
   type Context,
   createContextKey,
-  INVALID_SPANID,
-  INVALID_TRACEID,
   type Link,
   type SpanContext,
   type SpanKind,
@@ -109,24 +107,54 @@ export function sampleRoot(sampling: TraceSampling): boolean {
   return sampling.rootRatio === 1 || Math.random() < sampling.rootRatio;
 }
 
-// Random ids drawn in blocks: one call into the system's generator per 170 roots.
-const ID_BYTES = 24;
-const pool = Buffer.alloc(ID_BYTES * 170);
-let next = pool.length;
+/**
+ * A new trace that is not recorded: random W3C trace and span ids, flags 00. Its bytes are laid
+ * out as a message stores a trace (flags, trace id, span id: tracing.ts), so a message keeps them
+ * without a copy; the ids become hex only when read (a log line, a webhook's `traceparent`).
+ */
+export class UnsampledRoot implements SpanContext {
+  readonly traceFlags = TraceFlags.NONE;
+  readonly isRemote = false;
+  private traceHex: string | undefined;
+  private spanHex: string | undefined;
 
-/** A new trace that is not recorded: random W3C trace and span ids, flags 00. */
-export function unsampledRoot(): SpanContext {
+  /** `stored`: 25 bytes, the flags (0) then the trace id's 16 and the span id's 8. */
+  constructor(readonly stored: Buffer) {}
+
+  get traceId(): string {
+    this.traceHex ??= this.stored.toString("hex", 1, 17);
+    return this.traceHex;
+  }
+
+  get spanId(): string {
+    this.spanHex ??= this.stored.toString("hex", 17, 25);
+    return this.spanHex;
+  }
+}
+
+// Random ids drawn in blocks, one call into the system's generator per 160 roots; a block is
+// never refilled, since the roots made from it keep views of it.
+const ROOT_BYTES = 25;
+const ROOTS_PER_BLOCK = 160;
+let block = Buffer.alloc(0);
+let next = 0;
+
+/** A new trace that is not recorded (random ids, W3C trace context). */
+export function unsampledRoot(): UnsampledRoot {
   for (;;) {
-    if (next === pool.length) {
-      randomFillSync(pool);
+    if (next === block.length) {
+      block = randomBytes(ROOT_BYTES * ROOTS_PER_BLOCK);
       next = 0;
     }
-    const at = next;
-    next += ID_BYTES;
-    const traceId = pool.toString("hex", at, at + 16);
-    const spanId = pool.toString("hex", at + 16, at + ID_BYTES);
-    // All zeros is the one invalid value of each (W3C trace context).
-    if (traceId === INVALID_TRACEID || spanId === INVALID_SPANID) continue;
-    return { traceId, spanId, traceFlags: TraceFlags.NONE, isRemote: false };
+    const stored = block.subarray(next, next + ROOT_BYTES);
+    next += ROOT_BYTES;
+    stored[0] = TraceFlags.NONE;
+    // All zeros is the one invalid value of each id (W3C trace context).
+    if (nonZero(stored, 1, 17) && nonZero(stored, 17, 25)) return new UnsampledRoot(stored);
   }
+}
+
+function nonZero(bytes: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== 0) return true;
+  return false;
 }

@@ -13,7 +13,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace
 import { Binary } from "mongodb";
 import { currentRequest } from "../request-context.ts";
 import type { StoredTrace } from "../store/documents.ts";
-import { samplingFromEnv, type TraceSampling } from "./root-sampling.ts";
+import { samplingFromEnv, type TraceSampling, UnsampledRoot } from "./root-sampling.ts";
 
 // Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
 // and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
@@ -92,6 +92,8 @@ const TRACE_BYTES = 25;
 export function currentTraceCarrier(): StoredTrace | undefined {
   if (!active) return undefined;
   const span = currentRequest()?.unsampledSpan ?? trace.getSpanContext(context.active());
+  // Its bytes are already those a message stores.
+  if (span instanceof UnsampledRoot) return new Binary(span.stored);
   if (!span || !isSpanContextValid(span)) return undefined;
   if (span.traceState) {
     const headers: Record<string, string> = {};

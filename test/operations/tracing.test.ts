@@ -109,6 +109,35 @@ it("one POST /sms is one trace: the request, the carrier submission and every we
   for (const line of ofRequest) expect(line.match(/"traceId"/g), line).toHaveLength(1);
 });
 
+it("a Connect call on PORT is one span, its request's, naming the procedure", async () => {
+  const account = await service.createAccount({});
+  const traceId = randomBytes(16).toString("hex");
+  const callerSpan = randomBytes(8).toString("hex");
+  const client = createClient(
+    MessagingService,
+    createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
+  );
+  await client.sendMessage(
+    { to: "+4915112345678", text: "traced over Connect on PORT" },
+    {
+      headers: {
+        ...accountCall(account).headers,
+        traceparent: `00-${traceId}-${callerSpan}-01`,
+      },
+    },
+  );
+  const procedure = "sms.v1.MessagingService/SendMessage";
+  await eventually(async () =>
+    otlp.spans.some((s) => s.traceId === traceId && s.name === `POST /${procedure}`),
+  );
+  const serverSpans = otlp.spans.filter(
+    (s) => s.traceId === traceId && s.parentSpanId === callerSpan,
+  );
+  expect(serverSpans.map((s) => s.name)).toEqual([`POST /${procedure}`]);
+  expect(serverSpans[0]?.attributes["rpc.method"]).toBe(procedure);
+  expect(otlp.spans.filter((s) => s.traceId === traceId && s.name === procedure)).toEqual([]);
+});
+
 it("a Connect call over HTTP/2 (GRPC_PORT) continues the caller's trace, and so does its message", async () => {
   const account = await service.createAccount({ statusUrl: `${receiver.baseUrl}/status` });
   const traceId = randomBytes(16).toString("hex");
