@@ -77,23 +77,34 @@ describe("a deadline shorter than the settler's cutoff (defect 7)", () => {
   });
 
   it("stamps a send's charge when its group is issued, not when it was queued", async () => {
-    // Two groups held in flight: a third send waits in the queue meanwhile.
+    // The first send's group is held in flight: the sends that arrive meanwhile wait in the
+    // queue for it, and go out as the next group.
     const release = faulty.proxy.addRule((c) =>
       is("insert", "messages")(c) ? { delayMs: 400 } : undefined,
     );
-    const queuedAt = Date.now();
+    const insertsBefore = faulty.proxy.commands.filter(is("insert", "messages")).length;
+    let queuedAt = 0;
     try {
-      await Promise.all(
-        ["q1", "q2", "q3"].map((text) => post(`${faulty.service.baseUrl}/sms`, sms(text), account)),
+      const first = post(`${faulty.service.baseUrl}/sms`, sms("q1"), account);
+      await eventually(
+        async () => faulty.proxy.commands.filter(is("insert", "messages")).length > insertsBefore,
       );
+      queuedAt = Date.now();
+      await Promise.all([
+        first,
+        ...["q2", "q3"].map((text) => post(`${faulty.service.baseUrl}/sms`, sms(text), account)),
+      ]);
     } finally {
       release();
     }
     const third = await faulty.direct.messages.findOne({ text: "q3" });
+    // The debit of the group holding the third send: its ref, or one of its messages.
+    const charges = (c: (typeof faulty.proxy.commands)[number]) => {
+      const charge = c.body.update?.$push?.pendingCharges;
+      return [charge?.ref, ...(charge?.messages ?? []).map((m: { id: number }) => m.id)];
+    };
     const debits = faulty.proxy.commands.filter(
-      (c) =>
-        is("findAndModify", "accounts")(c) &&
-        c.body.update?.$push?.pendingCharges?.ref === third?._id,
+      (c) => is("findAndModify", "accounts")(c) && charges(c).includes(third?._id),
     );
     expect(debits).toHaveLength(1);
     const at = debits[0]?.body.update.$push.pendingCharges.at as Date;

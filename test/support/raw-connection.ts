@@ -18,9 +18,10 @@ export async function rawConnection(url: string): Promise<RawConnection> {
   const socket = connect(Number(port), hostname);
   const chunks: Buffer[] = [];
   socket.on("data", (chunk: Buffer) => chunks.push(chunk));
-  // A reset counts as closed, too.
+  // A reset counts as closed, too: `once(socket, "close")` would reject on the reset's error
+  // (a server that answers and closes while the test still writes resets the connection).
   socket.on("error", () => undefined);
-  const closed = once(socket, "close").then(() => undefined);
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
   await once(socket, "connect");
   return {
     socket,
