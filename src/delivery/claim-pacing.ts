@@ -16,6 +16,9 @@ import type { CarrierLimits } from "./carrier.ts";
 import { TYPICAL_LONGEST_MESSAGE } from "./submission.ts";
 import { TokenBucket, Window } from "./throttle.ts";
 
+/** Parts claimed ahead of a carrier without a throughput limit at least (one bind's window is 10). */
+const UNLIMITED_AHEAD_MINIMUM = 100;
+
 export class ClaimPacing {
   readonly window: Window;
   readonly claimed: Window;
@@ -24,9 +27,10 @@ export class ClaimPacing {
   readonly roundMinimum: number;
 
   /**
-   * `claimAheadParts`: parts claimed beyond the window. A newly due account waits behind them, so
-   * by default a carrier with a throughput limit gets at most a tenth of a second of it (and no
-   * more than its window); one without gets the window's worth (at least 100).
+   * `claimAheadParts`: parts claimed beyond the window. Newly due work waits behind them, so by
+   * default a carrier with a throughput limit gets at most a tenth of a second of it (and no more
+   * than its window); one without gets a quarter of its window, at least 100 (docs/decisions.md,
+   * "Claimed ahead of a carrier without a limit: a quarter of its window").
    */
   constructor(limits: CarrierLimits, claimAheadParts?: number) {
     const { partsPerSecond } = limits;
@@ -34,7 +38,7 @@ export class ClaimPacing {
     const ahead =
       claimAheadParts ??
       (partsPerSecond === undefined
-        ? Math.max(this.window.size, 100)
+        ? Math.max(Math.ceil(this.window.size / 4), UNLIMITED_AHEAD_MINIMUM)
         : Math.min(this.window.size, Math.ceil(partsPerSecond / 10)));
     this.claimed = new Window(this.window.size + Math.max(0, ahead));
     if (partsPerSecond !== undefined) {

@@ -64,8 +64,8 @@ export interface DeliveryWorkerOptions {
    * Parts claimed beyond the carrier's window, waiting for a place in it: claiming (a few database
    * round trips) then runs ahead of the carrier instead of in its way. A newly due account waits
    * behind them, so a carrier with a throughput limit gets at most a tenth of a second of its
-   * throughput (and no more than its window) by default; one without gets the window's worth (at
-   * least 100).
+   * throughput (and no more than its window) by default; one without gets a quarter of its window
+   * (at least 100).
    */
   claimAheadParts?: number;
   /**
