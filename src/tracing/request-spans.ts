@@ -31,13 +31,14 @@ export function traceRequests(app: FastifyInstance): void {
     // messages' later work (parent-based sampling): decided before any span is made, the request
     // runs outside any span context, and its messages keep this unsampled trace (so their
     // webhooks still pass it on). Most requests in production take this path (root-sampling.ts).
-    if (!continued && served && sampling && !sampleRoot(sampling)) {
+    if (!continued && sampling && !sampleRoot(sampling)) {
       // Its trace id joins the request's log lines from here (request-context.ts).
-      served.unsampledSpan = unsampledRoot();
+      if (served) served.unsampledSpan = unsampledRoot();
       request.log.info({ req: request }, "incoming request");
       done();
       return;
     }
+    // A root here is one `sampleRoot` took (none once tracing has stopped: the SDK decides).
     const parent = continued
       ? propagation.extract(ROOT_CONTEXT, headers)
       : sampling

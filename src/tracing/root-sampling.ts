@@ -18,6 +18,7 @@ import {
   type SamplingResult,
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-node";
+import { STORED_TRACE_BYTES, storedIdsValid, storedSpanId, storedTraceId } from "./stored-trace.ts";
 
 // Which traces are recorded: the standard OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, read
 // here once rather than by the SDK, so that a request without a caller's trace (a root) is decided
@@ -109,8 +110,8 @@ export function sampleRoot(sampling: TraceSampling): boolean {
 
 /**
  * A new trace that is not recorded: random W3C trace and span ids, flags 00. Its bytes are laid
- * out as a message stores a trace (flags, trace id, span id: tracing.ts), so a message keeps them
- * without a copy; the ids become hex only when read (a log line, a webhook's `traceparent`).
+ * out as a message stores a trace (stored-trace.ts), so a message keeps them without a copy; the
+ * ids become hex only when read (a log line, a webhook's `traceparent`).
  */
 export class UnsampledRoot implements SpanContext {
   readonly traceFlags = TraceFlags.NONE;
@@ -118,23 +119,22 @@ export class UnsampledRoot implements SpanContext {
   private traceHex: string | undefined;
   private spanHex: string | undefined;
 
-  /** `stored`: 25 bytes, the flags (0) then the trace id's 16 and the span id's 8. */
+  /** `stored`: the trace as a message stores it, flags 0. */
   constructor(readonly stored: Buffer) {}
 
   get traceId(): string {
-    this.traceHex ??= this.stored.toString("hex", 1, 17);
+    this.traceHex ??= storedTraceId(this.stored);
     return this.traceHex;
   }
 
   get spanId(): string {
-    this.spanHex ??= this.stored.toString("hex", 17, 25);
+    this.spanHex ??= storedSpanId(this.stored);
     return this.spanHex;
   }
 }
 
 // Random ids drawn in blocks, one call into the system's generator per 160 roots; a block is
 // never refilled, since the roots made from it keep views of it.
-const ROOT_BYTES = 25;
 const ROOTS_PER_BLOCK = 160;
 let block = Buffer.alloc(0);
 let next = 0;
@@ -143,18 +143,12 @@ let next = 0;
 export function unsampledRoot(): UnsampledRoot {
   for (;;) {
     if (next === block.length) {
-      block = randomBytes(ROOT_BYTES * ROOTS_PER_BLOCK);
+      block = randomBytes(STORED_TRACE_BYTES * ROOTS_PER_BLOCK);
       next = 0;
     }
-    const stored = block.subarray(next, next + ROOT_BYTES);
-    next += ROOT_BYTES;
+    const stored = block.subarray(next, next + STORED_TRACE_BYTES);
+    next += STORED_TRACE_BYTES;
     stored[0] = TraceFlags.NONE;
-    // All zeros is the one invalid value of each id (W3C trace context).
-    if (nonZero(stored, 1, 17) && nonZero(stored, 17, 25)) return new UnsampledRoot(stored);
+    if (storedIdsValid(stored)) return new UnsampledRoot(stored);
   }
-}
-
-function nonZero(bytes: Buffer, from: number, to: number): boolean {
-  for (let i = from; i < to; i++) if (bytes[i] !== 0) return true;
-  return false;
 }

@@ -14,6 +14,7 @@ import { Binary } from "mongodb";
 import { currentRequest } from "../request-context.ts";
 import type { StoredTrace } from "../store/documents.ts";
 import { samplingFromEnv, type TraceSampling, UnsampledRoot } from "./root-sampling.ts";
+import { STORED_TRACE_BYTES, storedSpanId, storedTrace, storedTraceId } from "./stored-trace.ts";
 
 // Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
 // and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
@@ -82,12 +83,6 @@ export const tracer = (): Tracer => serviceTracer ?? trace.getTracer("sms-servic
 
 export type { StoredTrace };
 
-/**
- * The stored trace's bytes: a third of the headers' size in every message document, which the
- * database reads and writes at each status change.
- */
-const TRACE_BYTES = 25;
-
 /** The active trace context as the message stores it; undefined when there is none (or tracing is off). */
 export function currentTraceCarrier(): StoredTrace | undefined {
   if (!active) return undefined;
@@ -104,11 +99,7 @@ export function currentTraceCarrier(): StoredTrace | undefined {
       ...(headers.tracestate && { tracestate: headers.tracestate }),
     };
   }
-  const bytes = Buffer.allocUnsafe(TRACE_BYTES);
-  bytes[0] = span.traceFlags;
-  bytes.write(span.traceId, 1, 16, "hex");
-  bytes.write(span.spanId, 17, 8, "hex");
-  return new Binary(bytes);
+  return new Binary(storedTrace(span));
 }
 
 /** The context a stored trace continues; the root context without one. */
@@ -117,11 +108,11 @@ export function contextOf(stored: StoredTrace | undefined) {
   if (!(stored instanceof Binary)) return propagation.extract(ROOT_CONTEXT, stored);
   const value = stored.value();
   const bytes = Buffer.from(value.buffer, value.byteOffset, value.length);
-  if (bytes.length !== TRACE_BYTES) return ROOT_CONTEXT;
+  if (bytes.length !== STORED_TRACE_BYTES) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
     traceFlags: bytes[0] ?? 0,
-    traceId: bytes.toString("hex", 1, 17),
-    spanId: bytes.toString("hex", 17, 25),
+    traceId: storedTraceId(bytes),
+    spanId: storedSpanId(bytes),
     isRemote: true,
   });
 }
