@@ -116,12 +116,14 @@ export class BatchCommits {
 
 /**
  * Of the messages a claim got, puts those of uncommitted batches back (due again shortly, lease
- * dropped) and returns the others. `queue` names the due-time field and its lease.
+ * dropped) and returns the others. `waiting`: the ids `BatchCommits.uncommitted` found among the
+ * claim's candidates, asked beside the claim's update (a batch that commits in between is only
+ * looked at again shortly). `queue` names the due-time field and its lease.
  */
-export async function withoutUncommitted<T extends { _id: number; batchId?: number }>(
+export async function withoutUncommitted<T extends { _id: number }>(
   messages: Collection<MessageDoc>,
   claimed: T[],
-  commits: BatchCommits,
+  waiting: ReadonlySet<number>,
   queue: {
     due: "deliveryAt" | "notifyAt";
     lease: "deliveryLease" | "notifyLease";
@@ -129,10 +131,10 @@ export async function withoutUncommitted<T extends { _id: number; batchId?: numb
   },
   now: Date,
 ): Promise<T[]> {
-  const waiting = new Set(await commits.uncommitted(claimed));
-  if (waiting.size === 0) return claimed;
+  const back = claimed.filter((doc) => waiting.has(doc._id)).map((doc) => doc._id);
+  if (back.length === 0) return claimed;
   await messages.updateMany(
-    { _id: { $in: [...waiting] } },
+    { _id: { $in: back } },
     {
       $set: { [queue.due]: new Date(now.getTime() + UNCOMMITTED_RETRY_MS) },
       $unset: { [queue.lease]: "" },
