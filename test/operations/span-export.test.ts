@@ -1,0 +1,46 @@
+/**
+ * When a finished span leaves the service: within a fifth of a second unless OTEL_BSP_SCHEDULE_DELAY
+ * says otherwise (the SDK's default, 5 s, kept every sampled span alive long enough to be promoted
+ * out of the young generation, which cost the service 5-7 % of its CPU per request at a tenth
+ * sampled: docs/decisions.md, "Spans exported within 200 ms").
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  SPAN_EXPORT_DELAY_MS,
+  spanBatching,
+  startTracing,
+  tracer,
+} from "../../src/tracing/tracing.ts";
+import { eventually } from "../support/fixtures.ts";
+import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
+
+let otlp: OtlpReceiver;
+let stopTracing: (() => Promise<void>) | undefined;
+
+beforeAll(async () => {
+  otlp = await startOtlpReceiver();
+  // As an operator sets it (the exporter reads it itself); no OTEL_BSP_* variable.
+  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = otlp.tracesUrl;
+  delete process.env.OTEL_BSP_SCHEDULE_DELAY;
+  stopTracing = startTracing(process.env);
+});
+
+afterAll(async () => {
+  await stopTracing?.();
+  await otlp?.close();
+  delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+});
+
+it("a finished span is exported without waiting for the SDK's 5 s default", async () => {
+  tracer().startSpan("POST /sms").end();
+  // Far below the SDK's 5 s and far above 200 ms: what is checked is the delay, not the machine.
+  await eventually(async () => otlp.spans.some((span) => span.name === "POST /sms"), 2_500);
+  expect(otlp.spans.filter((span) => span.name === "POST /sms")).toHaveLength(1);
+});
+
+it("the batching delay is 200 ms unless OTEL_BSP_SCHEDULE_DELAY sets it", () => {
+  expect(SPAN_EXPORT_DELAY_MS).toBe(200);
+  expect(spanBatching({})).toEqual({ scheduledDelayMillis: 200 });
+  // Set: the SDK's span processor reads the variable itself.
+  expect(spanBatching({ OTEL_BSP_SCHEDULE_DELAY: "1000" })).toEqual({});
+});
