@@ -14,8 +14,8 @@
 // fresh processes left the ratio anywhere from 0.82 to 1.14 for one commit; short slices in turn
 // meet those changes in every mode alike. Between slices a mode's messages are removed, so no
 // database grows through the run. The on service's spans still queued when its slice ends are
-// exported during the next slice: at most one batch of 512 (about 4 ms of CPU), against a slice of
-// seconds. Beside them, the service's own CPU time per request in each mode.
+// exported during the next slice: at most the last 200 ms of them (the service's export delay,
+// tracing.ts), against a slice of seconds. Beside them, the service's own CPU time per request in each mode.
 
 import autocannon from "autocannon";
 import { type BenchContext, createAccount } from "./common.ts";
@@ -38,6 +38,15 @@ interface Slice {
   cpuSeconds: number;
 }
 
+/** A mode's service, started once for the whole figure. */
+interface ModeService {
+  api: ServiceProcess;
+  db: string;
+  load: (seconds: number) => Promise<autocannon.Result>;
+}
+
+const perSecond = (slice: Slice) => slice.requests / slice.seconds;
+
 export async function observabilityFigure(ctx: BenchContext) {
   if (!ctx.runs("13")) return;
   const sliceSeconds = ctx.quick ? 2 : 5;
@@ -46,10 +55,8 @@ export async function observabilityFigure(ctx: BenchContext) {
     `figure 13: POST /sms with metrics and tracing on vs off, ${rounds} slices of ${sliceSeconds} s each`,
   );
   const sink = await startProcess("bench/otlp-sink.ts", {}, "/bytes");
-  const services = new Map<
-    Mode,
-    { api: ServiceProcess; db: string; load: (s: number) => Promise<autocannon.Result> }
-  >();
+  const services = new Map<Mode, ModeService>();
+  const clearMessages = (db: string) => ctx.client.db(db).collection("messages").deleteMany({});
   const slices: Record<Mode, Slice[]> = { off: [], on: [], all: [] };
   try {
     for (const mode of MODES) {
@@ -72,23 +79,18 @@ export async function observabilityFigure(ctx: BenchContext) {
         });
       services.set(mode, { api, db, load });
       await load(10); // warm-up: JIT, connection pool, id blocks
-      await ctx.client.db(db).collection("messages").deleteMany({});
+      await clearMessages(db);
     }
     await ctx.collectDatabaseHeap();
     for (let round = 0; round < rounds; round++) {
       const order = MODES.map((_, i) => MODES[(round + i) % MODES.length] as Mode);
       for (const mode of order) {
-        const { api, db, load } = services.get(mode) as NonNullable<
-          ReturnType<typeof services.get>
-        >;
+        const { api, db, load } = services.get(mode) as ModeService;
         slices[mode].push(await slice(api, load, sliceSeconds));
-        await ctx.client.db(db).collection("messages").deleteMany({});
+        await clearMessages(db);
       }
       const line = order
-        .map((mode) => {
-          const last = slices[mode].at(-1) as Slice;
-          return `${mode} ${(last.requests / last.seconds).toFixed(0)}`;
-        })
+        .map((mode) => `${mode} ${perSecond(slices[mode].at(-1) as Slice).toFixed(0)}`)
         .join(", ");
       ctx.log(`figure 13 slice ${round + 1}: ${line} req/s`);
       await ctx.collectDatabaseHeap();
@@ -104,14 +106,6 @@ export async function observabilityFigure(ctx: BenchContext) {
   const cpuUs = (mode: Mode) =>
     (1e6 * sum(slices[mode], "cpuSeconds")) / sum(slices[mode], "requests");
   const p99 = (mode: Mode) => median(slices[mode].map((s) => s.p99));
-  // Each round's own ratio: how far single rounds of the figure spread.
-  const roundRatios = (mode: Mode) =>
-    slices[mode].map(
-      (s, i) =>
-        s.requests /
-        s.seconds /
-        ((slices.off[i] as Slice).requests / (slices.off[i] as Slice).seconds),
-    );
   const off = rate("off");
   const on = rate("on");
   for (const mode of MODES) {
@@ -119,7 +113,8 @@ export async function observabilityFigure(ctx: BenchContext) {
       `figure 13 ${mode}: ${rate(mode).toFixed(0)} req/s, ${(rate(mode) / off).toFixed(3)} of off, service CPU ${cpuUs(mode).toFixed(0)} us/request`,
     );
   }
-  const onRatios = roundRatios("on");
+  // Each round's own ratio: how far single rounds of the figure spread.
+  const onRatios = slices.on.map((s, i) => perSecond(s) / perSecond(slices.off[i] as Slice));
   ctx.figures.push({
     figure: `13. POST /sms requests/s with ${[...ON].join(" and ")} on (metrics scraped 1/s, ${EVERY_REQUEST ? "every request's trace" : `traces sampled parent-based at ${SAMPLE}`} to a local OTLP receiver)`,
     value: on,
