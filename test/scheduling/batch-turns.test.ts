@@ -3,7 +3,8 @@
  * share is dealt between the account's due batches and interleaved, work ranked before them keeps
  * its place, and with less share than batches they take the turns in rotation.
  */
-import { describe, expect, it } from "vitest";
+import { type CommandStartedEvent, MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ClaimedMessage,
   claimDueDeliveries,
@@ -11,12 +12,25 @@ import {
 } from "../../src/delivery/delivery-claims.ts";
 import { BatchTurns } from "../../src/delivery/scheduling/batch-turns.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
+import type { MessageDoc } from "../../src/store/documents.ts";
 import { commitBatch } from "../support/batches.ts";
+import { testServer } from "../support/database.ts";
 import { insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();
 let runs = 0;
+/** The same database through a client that reports its commands: a turn's reads are counted. */
+let monitored: MongoClient;
+const messageReads: CommandStartedEvent[] = [];
+beforeAll(async () => {
+  monitored = new MongoClient(testServer().uri, { monitorCommands: true });
+  await monitored.connect();
+  monitored.on("commandStarted", (event) => {
+    if (event.commandName === "find" && event.command.find === "messages") messageReads.push(event);
+  });
+});
+afterAll(() => monitored?.close());
 
 /** A committed batch of `count` messages of `account`, accepted `agoMs` ago; its message ids. */
 async function batch(account: string, count: number, agoMs: number): Promise<Set<number>> {
@@ -33,7 +47,8 @@ async function batch(account: string, count: number, agoMs: number): Promise<Set
 }
 
 function claimer(account: string) {
-  const turns = new BatchTurns(fixture.store.messages, DELIVERY_QUEUE);
+  const messages = monitored.db(fixture.store.messages.dbName).collection<MessageDoc>("messages");
+  const turns = new BatchTurns(messages, DELIVERY_QUEUE);
   const commits = new BatchCommits(fixture.store.batches);
   let seq = 0;
   return (limit: number): Promise<ClaimedMessage[]> =>
@@ -92,5 +107,25 @@ describe("an account's batches take turns", () => {
     const claimed = await claimer(account)(5);
     const order = [...a].slice(0, 5);
     expect(claimed.map((m) => m._id)).toEqual(order);
+  });
+
+  it("a small batch after a big one: the turn has both in two reads, the small one whole", async () => {
+    const account = `turns-${++runs}`;
+    const big = await batch(account, 20, 3_000);
+    const small = await batch(account, 2, 2_000);
+    const smaller = await batch(account, 1, 1_000);
+    const claim = claimer(account);
+    messageReads.length = 0;
+    const claimed = await claim(10);
+    // The head and the account's latest messages; no seek for the groups between, no group read.
+    expect(messageReads).toHaveLength(2);
+    expect(groupsOf(claimed, { big, small, smaller })).toEqual([
+      ...["big", "small", "smaller", "big", "small", "big"],
+      ...["big", "big", "big", "big"],
+    ]);
+    // In their own order within each batch.
+    const ids = claimed.map((m) => m._id);
+    expect(ids.filter((id) => small.has(id))).toEqual([...small]);
+    expect(ids.filter((id) => big.has(id))).toEqual([...big].slice(0, 7));
   });
 });

@@ -44,6 +44,20 @@ describe("fair lanes", () => {
     expect([first?.key, second?.key].sort()).toEqual([a, b].sort());
   });
 
+  it("turns found with their stamp beside the claims are served once it lands", async () => {
+    const [a, b] = keys("a", "b") as [string, string];
+    const lanes = new FairLanes(fixture.store.lanes, "delivery", fixture.store.clock);
+    await lanes.markDue([a, b], new Date(Date.now() - 1000));
+    // Never served: the two come before every lane served before.
+    const first = await lanes.findTurns(1);
+    const taken = first.turns[0]?.key;
+    expect([a, b]).toContain(taken);
+    await first.stamped;
+    const second = await lanes.findTurns(1);
+    expect(second.turns.map((t) => t.key)).toEqual([taken === a ? b : a]);
+    await second.stamped;
+  });
+
   it("settling idles a lane, unless work was marked after its turn was taken", async () => {
     const [quiet, busy] = keys("quiet", "busy") as [string, string];
     const lanes = new FairLanes(fixture.store.lanes, "delivery", fixture.store.clock);

@@ -14,9 +14,11 @@
  * its parts to the carrier in the same stretch of time. Work before that batch in the order (OTP,
  * single sends, older work) keeps its place ahead of all of them.
  *
- * A turn's extra cost is one query beside its read, and only while two or more groups are due, one
- * seek per further group (at most `MAX_GROUPS` per turn) and one read per group served; the
- * latest group's read goes beside the seeks.
+ * A turn's extra cost is one read beside its head: the account's latest due messages (at most
+ * `TAIL_READ`). When two or more groups are due and that read reaches down to the open batch (a
+ * small batch after a big one), the turn has every group between and their messages: two reads in
+ * all. Otherwise, one seek per further group (at most `MAX_GROUPS` per turn) and one read per group
+ * served that the latest messages do not hold whole; the latest group's read goes beside the seeks.
  */
 import type { Collection, Filter } from "mongodb";
 import type { MessageDoc } from "../../store/documents.ts";
@@ -24,6 +26,12 @@ import type { CandidateRead, WorkQueue } from "./claims.ts";
 
 /** Groups served in one turn at most: an account with more takes them in rotation. */
 const MAX_GROUPS = 8;
+/**
+ * The account's latest due messages read beside a turn's head, at most (and at most half the
+ * turn): a batch sent after a big one is usually small, and then the turn has every group it deals
+ * between in two reads.
+ */
+const TAIL_READ = 16;
 /** Accounts whose rotation is remembered at most (a turn without groups forgets its account). */
 const MAX_CURSORS = 10_000;
 
@@ -40,16 +48,25 @@ export class BatchTurns {
   async candidates(account: string, read: CandidateRead): Promise<MessageDoc[]> {
     const due = this.queue.due;
     const dueNow = { ...read.filter, [due]: { $lte: read.now } } as Filter<MessageDoc>;
-    const [head, latest] = await Promise.all([
+    // The account's latest due messages are read beside its head: they name the latest group, and
+    // when they reach down to the head's open batch (a small batch after a big one), every group
+    // between and its messages, so the turn needs no seek and no further read.
+    const [head, tailDesc] = await Promise.all([
       this.messages
         .find(dueNow, { projection: read.projection })
         .sort({ [due]: 1 })
         .limit(read.limit)
         .toArray(),
-      this.rankAfter(read.filter, undefined, read.now, -1),
+      this.messages
+        .find(dueNow, { projection: read.projection })
+        .sort({ [due]: -1 })
+        .limit(Math.min(TAIL_READ, Math.ceil(read.limit / 2)))
+        .toArray(),
     ]);
     const last = head.at(-1);
     const openRank = last?.[due]?.getTime();
+    const tail = new Tail(tailDesc, due);
+    const latest = tail.latest;
     if (
       head.length < read.limit ||
       last?.batchId === undefined ||
@@ -65,20 +82,25 @@ export class BatchTurns {
     const open = head.slice(openFrom);
     const cursor = this.cursors.get(account);
     const slots = read.limit - prefix.length;
-    const groupOf = (rank: number, limit: number) =>
-      this.messages
-        .find({ ...read.filter, [due]: new Date(rank) } as Filter<MessageDoc>, {
-          projection: read.projection,
-        })
-        .limit(limit)
-        .toArray();
+    const reached = tail.reaches(openRank);
+    const groupOf = (rank: number, limit: number): Promise<MessageDoc[]> =>
+      tail.holdsAll(rank, reached)
+        ? Promise.resolve(tail.group(rank, limit))
+        : this.messages
+            .find({ ...read.filter, [due]: new Date(rank) } as Filter<MessageDoc>, {
+              projection: read.projection,
+            })
+            .limit(limit)
+            .toArray();
     // The latest group is always one of those served (the seeks below end at it) unless the
     // account has more groups than a turn takes: read beside the seeks, up to the most a group can
-    // get (half the slots, with two groups), so a turn of one big batch and one sent after it
-    // waits one round trip less. Its failure surfaces where it is used.
+    // get (half the slots, with two groups). Its failure surfaces where it is used.
     const latestGroup = groupOf(latest, Math.ceil(slots / 2));
     latestGroup.catch(() => undefined);
-    const ranks = [openRank, ...(await this.furtherRanks(read.filter, openRank, latest, cursor))];
+    const seek = reached
+      ? (after: number, upTo: number) => Promise.resolve(tail.rankAfter(after, upTo))
+      : (after: number, upTo: number) => this.rankAfter(read.filter, after, new Date(upTo));
+    const ranks = [openRank, ...(await furtherRanks(seek, openRank, latest, cursor))];
     const start = Math.max(0, cursor === undefined ? 0 : ranks.findIndex((r) => r > cursor));
     const shares = ranks.map(() => 0);
     for (let slot = 0; slot < slots; slot++) {
@@ -99,56 +121,18 @@ export class BatchTurns {
     return [...prefix, ...interleave(groups, start)];
   }
 
-  /**
-   * Due ranks after `openRank` up to `latest`, at most MAX_GROUPS - 1, the first after `cursor`
-   * (wrapping round to just after `openRank`): an account with more groups than a turn serves has
-   * them served in rotation. Ascending.
-   */
-  private async furtherRanks(
-    filter: Filter<MessageDoc>,
-    openRank: number,
-    latest: number,
-    cursor: number | undefined,
-  ): Promise<number[]> {
-    const found: number[] = [];
-    const fromCursor = cursor !== undefined && cursor > openRank && cursor < latest;
-    // First the ranks after the cursor, then (wrapped) those between the open rank and it.
-    const stretches: [number, number][] = fromCursor
-      ? [
-          [cursor, latest],
-          [openRank, cursor],
-        ]
-      : [[openRank, latest]];
-    for (const [after, upTo] of stretches) {
-      let from = after;
-      while (found.length < MAX_GROUPS - 1) {
-        const next = await this.rankAfter(filter, from, new Date(upTo), 1);
-        if (next === undefined) break;
-        found.push(next);
-        from = next;
-        if (next >= upTo) break;
-      }
-    }
-    return found.sort((a, b) => a - b);
-  }
-
-  /**
-   * The first due rank after `after` (exclusive) and up to `upTo`, in `direction` (1: the lowest,
-   * -1: the highest); undefined when there is none.
-   */
+  /** The first due rank after `after` (exclusive) and up to `upTo`; undefined when there is none. */
   private async rankAfter(
     filter: Filter<MessageDoc>,
-    after: number | undefined,
+    after: number,
     upTo: Date,
-    direction: 1 | -1,
   ): Promise<number | undefined> {
     const due = this.queue.due;
-    const range = after === undefined ? { $lte: upTo } : { $gt: new Date(after), $lte: upTo };
     const [doc] = await this.messages
-      .find({ ...filter, [due]: range } as Filter<MessageDoc>, {
+      .find({ ...filter, [due]: { $gt: new Date(after), $lte: upTo } } as Filter<MessageDoc>, {
         projection: { _id: 0, [due]: 1 },
       })
-      .sort({ [due]: direction })
+      .sort({ [due]: 1 })
       .limit(1)
       .toArray();
     return doc?.[due]?.getTime();
@@ -157,6 +141,88 @@ export class BatchTurns {
   private remember(account: string, rank: number): void {
     if (this.cursors.size >= MAX_CURSORS && !this.cursors.has(account)) this.cursors.clear();
     this.cursors.set(account, rank);
+  }
+}
+
+/** The first rank after `after` (exclusive) and up to `upTo` (inclusive), if any. */
+type RankSeek = (after: number, upTo: number) => Promise<number | undefined>;
+
+/**
+ * Due ranks after `openRank` up to `latest`, at most MAX_GROUPS - 1, the first after `cursor`
+ * (wrapping round to just after `openRank`): an account with more groups than a turn serves has
+ * them served in rotation. Ascending.
+ */
+async function furtherRanks(
+  seek: RankSeek,
+  openRank: number,
+  latest: number,
+  cursor: number | undefined,
+): Promise<number[]> {
+  const found: number[] = [];
+  const fromCursor = cursor !== undefined && cursor > openRank && cursor < latest;
+  // First the ranks after the cursor, then (wrapped) those between the open rank and it.
+  const stretches: [number, number][] = fromCursor
+    ? [
+        [cursor, latest],
+        [openRank, cursor],
+      ]
+    : [[openRank, latest]];
+  for (const [after, upTo] of stretches) {
+    let from = after;
+    while (found.length < MAX_GROUPS - 1) {
+      const next = await seek(from, upTo);
+      if (next === undefined) break;
+      found.push(next);
+      from = next;
+      if (next >= upTo) break;
+    }
+  }
+  return found.sort((a, b) => a - b);
+}
+
+/**
+ * The account's latest due messages, read latest first: the latest rank, and the groups it holds
+ * whole (every group above its lowest rank; every group, once it reaches down to the open batch).
+ */
+class Tail {
+  private readonly byRank = new Map<number, MessageDoc[]>();
+  /** Ascending. */
+  private readonly ranks: number[];
+  readonly latest: number | undefined;
+  private readonly lowest: number | undefined;
+
+  constructor(latestFirst: readonly MessageDoc[], due: WorkQueue["due"]) {
+    for (const doc of latestFirst) {
+      const rank = doc[due]?.getTime();
+      if (rank === undefined) continue;
+      const group = this.byRank.get(rank) ?? [];
+      group.push(doc);
+      this.byRank.set(rank, group);
+    }
+    // A group's messages in their own order (as the head's read gives them), not reversed.
+    for (const group of this.byRank.values()) group.sort((a, b) => a._id - b._id);
+    this.ranks = [...this.byRank.keys()].sort((a, b) => a - b);
+    this.latest = this.ranks.at(-1);
+    this.lowest = this.ranks[0];
+  }
+
+  /** Whether the read reached `rank`: every group above it is in the tail, whole. */
+  reaches(rank: number): boolean {
+    return this.lowest !== undefined && this.lowest <= rank;
+  }
+
+  /** Whether the tail holds every message of group `rank` (`reached`: it reaches the open batch). */
+  holdsAll(rank: number, reached: boolean): boolean {
+    return this.byRank.has(rank) && (reached || (this.lowest !== undefined && rank > this.lowest));
+  }
+
+  group(rank: number, limit: number): MessageDoc[] {
+    return (this.byRank.get(rank) ?? []).slice(0, limit);
+  }
+
+  /** The tail's first rank after `after` and up to `upTo` (a seek, once it reached the open batch). */
+  rankAfter(after: number, upTo: number): number | undefined {
+    return this.ranks.find((rank) => rank > after && rank <= upTo);
   }
 }
 

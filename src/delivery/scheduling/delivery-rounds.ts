@@ -63,7 +63,10 @@ export class DeliveryRounds {
   /** One round of `budget` parts in all; returns the parts claimed. */
   async claim(budget: number): Promise<number> {
     const { lanes, lanesPerRound, maxClaimParts } = this.options;
-    const turns = await lanes.takeTurns(Math.min(lanesPerRound, budget));
+    // The turns' stamp is written beside the claims; the worker's `stop` waits for it, and logs
+    // its failure (the lanes are then served a round out of order, nothing is lost).
+    const { turns, stamped } = await lanes.findTurns(Math.min(lanesPerRound, budget));
+    this.options.track(stamped);
     if (turns.length === 0) return 0;
     const share = Math.max(1, Math.min(maxClaimParts, Math.floor(budget / turns.length)));
     const claims = await Promise.all(turns.map((turn) => this.claimTurn(turn, share)));

@@ -70,7 +70,23 @@ export class FairLanes {
    * next round (of any instance) serves the others first. Lanes in `skip` are left alone.
    */
   async takeTurns(limit: number, skip?: ReadonlySet<string>): Promise<Turn[]> {
-    if (limit <= 0) return [];
+    const { turns, stamped } = await this.findTurns(limit, skip);
+    await stamped;
+    return turns;
+  }
+
+  /**
+   * `takeTurns` that does not wait for the stamp: the caller claims beside it (a round trip less
+   * before a round's claims) and waits for `stamped`, or has it waited for. A round of another
+   * instance that reads the lanes before the stamp lands takes the same turns, as it could between
+   * the read and the stamp anyway: their claims take different messages (claims.ts).
+   */
+  async findTurns(
+    limit: number,
+    skip?: ReadonlySet<string>,
+  ): Promise<{ turns: Turn[]; stamped: Promise<void> }> {
+    const none = { turns: [], stamped: Promise.resolve() };
+    if (limit <= 0) return none;
     const now = this.clock.now();
     const q = this.queue;
     const filter: Filter<LaneDoc> = { [`${q}.dueAt`]: { $lte: now } };
@@ -80,12 +96,17 @@ export class FairLanes {
       .sort({ [`${q}.servedAt`]: 1 })
       .limit(limit)
       .toArray();
-    if (due.length === 0) return [];
-    await this.lanes.updateMany(
-      { _id: { $in: due.map((lane) => lane._id) } },
-      { $max: { [`${q}.servedAt`]: now } },
-    );
-    return due.map((lane) => ({ key: lane._id, version: lane[q]?.version ?? 0 }));
+    if (due.length === 0) return none;
+    const stamped = this.lanes
+      .updateMany(
+        { _id: { $in: due.map((lane) => lane._id) } },
+        { $max: { [`${q}.servedAt`]: now } },
+      )
+      .then(() => undefined);
+    return {
+      turns: due.map((lane) => ({ key: lane._id, version: lane[q]?.version ?? 0 })),
+      stamped,
+    };
   }
 
   /**
