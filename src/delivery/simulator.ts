@@ -20,6 +20,7 @@ import type {
   ReceiptHandler,
   SubmitResult,
 } from "./carrier.ts";
+import { DueAlarm } from "./due-alarm.ts";
 import { simulatedOutcome } from "./simulator-numbers.ts";
 import { type SimulatorReceiptDoc, SimulatorReceipts } from "./simulator-receipts.ts";
 import { TokenBucket } from "./throttle.ts";
@@ -82,8 +83,8 @@ export class SimulatorCarrier implements Carrier {
   private handler: ReceiptHandler | undefined;
   private running = false;
   private pollTimer: NodeJS.Timeout | undefined;
-  private dueTimer: NodeJS.Timeout | undefined;
-  private dueTimerAt = Number.POSITIVE_INFINITY;
+  /** Wakes the pump when this instance's receipts come due (others' are found by the poll). */
+  private readonly dueAlarm = new DueAlarm(() => this.pump());
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
   private readonly deliveriesAtOnce: number;
@@ -204,10 +205,8 @@ export class SimulatorCarrier implements Carrier {
   async stop(): Promise<void> {
     this.running = false;
     if (this.pollTimer) clearInterval(this.pollTimer);
-    if (this.dueTimer) clearTimeout(this.dueTimer);
+    this.dueAlarm.clear();
     this.pollTimer = undefined;
-    this.dueTimer = undefined;
-    this.dueTimerAt = Number.POSITIVE_INFINITY;
     while (this.pumping || this.deliveries.size > 0)
       await Promise.allSettled([this.pumping, ...this.deliveries]);
   }
@@ -218,18 +217,7 @@ export class SimulatorCarrier implements Carrier {
   }
 
   private scheduleDue(at: number): void {
-    if (!this.running || at >= this.dueTimerAt) return;
-    if (this.dueTimer) clearTimeout(this.dueTimer);
-    this.dueTimerAt = at;
-    this.dueTimer = setTimeout(
-      () => {
-        this.dueTimer = undefined;
-        this.dueTimerAt = Number.POSITIVE_INFINITY;
-        this.pump();
-      },
-      Math.max(0, at - Date.now()),
-    );
-    this.dueTimer.unref();
+    if (this.running) this.dueAlarm.add(at);
   }
 
   private pump(): void {

@@ -217,4 +217,30 @@ describe("simulator carrier", () => {
       await carrier.stop();
     }
   });
+
+  it("offers each submission's receipts when they come due, not at the next poll", async () => {
+    const carrier = new SimulatorCarrier({
+      db: database.db,
+      sendDelayMs: 0,
+      receiptDelayMs: 300,
+      // Far beyond the test's wait: only the due times can bring the receipts.
+      pollIntervalMs: 600_000,
+      collectionName: "receipts_f",
+    });
+    const offered: number[] = [];
+    await carrier.start(async (receipts) => {
+      offered.push(...receipts.map((r) => r.messageId ?? -1));
+      return {};
+    });
+    try {
+      // The second submission's receipt comes due after the first's, which the alarm is set for.
+      await carrier.submit([part(51, "+15550000051")]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await carrier.submit([part(52, "+15550000052")]);
+      await eventually(() => offered.includes(52), 20_000);
+      expect(offered).toEqual([51, 52]);
+    } finally {
+      await carrier.stop();
+    }
+  });
 });
