@@ -32,14 +32,33 @@ export class ReceiptHandler {
   }
 
   handle = async (receipts: CarrierReceipt[]): Promise<ReceiptHandlerResult> => {
-    // A receipt can overtake the recording of its own submission (zero receipt delay): wait for
-    // that record rather than send the receipt round again.
+    // A receipt can overtake the recording of its own submission (zero receipt delay): it waits
+    // for that record rather than be offered again. The others are applied at once, beside it: a
+    // receipt is not held back by other messages' records (a small batch's, in one call with a
+    // big one's, waited up to 0.4 s for them: figure 6b).
+    const ready: CarrierReceipt[] = [];
+    const overtaking: CarrierReceipt[] = [];
     const recordings = new Set<Promise<void>>();
     for (const r of receipts) {
       const recording = r.messageId === undefined ? undefined : this.recording.get(r.messageId);
-      if (recording) recordings.add(recording);
+      if (recording) {
+        recordings.add(recording);
+        overtaking.push(r);
+      } else {
+        ready.push(r);
+      }
     }
-    if (recordings.size > 0) await Promise.allSettled([...recordings]);
+    const applied = await Promise.all([
+      this.apply(ready),
+      overtaking.length === 0
+        ? { retry: [] }
+        : Promise.allSettled([...recordings]).then(() => this.apply(overtaking)),
+    ]);
+    return { retry: applied.flatMap((result) => result.retry) };
+  };
+
+  private async apply(receipts: readonly CarrierReceipt[]): Promise<{ retry: string[] }> {
+    if (receipts.length === 0) return { retry: [] };
     const updates = receipts.map((r) => {
       const update: ReceiptUpdate = { carrierId: r.carrierId, status: r.status };
       if (r.reason) update.reason = r.reason;
@@ -59,5 +78,5 @@ export class ReceiptHandler {
       );
     }
     return { retry: result.retry };
-  };
+  }
 }
