@@ -69,14 +69,30 @@ export class SimulatorReceipts {
    */
   async claimDue(batchSize: number): Promise<ClaimedReceipts> {
     const now = new Date();
-    const claim = `${this.options.instanceId}:${++this.claimSeq}`;
     const due = await this.collection
       .find({ dueAt: { $lte: now } })
       .sort({ dueAt: 1 })
       .limit(batchSize)
       .toArray();
-    if (due.length === 0) return { due: 0, claimed: [], claim };
-    const ids = due.map((d) => d._id);
+    return { due: due.length, ...(await this.take(due, now)) };
+  }
+
+  /**
+   * Claims receipts this instance kept, now due, as it kept them: one round trip, no read (unless
+   * another instance took some meanwhile, or they were offered since).
+   */
+  claimKept(kept: readonly SimulatorReceiptDoc[]): Promise<Omit<ClaimedReceipts, "due">> {
+    return this.take(kept, new Date());
+  }
+
+  /** Claims those of `read` still due at `now`: `read` as claimed when the update took them all. */
+  private async take(
+    read: readonly SimulatorReceiptDoc[],
+    now: Date,
+  ): Promise<Omit<ClaimedReceipts, "due">> {
+    const claim = `${this.options.instanceId}:${++this.claimSeq}`;
+    if (read.length === 0) return { claimed: [], claim };
+    const ids = read.map((d) => d._id);
     const { modifiedCount } = await this.collection.updateMany(
       { _id: idsIn(ids), dueAt: { $lte: now } },
       {
@@ -87,12 +103,12 @@ export class SimulatorReceipts {
     // When the update took every one, the read is what was claimed (one round trip less, on the
     // path of every receipt); otherwise another instance took some: read again, keep ours.
     const claimed =
-      modifiedCount === due.length
-        ? due.map((doc) => ({ ...doc, claim, attempts: doc.attempts + 1 }))
+      modifiedCount === read.length
+        ? read.map((doc) => ({ ...doc, claim, attempts: doc.attempts + 1 }))
         : (await this.collection.find({ _id: { $in: ids } }).toArray()).filter(
             (doc) => doc.claim === claim,
           );
-    return { due: due.length, claimed, claim };
+    return { claimed, claim };
   }
 
   /** The receipts as the handler takes them. */

@@ -7,8 +7,10 @@
  * part, as a throttled SMSC link does. `window` is the parts it takes in flight (the SMPP window's twin). Receipts become due `receiptDelayMs` after the submission and are kept in their own
  * collection (`simulator_receipts`, written in bulk before `submit` answers), like a real SMSC that
  * keeps unacknowledged receipts and re-sends them: a restart of the service loses none. Several
- * instances share the collection (simulator-receipts.ts). Batches that come due while the
- * handler still stores earlier ones are handed over beside them (`deliveriesAtOnce`).
+ * instances share the collection (simulator-receipts.ts). An instance claims the receipts it kept
+ * by id when they come due (an alarm for each due time, due-alarm.ts); its pump's read finds the
+ * rest (other instances', those offered again, those kept before a restart). Batches that come due
+ * while the handler still stores earlier ones are handed over beside them (`deliveriesAtOnce`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
@@ -60,6 +62,12 @@ export interface SimulatorCarrierOptions {
   collectionName?: string;
 }
 
+/**
+ * Receipts come due kept in memory at most, to be claimed by id; beyond (every delivery slot long
+ * taken), the pump's read finds them.
+ */
+const MAX_KEPT_DUE = 100_000;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export interface SimulatorSubmissionDoc {
@@ -83,8 +91,16 @@ export class SimulatorCarrier implements Carrier {
   private handler: ReceiptHandler | undefined;
   private running = false;
   private pollTimer: NodeJS.Timeout | undefined;
-  /** Wakes the pump when this instance's receipts come due (others' are found by the poll). */
-  private readonly dueAlarm = new DueAlarm(() => this.pump());
+  /**
+   * Wakes the pump when this instance's receipts come due, with them: they are claimed by id, no
+   * read (others', and those offered again, are found by the pump's read).
+   */
+  private readonly dueAlarm = new DueAlarm<SimulatorReceiptDoc>((kept) => {
+    if (this.keptDue.length < MAX_KEPT_DUE) this.keptDue.push(...kept);
+    this.pump();
+  });
+  /** This instance's receipts that came due, to be claimed by id. */
+  private keptDue: SimulatorReceiptDoc[] = [];
   private pumping: Promise<void> | undefined;
   private pumpAgain = false;
   private readonly deliveriesAtOnce: number;
@@ -186,7 +202,7 @@ export class SimulatorCarrier implements Carrier {
     }
     if (pending.length > 0) {
       await this.receipts.keep(pending);
-      this.scheduleDue(dueAt.getTime());
+      if (this.running) this.dueAlarm.add(dueAt.getTime(), pending);
     }
     return results;
   }
@@ -206,6 +222,7 @@ export class SimulatorCarrier implements Carrier {
     this.running = false;
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.dueAlarm.clear();
+    this.keptDue = [];
     this.pollTimer = undefined;
     while (this.pumping || this.deliveries.size > 0)
       await Promise.allSettled([this.pumping, ...this.deliveries]);
@@ -214,10 +231,6 @@ export class SimulatorCarrier implements Carrier {
   /** Number of receipts not yet acknowledged (for tests and diagnostics). */
   async pendingReceipts(): Promise<number> {
     return this.receipts.pending();
-  }
-
-  private scheduleDue(at: number): void {
-    if (this.running) this.dueAlarm.add(at);
   }
 
   private pump(): void {
@@ -244,6 +257,13 @@ export class SimulatorCarrier implements Carrier {
       do {
         this.pumpAgain = false;
         while (this.running && this.deliveries.size < this.deliveriesAtOnce) {
+          const kept = this.keptDue.splice(0, this.batchSize);
+          if (kept.length > 0) {
+            const round = await this.receipts.claimKept(kept);
+            if (round.claimed.length > 0) this.startDelivery(round.claimed, round.claim);
+            if (this.keptDue.length > 0) continue;
+            break;
+          }
           const round = await this.receipts.claimDue(this.batchSize);
           if (round.claimed.length > 0) this.startDelivery(round.claimed, round.claim);
           if (round.due < this.batchSize) break; // not a full batch: nothing more due now
@@ -283,6 +303,6 @@ export class SimulatorCarrier implements Carrier {
       return;
     }
     const retryAt = await this.receipts.settle(claimed, claim, retry);
-    if (retryAt !== undefined) this.scheduleDue(retryAt);
+    if (retryAt !== undefined && this.running) this.dueAlarm.add(retryAt);
   }
 }

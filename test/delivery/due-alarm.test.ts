@@ -43,4 +43,17 @@ describe("due alarm", () => {
     vi.advanceTimersByTime(1_000);
     expect(rings).toBe(0);
   });
+
+  it("hands over the items of the times that came due, and those only", () => {
+    const rings: string[][] = [];
+    const alarm = new DueAlarm<string>((items) => rings.push(items));
+    alarm.add(1_000_100, ["a"]);
+    alarm.add(1_000_100, ["b"]);
+    alarm.add(1_000_300, ["c"]);
+    alarm.add(1_000_200);
+    vi.advanceTimersByTime(250);
+    expect(rings).toEqual([["a", "b"], []]);
+    vi.advanceTimersByTime(100);
+    expect(rings).toEqual([["a", "b"], [], ["c"]]);
+  });
 });

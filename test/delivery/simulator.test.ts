@@ -1,9 +1,10 @@
 /** The simulator carrier: outcomes by number, receipts kept durably until acknowledged. */
+import { type CommandStartedEvent, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
 import { SimulatorCarrier, type SimulatorCarrierOptions } from "../../src/delivery/simulator.ts";
 import { simulatedOutcome } from "../../src/delivery/simulator-numbers.ts";
-import { testDatabase } from "../support/database.ts";
+import { testDatabase, testServer } from "../support/database.ts";
 
 let database: Awaited<ReturnType<typeof testDatabase>>;
 
@@ -241,6 +242,41 @@ describe("simulator carrier", () => {
       expect(offered).toEqual([51, 52]);
     } finally {
       await carrier.stop();
+    }
+  });
+
+  it("claims its own receipts by id when they come due: no read of the receipts", async () => {
+    const monitored = new MongoClient(testServer().uri, { monitorCommands: true });
+    const commands: CommandStartedEvent[] = [];
+    monitored.on("commandStarted", (event) => {
+      if (event.command[event.commandName] === "receipts_g") commands.push(event);
+    });
+    const carrier = new SimulatorCarrier({
+      db: monitored.db(database.db.databaseName),
+      sendDelayMs: 0,
+      receiptDelayMs: 200,
+      pollIntervalMs: 600_000,
+      collectionName: "receipts_g",
+    });
+    const offered: number[] = [];
+    try {
+      await carrier.start(async (receipts) => {
+        offered.push(...receipts.map((r) => r.messageId ?? -1));
+        return {};
+      });
+      // The start looks for receipts due from before (a read); then only the alarm wakes it.
+      await eventually(() => commands.some((c) => c.commandName === "find"));
+      commands.length = 0;
+      await carrier.submit([part(61, "+15550000061"), part(62, "+15550000062")]);
+      await eventually(async () => (await carrier.pendingReceipts()) === 0);
+      expect(offered).toEqual([61, 62]);
+      // Kept, claimed by id, acknowledged (the counts are the test's own; after a handler call
+      // the pump looks again for receipts due from elsewhere).
+      const names = commands.map((c) => c.commandName).filter((n) => n !== "aggregate");
+      expect(names.slice(0, names.indexOf("delete") + 1)).toEqual(["insert", "update", "delete"]);
+    } finally {
+      await carrier.stop();
+      await monitored.close();
     }
   });
 });
