@@ -166,8 +166,9 @@ export class SimulatorCarrier implements Carrier {
         })),
       );
     }
-    if (this.sendDelayMs > 0) await sleep(this.sendDelayMs);
-    const now = new Date();
+    // The answer comes `sendDelayMs` from now; the receipts are stored meanwhile (before it, as an
+    // SMSC keeps them), not after it: the answer waits for the longer of the two, not both.
+    const now = new Date(Date.now() + this.sendDelayMs);
     const dueAt = new Date(now.getTime() + this.receiptDelayMs);
     const results: SubmitResult[] = [];
     const pending: SimulatorReceiptDoc[] = [];
@@ -200,10 +201,11 @@ export class SimulatorCarrier implements Carrier {
         });
       }
     }
-    if (pending.length > 0) {
-      await this.receipts.keep(pending);
-      if (this.running) this.dueAlarm.add(dueAt.getTime(), pending);
-    }
+    await Promise.all([
+      this.sendDelayMs > 0 ? sleep(this.sendDelayMs) : undefined,
+      pending.length > 0 ? this.receipts.keep(pending) : undefined,
+    ]);
+    if (pending.length > 0 && this.running) this.dueAlarm.add(dueAt.getTime(), pending);
     return results;
   }
 
