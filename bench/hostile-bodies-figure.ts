@@ -14,9 +14,9 @@
 import http from "node:http";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { baselineCheckout } from "./baseline-checkout.ts";
 import { type BenchContext, batchBody, createAccount, sleep } from "./common.ts";
 import { freePort, startProcess } from "./processes.ts";
-import { baselineCheckout } from "./throughput-figure.ts";
 
 const BASELINE_REF = process.env.BENCH_HOSTILE_BASELINE_REF || "be4d4c9";
 const MONITOR = join(dirname(fileURLToPath(import.meta.url)), "loop-monitor.ts");

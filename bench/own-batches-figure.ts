@@ -8,6 +8,7 @@
 // BENCH_6B_BEFORE=<ref> runs the same on that commit too and reports it beside (before_*).
 
 import type { MessageDoc, StatusName } from "../src/store/documents.ts";
+import { baselineCheckout } from "./baseline-checkout.ts";
 import {
   type BenchContext,
   batchBody,
@@ -19,7 +20,6 @@ import {
   waitUntil,
 } from "./common.ts";
 import { median, startProcess } from "./processes.ts";
-import { baselineCheckout } from "./throughput-figure.ts";
 
 const SMALL = 5;
 const QUIET_ROUNDS = 5;

@@ -1,58 +1,14 @@
 // Figure 10 (issue 9): burst notification throughput (figure 4a: one batch, zero simulator
 // delays, notifications/s until all 3 x count webhooks arrived) on this checkout beside the code
-// before issue 9 (BENCH_BASELINE_REF, default 076ed69), run from a temporary git worktree that
-// shares this checkout's node_modules, alternately, against the same database server.
+// before issue 9 (BENCH_BASELINE_REF, default 076ed69), run from a temporary git worktree
+// (bench/baseline-checkout.ts), alternately, against the same database server.
 
-import { execFile, execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
-import { mkdtemp, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
+import { baselineCheckout } from "./baseline-checkout.ts";
 import type { BenchContext } from "./common.ts";
-import { buildService, median } from "./processes.ts";
+import { median } from "./processes.ts";
 import { webhookRun } from "./webhook-run.ts";
 
 const BASELINE_REF = process.env.BENCH_BASELINE_REF || "076ed69";
-const root = dirname(dirname(fileURLToPath(import.meta.url)));
-const git = (...args: string[]) => promisify(execFile)("git", ["-C", root, ...args]);
-
-/** Checks `ref` out in a temporary worktree with this checkout's node_modules; returns its path and how to remove it. */
-export async function baselineCheckout(ref: string) {
-  const parent = await mkdtemp(join(tmpdir(), "sms-bench-baseline-"));
-  const dir = join(parent, "checkout");
-  await git("worktree", "add", "--detach", dir, ref).catch(async (error: Error) => {
-    await rm(parent, { recursive: true, force: true });
-    throw error;
-  });
-  // Also when the run dies half-way (synchronously: nothing else runs on exit).
-  const removeOnExit = () => {
-    try {
-      execFileSync("git", ["-C", root, "worktree", "remove", "--force", dir], { stdio: "ignore" });
-    } finally {
-      rmSync(parent, { recursive: true, force: true });
-    }
-  };
-  process.once("exit", removeOnExit);
-  const remove = async () => {
-    process.off("exit", removeOnExit);
-    await git("worktree", "remove", "--force", dir).catch(() => undefined);
-    await rm(parent, { recursive: true, force: true });
-    await git("worktree", "prune").catch(() => undefined);
-  };
-  try {
-    await symlink(join(root, "node_modules"), join(dir, "node_modules"), "dir");
-    // Measured as it would run in production, as the current code is (bench/processes.ts).
-    await buildService(dir);
-    const { stdout } = await git("-C", dir, "rev-parse", "--short", "HEAD");
-    return { dir, commit: stdout.trim(), remove };
-  } catch (error) {
-    await remove();
-    throw error;
-  }
-}
-
 export async function throughputFigure(ctx: BenchContext) {
   if (!ctx.runs("10")) return;
   const count = ctx.quick ? 3_000 : 10_000;
