@@ -219,19 +219,27 @@ describe("simulator carrier", () => {
     }
   });
 
-  it("offers each submission's receipts when they come due, not at the next poll", async () => {
-    const carrier = new SimulatorCarrier({
-      db: database.db,
-      sendDelayMs: 0,
-      receiptDelayMs: 300,
-      // Far beyond the test's wait: only the due times can bring the receipts.
-      pollIntervalMs: 600_000,
-      collectionName: "receipts_f",
-    });
+  /**
+   * A started carrier whose poll never comes within a test (only due times bring receipts);
+   * `offered` lists the message ids handed to its handler.
+   */
+  async function withoutPoll(
+    options: Pick<SimulatorCarrierOptions, "db" | "receiptDelayMs" | "collectionName">,
+  ) {
+    const carrier = new SimulatorCarrier({ sendDelayMs: 0, pollIntervalMs: 600_000, ...options });
     const offered: number[] = [];
     await carrier.start(async (receipts) => {
       offered.push(...receipts.map((r) => r.messageId ?? -1));
       return {};
+    });
+    return { carrier, offered };
+  }
+
+  it("offers each submission's receipts when they come due, not at the next poll", async () => {
+    const { carrier, offered } = await withoutPoll({
+      db: database.db,
+      receiptDelayMs: 300,
+      collectionName: "receipts_f",
     });
     try {
       // The second submission's receipt comes due after the first's, which the alarm is set for.
@@ -251,19 +259,12 @@ describe("simulator carrier", () => {
     monitored.on("commandStarted", (event) => {
       if (event.command[event.commandName] === "receipts_g") commands.push(event);
     });
-    const carrier = new SimulatorCarrier({
+    const { carrier, offered } = await withoutPoll({
       db: monitored.db(database.db.databaseName),
-      sendDelayMs: 0,
       receiptDelayMs: 200,
-      pollIntervalMs: 600_000,
       collectionName: "receipts_g",
     });
-    const offered: number[] = [];
     try {
-      await carrier.start(async (receipts) => {
-        offered.push(...receipts.map((r) => r.messageId ?? -1));
-        return {};
-      });
       // The start looks for receipts due from before (a read); then only the alarm wakes it.
       await eventually(() => commands.some((c) => c.commandName === "find"));
       commands.length = 0;
