@@ -40,6 +40,7 @@ export type ClaimedMessage = Pick<
   | "traceContext"
   | "route"
   | "carrier"
+  | "keywordReply"
 >;
 
 /** A claimed message's own place in its account's queue, where it goes back when given back unsent. */
@@ -83,4 +84,6 @@ const CLAIMED_FIELDS = {
   // from, and the carrier it is kept for once that one accepted a part of it.
   route: 1,
   carrier: 1,
+  // A reply to STOP goes to a number that just opted out: the last check lets it through.
+  keywordReply: 1,
 } as const;

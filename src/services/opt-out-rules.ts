@@ -113,18 +113,20 @@ export class OptOutRules {
 
   /**
    * The delivery worker's check of claimed messages before they go to the carrier: those whose
-   * recipient opted out are withdrawn. Returns their ids.
+   * recipient opted out are withdrawn (never a reply to an opt-out word, which confirms the block
+   * it passes: not even looked up). Returns their ids.
    */
   async screen(
     messages: readonly Pick<
       MessageDoc,
-      "_id" | "accountId" | "to" | "parts" | "pricePerPartMicros"
+      "_id" | "accountId" | "to" | "parts" | "pricePerPartMicros" | "keywordReply"
     >[],
   ) {
     const withdrawn = new Set<number>();
     const byAccount = new Map<string, typeof messages>();
     for (const m of messages)
-      byAccount.set(m.accountId, [...(byAccount.get(m.accountId) ?? []), m]);
+      if (m.keywordReply === undefined)
+        byAccount.set(m.accountId, [...(byAccount.get(m.accountId) ?? []), m]);
     for (const [accountId, own] of byAccount) {
       const refused = await this.refusedAmong(
         accountId,
