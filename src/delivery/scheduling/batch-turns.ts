@@ -65,8 +65,7 @@ export class BatchTurns {
     ]);
     const last = head.at(-1);
     const openRank = last?.[due]?.getTime();
-    const tail = new Tail(tailDesc, due);
-    const latest = tail.latest;
+    const latest = tailDesc[0]?.[due]?.getTime();
     if (
       head.length < read.limit ||
       last?.batchId === undefined ||
@@ -82,6 +81,8 @@ export class BatchTurns {
     const open = head.slice(openFrom);
     const cursor = this.cursors.get(account);
     const slots = read.limit - prefix.length;
+    // Taken apart only once the turn has groups to deal between.
+    const tail = new Tail(tailDesc, due);
     const reached = tail.reaches(openRank);
     const groupOf = (rank: number, limit: number): Promise<MessageDoc[]> =>
       tail.holdsAll(rank, reached)
@@ -181,14 +182,13 @@ async function furtherRanks(
 }
 
 /**
- * The account's latest due messages, read latest first: the latest rank, and the groups it holds
- * whole (every group above its lowest rank; every group, once it reaches down to the open batch).
+ * The account's latest due messages, read latest first: the groups it holds whole (every group
+ * above its lowest rank; every group, once it reaches down to the open batch).
  */
 class Tail {
   private readonly byRank = new Map<number, MessageDoc[]>();
   /** Ascending. */
   private readonly ranks: number[];
-  readonly latest: number | undefined;
   private readonly lowest: number | undefined;
 
   constructor(latestFirst: readonly MessageDoc[], due: WorkQueue["due"]) {
@@ -202,7 +202,6 @@ class Tail {
     // A group's messages in their own order (as the head's read gives them), not reversed.
     for (const group of this.byRank.values()) group.sort((a, b) => a._id - b._id);
     this.ranks = [...this.byRank.keys()].sort((a, b) => a - b);
-    this.latest = this.ranks.at(-1);
     this.lowest = this.ranks[0];
   }
 
