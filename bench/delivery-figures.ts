@@ -13,6 +13,7 @@ import {
   approvedOtpSender,
   type BenchContext,
   batchBody,
+  batchMessagesIn,
   changeTimes,
   createAccount,
   pacedSends,
@@ -115,7 +116,7 @@ async function carrierLimitedFigure(ctx: BenchContext, kind: "fairness" | "otp")
     const drainPoll = (async () => {
       while (probing && !drained) {
         await sleep(500);
-        drained = (await messages.countDocuments({ batchId: batch.id, status: "ACCEPTED" })) === 0;
+        drained = (await batchMessagesIn(messages, batch.id, "ACCEPTED", 1)) === 0;
       }
     })();
     const loadedSends = await pacedSends(

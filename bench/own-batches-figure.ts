@@ -12,6 +12,7 @@ import { baselineCheckout } from "./baseline-checkout.ts";
 import {
   type BenchContext,
   batchBody,
+  batchMessagesIn,
   changeTimes,
   createAccount,
   postBatch,
@@ -122,7 +123,7 @@ async function ownBatchesRun(ctx: BenchContext, cwd?: string): Promise<RunResult
     /** Accept -> last SENT and last final status change of a small batch, once final (ms). */
     const times = async (small: { id: number; acceptedAt: number }, waitMs: number) => {
       const done = async () =>
-        (await messages.countDocuments({ batchId: small.id, status: { $in: FINAL } })) === SMALL;
+        (await batchMessagesIn(messages, small.id, { $in: FINAL })) === SMALL;
       const deadline = Date.now() + waitMs;
       while (!(await done())) {
         if (Date.now() > deadline) return { sent: Number.NaN, final: Number.NaN };
@@ -152,8 +153,7 @@ async function ownBatchesRun(ctx: BenchContext, cwd?: string): Promise<RunResult
     );
     const bigAcceptedAt = Date.now();
     const smalls = [await postSmall()];
-    const bigDone = async () =>
-      (await messages.countDocuments({ batchId: big.id, status: { $nin: FINAL } })) === 0;
+    const bigDone = async () => (await batchMessagesIn(messages, big.id, { $nin: FINAL }, 1)) === 0;
     let drained = false;
     while (!drained && Date.now() - bigAcceptedAt < 300_000) {
       await sleep(PROBE_INTERVAL_MS);
