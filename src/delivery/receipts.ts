@@ -50,9 +50,7 @@ export class ReceiptHandler {
     }
     const applied = await Promise.all([
       this.apply(ready),
-      overtaking.length === 0
-        ? { retry: [] }
-        : Promise.allSettled([...recordings]).then(() => this.apply(overtaking)),
+      Promise.allSettled([...recordings]).then(() => this.apply(overtaking)),
     ]);
     return { retry: applied.flatMap((result) => result.retry) };
   };
