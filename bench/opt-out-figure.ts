@@ -7,10 +7,10 @@
 //   b. Figure 2 (a 10000-message batch, time to 200) from the listed account, beside insertMany
 //      of the same documents, alternated: <= 1.5 x.
 
+import { openOptOuts, optOutId, optOutKey } from "../src/opt-outs/list.ts";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
-import { openOptOuts, optOutId, optOutKey } from "../src/store/opt-outs.ts";
 import {
   alternated,
   type BenchContext,

@@ -7,7 +7,8 @@
 // <= 2 x quiet + 0.5 s. (Issue 25 found 46.9 s: the small batch waited behind its account's bulk.)
 // BENCH_6B_BEFORE=<ref> runs the same on that commit too and reports it beside (before_*).
 
-import type { MessageDoc, StatusName } from "../src/store/documents.ts";
+import type { StatusName } from "../src/domain/message-status.ts";
+import type { MessageDoc } from "../src/store/documents.ts";
 import { baselineCheckout } from "./baseline-checkout.ts";
 import {
   type BenchContext,

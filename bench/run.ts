@@ -3,9 +3,9 @@
 
 import { cpus, totalmem } from "node:os";
 import { MongoClient } from "mongodb";
+import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
-import { startDatabase } from "../src/store/embedded-mongo.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
 import {
   ADMIN_TOKEN,

@@ -10,8 +10,8 @@
 //      the adapter alone at the same settings.
 // Receipts are on (DELIVRD at once), so the service also stores one receipt per part meanwhile.
 
-import { SmppCarrier } from "../src/delivery/smpp/adapter.ts";
-import { parseSmppUrl } from "../src/delivery/smpp/endpoint.ts";
+import { SmppCarrier } from "../src/delivery/smpp-carrier/adapter.ts";
+import { parseSmppUrl } from "../src/smpp/endpoint.ts";
 import { startSmsc, type TestSmsc } from "../test/support/smsc.ts";
 import { type BenchContext, batchBody, createAccount, postBatch, sleep } from "./common.ts";
 import { median, startProcess } from "./processes.ts";

@@ -12,7 +12,7 @@ import {
 } from "./delivery/routing/carrier-health.ts";
 import type { SmppSettings } from "./delivery/routing/carrier-plan.ts";
 import { SimulatorCarrier } from "./delivery/simulator.ts";
-import { SmppCarrier } from "./delivery/smpp/adapter.ts";
+import { SmppCarrier } from "./delivery/smpp-carrier/adapter.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
 import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";

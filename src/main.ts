@@ -2,11 +2,11 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import { build } from "./app.ts";
 import { type Config, ConfigError, loadConfig } from "./config/config.ts";
+import { startDatabase } from "./dev-database/embedded-mongo.ts";
 import { Shutdown } from "./lifecycle/shutdown.ts";
 import { listenOn, startStep, startupFailure } from "./lifecycle/start-up.ts";
 import { serveMetrics } from "./metrics/server.ts";
 import { connect } from "./store/database.ts";
-import { startDatabase } from "./store/embedded-mongo.ts";
 import { startTracing } from "./tracing/tracing.ts";
 
 // Wires configuration to build() and listens. Everything else lives in build(). Every port

@@ -3,10 +3,10 @@ import type { ClaimedMessage } from "./delivery/delivery-claims.ts";
 import { InboundIntake } from "./inbound/intake.ts";
 import type { Logger } from "./logger.ts";
 import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
-import { OptOutRules } from "./services/opt-out-rules.ts";
+import { type OptOutStore, openOptOuts } from "./opt-outs/list.ts";
+import { OptOutReads } from "./opt-outs/list-reads.ts";
+import { OptOutRules } from "./opt-outs/rules.ts";
 import type { Store } from "./store/database.ts";
-import { OptOutReads } from "./store/opt-out-reads.ts";
-import { type OptOutStore, openOptOuts } from "./store/opt-outs.ts";
 import { IdAllocator } from "./store/sequences.ts";
 
 /** Schedules an account's new work: its delivery and notification lanes, and a worker wake-up. */

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ChangeStreamDocument, ResumeToken } from "mongodb";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDatabase } from "../src/store/embedded-mongo.ts";
+import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import {
   readChangeStream,
   type TestDatabase,

@@ -1,10 +1,10 @@
 /**
  * Vitest global setup: one MongoDB for the whole run (MONGODB_URI, else mongodb-memory-server,
- * else the mongo-java-server emulator; see src/store/embedded-mongo.ts). Test files reach it with
+ * else the mongo-java-server emulator; see src/dev-database/embedded-mongo.ts). Test files reach it with
  * `testDatabase()` from test/support/database.ts, each on a database of its own.
  */
 import type { TestProject } from "vitest/node";
-import { type StartedDatabase, startDatabase } from "../src/store/embedded-mongo.ts";
+import { type StartedDatabase, startDatabase } from "../src/dev-database/embedded-mongo.ts";
 
 let database: StartedDatabase | undefined;
 

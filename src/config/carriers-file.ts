@@ -17,9 +17,9 @@ import {
   type RouteSpec,
   SIMULATOR_WINDOW,
 } from "../delivery/routing/carrier-plan.ts";
-import { parseSmppUrl } from "../delivery/smpp/endpoint.ts";
 import { isKnownCountry } from "../domain/destination.ts";
-import type { DefaultAlphabet } from "../inbound/alphabets.ts";
+import type { DefaultAlphabet } from "../smpp/alphabets.ts";
+import { parseSmppUrl } from "../smpp/endpoint.ts";
 import { CARRIERS_FILE_SCHEMA } from "./carriers-schema.ts";
 
 export class CarriersFileError extends Error {

@@ -3,9 +3,9 @@ import {
   type SmppSettings,
   singleCarrierPlan,
 } from "../delivery/routing/carrier-plan.ts";
-import { parseSmppUrl, type SmppEndpoint } from "../delivery/smpp/endpoint.ts";
-import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../inbound/alphabets.ts";
 import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../smpp/alphabets.ts";
+import { parseSmppUrl, type SmppEndpoint } from "../smpp/endpoint.ts";
 import { CarriersFileError, loadCarriersFile } from "./carriers-file.ts";
 // Configuration from environment variables, validated once at start. Every bad value is reported
 // with its variable name and what was expected, all at once.

@@ -3,11 +3,11 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import type { Batch, ListMessagesRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
 import type { Message } from "../../gen/sms/v1/types_pb.ts";
+import type { StatusName } from "../domain/message-status.ts";
+import { STATUS_NAMES } from "../domain/message-status.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
+import { STATUS_TO_PROTO } from "../domain/status-codes.ts";
 import { batchCounters } from "../rest/messages.ts";
-import { STATUS_TO_PROTO } from "../services/message-resources.ts";
-import { STATUS_NAMES } from "../store/account-summary.ts";
-import type { StatusName } from "../store/documents.ts";
 import {
   badId,
   type Dashboard,

@@ -1,13 +1,13 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config/config.ts";
+import { fieldErrorsOf } from "../errors/api-errors.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { forwardServiceHeaders } from "../rest/call-options.ts";
 import { httpStatusOf } from "../rest/error-handler.ts";
 import { restParameter } from "../rest/parameter-names.ts";
 import type { ServiceClients } from "../rest/service-clients.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
-import { fieldErrorsOf } from "../services/errors.ts";
 import type { DashboardSessions } from "../store/dashboard-sessions.ts";
 import type { Store } from "../store/database.ts";
 

@@ -1,8 +1,8 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import {
-  MessageStatus,
-  NonDeliveryReason,
+  type MessageStatus,
+  type NonDeliveryReason,
   NotificationState,
   OptOutSource,
   OptOutType,
@@ -10,8 +10,9 @@ import {
   SenderNamePurpose,
   type WebhookAttempt,
 } from "../../gen/sms/v1/types_pb.ts";
-import type { OptOutType as OptOutTypeName } from "../domain/opt-out-keywords.ts";
-import type { ReasonName, StatusName } from "../store/documents.ts";
+import type { ReasonName, StatusName } from "../domain/message-status.ts";
+import type { OptOutType as OptOutTypeName } from "../domain/opt-out-type.ts";
+import { reasonNameOf, statusNameOf } from "../domain/status-codes.ts";
 
 // How the dashboard words what the services answer: statuses and non-delivery reasons in the
 // spec's words (its tables "Message status values" and "Reasons for non-delivery"), times in UTC,
@@ -32,22 +33,6 @@ export const REASON_MEANINGS: Record<ReasonName, string> = {
   "SIM card full": "The handset's SIM card is full",
   Unroutable:
     "No route to the network found (usually the controlling network of the number cannot be determined)",
-};
-
-const STATUS_NAMES: Partial<Record<MessageStatus, StatusName>> = {
-  [MessageStatus.ACCEPTED]: "ACCEPTED",
-  [MessageStatus.SENT]: "SENT",
-  [MessageStatus.DELIVERED]: "DELIVERED",
-  [MessageStatus.SEND_ERROR]: "SEND_ERROR",
-  [MessageStatus.DELIVERY_ERROR]: "DELIVERY_ERROR",
-};
-
-const REASON_NAMES: Partial<Record<NonDeliveryReason, ReasonName>> = {
-  [NonDeliveryReason.UNDELIVERED]: "Undelivered",
-  [NonDeliveryReason.UNREACHABLE]: "Unreachable",
-  [NonDeliveryReason.EXPIRED]: "Expired",
-  [NonDeliveryReason.SIM_CARD_FULL]: "SIM card full",
-  [NonDeliveryReason.UNROUTABLE]: "Unroutable",
 };
 
 const NOTIFICATION_STATES: Record<NotificationState, string> = {
@@ -85,10 +70,10 @@ const OPT_OUT_SOURCES: Record<OptOutSource, string> = {
 
 export const optOutSourceText = (source: OptOutSource): string => OPT_OUT_SOURCES[source] ?? "";
 
-export const statusName = (status: MessageStatus): string => STATUS_NAMES[status] ?? "";
+export const statusName = (status: MessageStatus): string => statusNameOf(status) ?? "";
 
 export function reasonOf(reason: NonDeliveryReason): { name: string; meaning: string } | undefined {
-  const name = REASON_NAMES[reason];
+  const name = reasonNameOf(reason);
   return name ? { name, meaning: REASON_MEANINGS[name] } : undefined;
 }
 

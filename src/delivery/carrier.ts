@@ -1,3 +1,4 @@
+import type { ReasonName } from "../domain/message-status.ts";
 /**
  * The carrier port (design "Message lifecycle"): how the delivery worker hands message parts to an
  * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and, later,
@@ -11,7 +12,6 @@
  *   again later (the worker lists the ones whose part it cannot match yet, e.g. a receipt that
  *   overtook the recording of the submission). A receipt carries only the carrier's id, as SMPP's do.
  */
-import type { ReasonName } from "../store/documents.ts";
 
 export interface CarrierPart {
   /** The message the part belongs to. */

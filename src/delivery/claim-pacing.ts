@@ -12,9 +12,10 @@
  * what it did not claim; a round that claimed more (a first message longer than its share) leaves
  * the bucket in debt, which the next rounds wait for.
  */
+
+import { TokenBucket, Window } from "../scheduling/throttle.ts";
 import type { CarrierLimits } from "./carrier.ts";
 import { TYPICAL_LONGEST_MESSAGE } from "./submission.ts";
-import { TokenBucket, Window } from "./throttle.ts";
 
 /** Parts claimed ahead of a carrier without a throughput limit at least (one bind's window is 10). */
 const UNLIMITED_AHEAD_MINIMUM = 100;

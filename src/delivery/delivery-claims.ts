@@ -5,8 +5,8 @@
  */
 import type { Collection } from "mongodb";
 import { deliveryRank } from "../domain/delivery-priority.ts";
+import { type ClaimOptions, claimDue, type WorkQueue } from "../scheduling/claims.ts";
 import type { MessageDoc } from "../store/documents.ts";
-import { type ClaimOptions, claimDue, type WorkQueue } from "./scheduling/claims.ts";
 
 /**
  * Crash safety: the claim's own update counts a submission attempt (`submitAttempts`) before the

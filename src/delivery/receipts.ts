@@ -3,10 +3,11 @@
  * notification lanes of the accounts concerned. Receipts whose part cannot be matched yet are
  * handed back to the carrier to be offered again (at least once; see carrier.ts).
  */
+
+import type { LaneMarker } from "../scheduling/lanes.ts";
 import type { Store } from "../store/database.ts";
 import { applyReceipts, type ReceiptUpdate } from "../store/receipts.ts";
 import type { CarrierReceipt, ReceiptHandlerResult } from "./carrier.ts";
-import type { LaneMarker } from "./scheduling/lanes.ts";
 
 export class ReceiptHandler {
   /** Messages this instance submitted, by id, with the promise of their submission's record. */

@@ -1,4 +1,4 @@
-import type { ReasonName } from "../store/documents.ts";
+import type { ReasonName } from "../domain/message-status.ts";
 
 // The simulator's outcome by destination number, exactly per the design table: numbers starting
 // with +999 and ending in

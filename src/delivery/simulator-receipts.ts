@@ -5,9 +5,10 @@
  * collection, deleted once the handler acknowledged them, offered again with a backoff when it
  * asked for that. The simulator carrier (simulator.ts) decides when to claim and hand them over.
  */
+
 import type { Collection } from "mongodb";
+import type { ReasonName } from "../domain/message-status.ts";
 import type { Logger } from "../logger.ts";
-import type { ReasonName } from "../store/documents.ts";
 import { idsIn } from "../store/id-ranges.ts";
 import type { CarrierReceipt } from "./carrier.ts";
 

@@ -15,6 +15,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "../logger.ts";
+import { TokenBucket } from "../scheduling/throttle.ts";
 import type {
   Carrier,
   CarrierLimits,
@@ -25,7 +26,6 @@ import type {
 import { DueAlarm } from "./due-alarm.ts";
 import { simulatedOutcome } from "./simulator-numbers.ts";
 import { type SimulatorReceiptDoc, SimulatorReceipts } from "./simulator-receipts.ts";
-import { TokenBucket } from "./throttle.ts";
 
 export interface SimulatorCarrierOptions {
   /** The service's database (`store.db`); the simulator keeps its receipts in `collectionName`. */

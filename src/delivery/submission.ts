@@ -13,6 +13,7 @@
  */
 import type { Collection } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
+import type { Window } from "../scheduling/throttle.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { ServerClock } from "../store/server-clock.ts";
 import { submissionSpans } from "../tracing/work-spans.ts";
@@ -30,7 +31,6 @@ import {
   type SubmissionOutcome,
 } from "./delivery-queue.ts";
 import type { SubmissionRecorder } from "./submission-recorder.ts";
-import type { Window } from "./throttle.ts";
 
 /** What working a claim did, for the worker's counters and the lanes to mark (sent and send errors are counted by the recorder). */
 export interface ClaimOutcome {

@@ -24,19 +24,19 @@
 
 import type { Filter } from "mongodb";
 import type { Logger } from "../logger.ts";
+import { accountsWithOverdueWork } from "../scheduling/claims.ts";
+import { FairLanes, LaneMarker } from "../scheduling/lanes.ts";
+import { DEFAULT_LEASE_MS, LeaseKeeper } from "../scheduling/lease-keeper.ts";
+import { WakeSignal } from "../scheduling/wake-signal.ts";
 import type { Store } from "../store/database.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
+import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
 import { ReceiptHandler } from "./receipts.ts";
-import { accountsWithOverdueWork } from "./scheduling/claims.ts";
-import { DeliveryRounds, type LaneClaim } from "./scheduling/delivery-rounds.ts";
-import { FairLanes, LaneMarker } from "./scheduling/lanes.ts";
-import { DEFAULT_LEASE_MS, LeaseKeeper } from "./scheduling/lease-keeper.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
-import { WakeSignal } from "./wake-signal.ts";
 
 /** Claim rounds running side by side at most. */
 const ROUNDS_AT_ONCE = 2;

@@ -3,38 +3,37 @@
  * (spec "States and transitions", design "Message lifecycle", "Multi-part status", "Batch counters").
  */
 
-export const MessageStatus = {
-  ACCEPTED: "ACCEPTED",
-  SENT: "SENT",
-  DELIVERED: "DELIVERED",
-  SEND_ERROR: "SEND_ERROR",
-  DELIVERY_ERROR: "DELIVERY_ERROR",
-} as const;
-export type MessageStatus = (typeof MessageStatus)[keyof typeof MessageStatus];
-export const MESSAGE_STATUSES: readonly MessageStatus[] = Object.values(MessageStatus);
+/** A message's status as stored, written on REST and in webhooks (the spec's names). */
+export const STATUS_NAMES = [
+  "ACCEPTED",
+  "SENT",
+  "DELIVERED",
+  "SEND_ERROR",
+  "DELIVERY_ERROR",
+] as const;
+export type StatusName = (typeof STATUS_NAMES)[number];
 
-/** Reasons for non-delivery; they go with DELIVERY_ERROR only. */
-export const NonDeliveryReason = {
-  UNDELIVERED: "Undelivered",
-  UNREACHABLE: "Unreachable",
-  EXPIRED: "Expired",
-  SIM_CARD_FULL: "SIM card full",
-  UNROUTABLE: "Unroutable",
-} as const;
-export type NonDeliveryReason = (typeof NonDeliveryReason)[keyof typeof NonDeliveryReason];
-export const NON_DELIVERY_REASONS: readonly NonDeliveryReason[] = Object.values(NonDeliveryReason);
+/** Reasons for non-delivery, in the spec's words; they go with DELIVERY_ERROR only. */
+export const REASON_NAMES = [
+  "Undelivered",
+  "Unreachable",
+  "Expired",
+  "SIM card full",
+  "Unroutable",
+] as const;
+export type ReasonName = (typeof REASON_NAMES)[number];
 
-export function isMessageStatus(s: string): s is MessageStatus {
-  return (MESSAGE_STATUSES as readonly string[]).includes(s);
+export function isStatusName(s: string): s is StatusName {
+  return (STATUS_NAMES as readonly string[]).includes(s);
 }
 
-export function isNonDeliveryReason(s: string): s is NonDeliveryReason {
-  return (NON_DELIVERY_REASONS as readonly string[]).includes(s);
+export function isReasonName(s: string): s is ReasonName {
+  return (REASON_NAMES as readonly string[]).includes(s);
 }
 
 /** Spec rule: resending an Expired message may succeed; for any other reason it most likely fails. */
-export function isRetryableReason(reason: NonDeliveryReason): boolean {
-  return reason === NonDeliveryReason.EXPIRED;
+export function isRetryableReason(reason: ReasonName): boolean {
+  return reason === "Expired";
 }
 
 /**
@@ -45,7 +44,7 @@ export function isRetryableReason(reason: NonDeliveryReason): boolean {
  * - SENT → DELIVERED, SENT → DELIVERY_ERROR (receipt with a reason, or Expired when no receipt within ttl).
  * DELIVERED, SEND_ERROR and DELIVERY_ERROR are final.
  */
-const TRANSITIONS: Readonly<Record<MessageStatus, readonly MessageStatus[]>> = {
+const TRANSITIONS: Readonly<Record<StatusName, readonly StatusName[]>> = {
   ACCEPTED: ["SENT", "SEND_ERROR", "DELIVERY_ERROR"],
   SENT: ["DELIVERED", "DELIVERY_ERROR"],
   DELIVERED: [],
@@ -53,20 +52,17 @@ const TRANSITIONS: Readonly<Record<MessageStatus, readonly MessageStatus[]>> = {
   DELIVERY_ERROR: [],
 };
 
-export function canTransition(from: MessageStatus, to: MessageStatus): boolean {
+export function canTransition(from: StatusName, to: StatusName): boolean {
   return TRANSITIONS[from].includes(to);
 }
 
-export function isFinal(status: MessageStatus): boolean {
+export function isFinal(status: StatusName): boolean {
   return TRANSITIONS[status].length === 0;
 }
 
 /** DELIVERY_ERROR must carry a reason; every other status carries none. */
-export function isValidReasonFor(
-  status: MessageStatus,
-  reason: NonDeliveryReason | undefined,
-): boolean {
-  return status === MessageStatus.DELIVERY_ERROR ? reason !== undefined : reason === undefined;
+export function isValidReasonFor(status: StatusName, reason: ReasonName | undefined): boolean {
+  return status === "DELIVERY_ERROR" ? reason !== undefined : reason === undefined;
 }
 
 /**
@@ -79,7 +75,7 @@ export function isValidReasonFor(
  * A single part's status is the message's. The result of this memoryless rule can move from
  * SEND_ERROR to DELIVERY_ERROR as later parts fail; use `nextMessageStatus` to keep a final status.
  */
-export function combinePartStatuses(partStatuses: readonly MessageStatus[]): MessageStatus {
+export function combinePartStatuses(partStatuses: readonly StatusName[]): StatusName {
   if (partStatuses.length === 0) throw new RangeError("a message has at least one part");
   let sendError = false;
   let allDelivered = true;
@@ -102,9 +98,9 @@ export function combinePartStatuses(partStatuses: readonly MessageStatus[]): Mes
  * directly if several parts moved at once; whether to notify the skipped SENT is the caller's choice.
  */
 export function nextMessageStatus(
-  current: MessageStatus,
-  partStatuses: readonly MessageStatus[],
-): MessageStatus {
+  current: StatusName,
+  partStatuses: readonly StatusName[],
+): StatusName {
   return isFinal(current) ? current : combinePartStatuses(partStatuses);
 }
 
@@ -121,7 +117,7 @@ export interface BatchCounters {
  * deliveredCount = DELIVERED; undeliveredCount = DELIVERY_ERROR + SEND_ERROR;
  * isActive while delivered + undelivered < accepted.
  */
-export function batchCounters(acceptedStatuses: Iterable<MessageStatus>): BatchCounters {
+export function batchCounters(acceptedStatuses: Iterable<StatusName>): BatchCounters {
   let accepted = 0;
   let sentCount = 0;
   let deliveredCount = 0;

@@ -3,8 +3,8 @@ import { create, type DescMethod, fromBinary, type Message, toBinary } from "@bu
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+import { errorReasonOf, fieldErrors, fieldErrorsOf, type Reason } from "../errors/api-errors.ts";
 import type { IdempotentCalls } from "../services/call-guards.ts";
-import { errorReasonOf, fieldErrors, fieldErrorsOf, type Reason } from "../services/errors.ts";
 import type { KeyStore, StoredAnswer } from "./key-store.ts";
 
 // The rule of the design, once for both doors: a call that creates something (SendMessage,

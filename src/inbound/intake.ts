@@ -23,8 +23,9 @@
  *   delivers again later): nothing is acknowledged that is not stored.
  */
 import type { Db } from "mongodb";
-import { optOutTypeOf } from "../domain/opt-out-keywords.ts";
 import type { Logger } from "../logger.ts";
+import { optOutTypeOf } from "../opt-outs/keywords.ts";
+import { type DefaultAlphabet, decodeText } from "../smpp/alphabets.ts";
 import {
   type InboundMessageDoc,
   inboundMessagesByIds,
@@ -41,7 +42,6 @@ import {
 } from "../store/inbound-parts.ts";
 import { ownersOfNumbers } from "../store/numbers.ts";
 import type { IdAllocator } from "../store/sequences.ts";
-import { type DefaultAlphabet, decodeText } from "./alphabets.ts";
 import { assembledKey, groupKey, type MoPart, numberCandidates, partKey } from "./mo-part.ts";
 import { assemble } from "./reassembly.ts";
 

@@ -4,7 +4,7 @@
  * its place. Pure helpers: the keys that tell a redelivery from a new MO, and the addresses.
  */
 import { createHash } from "node:crypto";
-import type { Concatenation } from "./concatenation.ts";
+import type { Concatenation } from "../smpp/concatenation.ts";
 
 export interface MoPart {
   /** The carrier connection it came on: parts and redeliveries are matched within it. */

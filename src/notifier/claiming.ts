@@ -2,7 +2,7 @@
  * Claiming of due notifications (design "Status webhooks" and "Scheduling: fair and prioritized").
  *
  * A message whose first pending notification is due (`notifyAt`) is claimed atomically before it
- * is sent, so only one instance sends it (src/delivery/scheduling/claims.ts for the mechanics).
+ * is sent, so only one instance sends it (src/scheduling/claims.ts for the mechanics).
  * Claims are taken by account lane (`FairLanes`, queue "notify"): each round takes turns on the due
  * lanes least recently served first, on every instance alike, splits the round's capacity between
  * them and claims each lane's share in due order; a lane that gives less than its share is settled
@@ -20,6 +20,7 @@
  * `notifyLease`.
  */
 import type { Collection } from "mongodb";
+import type { Logger } from "../logger.ts";
 import {
   accountsWithOverdueWork,
   type ClaimOptions,
@@ -27,10 +28,9 @@ import {
   nextDueAt,
   type QueuedDoc,
   type WorkQueue,
-} from "../delivery/scheduling/claims.ts";
-import { FairLanes, LaneMarker, type Turn } from "../delivery/scheduling/lanes.ts";
-import { LeaseKeeper } from "../delivery/scheduling/lease-keeper.ts";
-import type { Logger } from "../logger.ts";
+} from "../scheduling/claims.ts";
+import { FairLanes, LaneMarker, type Turn } from "../scheduling/lanes.ts";
+import { LeaseKeeper } from "../scheduling/lease-keeper.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, LaneQueue, MessageDoc } from "../store/documents.ts";
@@ -61,7 +61,7 @@ export const NOTIFY_QUEUE: WorkQueue = {
 
 /**
  * Claims up to `limit` messages with a due notification (`options.filter`, e.g. one account's);
- * see src/delivery/scheduling/claims.ts.
+ * see src/scheduling/claims.ts.
  */
 export function claimDueNotifications(
   messages: Collection<MessageDoc>,

@@ -2,7 +2,7 @@
  * Claiming inbound messages' webhooks (design "Two-way messaging": "in order per (account,
  * from)"). An inbound message stored while its account had an inbound URL carries its webhook and
  * `notifyAt`, as a message carries its status notifications, and is claimed the same way
- * (src/delivery/scheduling/claims.ts) through its account's `inbound` lane.
+ * (src/scheduling/claims.ts) through its account's `inbound` lane.
  *
  * Order per sender: a claimed message is sent only when every older message of its sender whose
  * webhook is still pending is in the same claim (the notifier then sends them one after the
@@ -10,7 +10,7 @@
  * once when that one's webhook is delivered or given up (inbound-records.ts wakes it).
  */
 import type { Collection, Filter } from "mongodb";
-import { claimDue, type WorkQueue } from "../delivery/scheduling/claims.ts";
+import { claimDue, type WorkQueue } from "../scheduling/claims.ts";
 import type { InboundMessageDoc } from "../store/inbound-messages.ts";
 import { NOTIFY_QUEUE } from "./claiming.ts";
 

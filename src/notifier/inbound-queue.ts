@@ -11,9 +11,9 @@
  */
 
 import type { Db } from "mongodb";
-import { LaneMarker } from "../delivery/scheduling/lanes.ts";
 import type { InboundWebhooks } from "../inbound/intake.ts";
 import type { Logger } from "../logger.ts";
+import { LaneMarker } from "../scheduling/lanes.ts";
 import type { Store } from "../store/database.ts";
 import type { InboundMessageDoc } from "../store/inbound-messages.ts";
 

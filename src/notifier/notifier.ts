@@ -24,8 +24,8 @@
  *   marked due at that time.
  */
 
-import { WakeSignal } from "../delivery/wake-signal.ts";
 import type { Logger } from "../logger.ts";
+import { WakeSignal } from "../scheduling/wake-signal.ts";
 import type { Store } from "../store/database.ts";
 import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { ClaimBudget } from "./claim-budget.ts";

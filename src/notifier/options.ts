@@ -2,10 +2,11 @@
  * The notifier's options and their defaults (README "Configuration" for the environment variables
  * that set some of them in the service).
  */
-import { DEFAULT_LEASE_MS } from "../delivery/scheduling/lease-keeper.ts";
+
 import type { Logger } from "../logger.ts";
 import type { ChangeStreamMetrics } from "../metrics/change-stream.ts";
 import type { WebhookMetrics } from "../metrics/webhooks.ts";
+import { DEFAULT_LEASE_MS } from "../scheduling/lease-keeper.ts";
 import type { Store } from "../store/database.ts";
 import { RESUME_TOKEN_KEY } from "./resume-token.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "./retry-schedule.ts";

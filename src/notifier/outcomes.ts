@@ -5,7 +5,8 @@
  * for later when its retry is not due yet, or put back unattempted. Pure: the notifier counts, logs,
  * sends and records.
  */
-import type { StatusName, WebhookAttemptDoc } from "../store/documents.ts";
+import type { StatusName } from "../domain/message-status.ts";
+import type { WebhookAttemptDoc } from "../store/documents.ts";
 import { checkCallbackUrl } from "./address-guard.ts";
 import type { NotifyingMessage, WebhookAccount } from "./claiming.ts";
 import type { DispatchTask } from "./dispatch.ts";

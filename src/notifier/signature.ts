@@ -8,23 +8,19 @@
  * the place of the body. An inbound message's webhook is a POST: its body is signed, as Standard
  * Webhooks has it. The key is the base64-decoded part of the account's `whsec_...` secret.
  */
-import { createHmac, createSecretKey, randomBytes } from "node:crypto";
-import { sameSecret } from "../store/credentials.ts";
-import { cachePerKey } from "./per-key-cache.ts";
 
-const SECRET_PREFIX = "whsec_";
+import { createHmac, createSecretKey } from "node:crypto";
+import { sameSecret, WEBHOOK_SECRET_PREFIX } from "../domain/credentials.ts";
+import { cachePerKey } from "./per-key-cache.ts";
 
 /** The HMAC key of a Standard Webhooks secret (`whsec_<base64>`; the prefix is optional). */
 export function webhookSecretKey(secret: string): Buffer {
-  const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  const encoded = secret.startsWith(WEBHOOK_SECRET_PREFIX)
+    ? secret.slice(WEBHOOK_SECRET_PREFIX.length)
+    : secret;
   const key = Buffer.from(encoded, "base64");
   if (key.length === 0) throw new RangeError("empty webhook secret");
   return key;
-}
-
-/** A new random secret in Standard Webhooks format (24 random bytes). */
-export function generateWebhookSecret(): string {
-  return SECRET_PREFIX + randomBytes(24).toString("base64");
 }
 
 /**

@@ -8,8 +8,9 @@
  * where the kind allows it. A kind says only what differs: how claimed documents group, the plan,
  * the request, the outcome of a request, what follows an outcome, and a put-back's outcomes.
  */
-import type { QueuedDoc } from "../delivery/scheduling/claims.ts";
+
 import type { Logger } from "../logger.ts";
+import type { QueuedDoc } from "../scheduling/claims.ts";
 import type { Store } from "../store/database.ts";
 import type { NotificationState, WebhookAttemptDoc } from "../store/documents.ts";
 import {

@@ -1,4 +1,4 @@
-import { TokenBucket } from "../delivery/throttle.ts";
+import { TokenBucket } from "../scheduling/throttle.ts";
 
 /**
  * One token bucket per key (an account, a client address), created full on first use. Buckets

@@ -1,5 +1,5 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
-import { fieldErrors } from "../services/errors.ts";
+import { fieldErrors } from "../errors/api-errors.ts";
 
 // Bodies over 1 MiB (only POST /sms-batch and SendBatch take them) cost up to a few hundred MB and
 // a parse off the main thread each: few may be read at once, per client address and in all. A

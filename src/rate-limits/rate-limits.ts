@@ -1,5 +1,5 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
-import { fieldErrors, type Reason } from "../services/errors.ts";
+import { fieldErrors, type Reason } from "../errors/api-errors.ts";
 import { type Policy, refusalHeaders } from "./headers.ts";
 import { KeyedBuckets } from "./keyed-buckets.ts";
 

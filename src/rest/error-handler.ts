@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { TTL_ERROR, tooLong } from "../domain/limits.ts";
-import { errorReasonOf, fieldErrorsOf } from "../services/errors.ts";
+import { errorReasonOf, fieldErrorsOf } from "../errors/api-errors.ts";
 import { forwardServiceHeaders } from "./call-options.ts";
 import { restParameter } from "./parameter-names.ts";
 

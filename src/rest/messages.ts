@@ -1,12 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Batch, SendBatchResponse } from "../../gen/sms/v1/messaging_pb.ts";
-import { type Message, MessageStatus } from "../../gen/sms/v1/types_pb.ts";
+import type { Message } from "../../gen/sms/v1/types_pb.ts";
 import { type BatchCounters, batchCounters as countersOf } from "../domain/message-status.ts";
+import { statusNameOf } from "../domain/status-codes.ts";
 import { COUNTED_REQUEST } from "../services/call-guards.ts";
 import { BATCH_SUMMARY } from "../services/message-lists.ts";
 import { BATCH_MESSAGE_PAGES } from "../services/page-tokens.ts";
 import { MICROS } from "../store/accounts.ts";
-import type { StatusName } from "../store/documents.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
 import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
@@ -32,15 +32,6 @@ interface SendBatchBody extends Credentials {
   statusCallback?: string;
   name?: string;
 }
-
-export const STATUS_NAME: Record<MessageStatus, StatusName> = {
-  [MessageStatus.UNSPECIFIED]: "ACCEPTED",
-  [MessageStatus.ACCEPTED]: "ACCEPTED",
-  [MessageStatus.SENT]: "SENT",
-  [MessageStatus.DELIVERED]: "DELIVERED",
-  [MessageStatus.SEND_ERROR]: "SEND_ERROR",
-  [MessageStatus.DELIVERY_ERROR]: "DELIVERY_ERROR",
-};
 
 /** Form values are text: a ttl of digits becomes the integer the schema expects; "" is absent. */
 async function formTtlToInteger(request: FastifyRequest): Promise<void> {
@@ -69,7 +60,7 @@ export function renderMessage(message: Message) {
     to: message.to,
     from: message.sender,
     text: message.text,
-    status: STATUS_NAME[message.status],
+    status: statusNameOf(message.status) ?? "ACCEPTED",
     ...(message.segments.length > 0 && {
       segments: message.segments.map((s) => ({ id: Number(s.id), text: s.text })),
     }),
@@ -117,7 +108,7 @@ function renderBatchInfo(batch: Batch, messages: Message[]) {
     id: Number(m.id),
     from: m.sender,
     to: m.to,
-    status: STATUS_NAME[m.status],
+    status: statusNameOf(m.status) ?? "ACCEPTED",
   }));
   const progress = countersOf(rendered.map((m) => m.status));
   return {

@@ -3,6 +3,13 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, type ServiceImpl } from "@connectrpc/connect";
 import { type Account, AccountSchema, type AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { assignedNumberForm } from "../domain/assigned-numbers.ts";
+import {
+  cannotBeEmpty,
+  type FieldMessages,
+  fieldErrors,
+  invalidArgument,
+  notFound,
+} from "../errors/api-errors.ts";
 import { addCredit, createAccount, updateAccount } from "../store/accounts.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
@@ -11,13 +18,6 @@ import type { AccountDirectory } from "./account-directory.ts";
 import { type TwoWayAdminDeps, twoWayAdmin } from "./admin-two-way.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
-import {
-  cannotBeEmpty,
-  type FieldMessages,
-  fieldErrors,
-  invalidArgument,
-  notFound,
-} from "./errors.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
 export interface AdminDeps extends TwoWayAdminDeps {

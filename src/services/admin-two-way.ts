@@ -11,8 +11,22 @@ import {
 import { ASSIGNED_NUMBER_ERROR, assignedNumberForm } from "../domain/assigned-numbers.ts";
 import { PHONE_NUMBER_PATTERN } from "../domain/phone-numbers.ts";
 import { validateText } from "../domain/segments.ts";
+import {
+  cannotBeEmpty,
+  type FieldMessages,
+  fieldErrors,
+  invalidArgument,
+  notFound,
+} from "../errors/api-errors.ts";
 import type { MoPart } from "../inbound/mo-part.ts";
 import { partKey } from "../inbound/mo-part.ts";
+import {
+  checkOptOutNumber,
+  notRemovable,
+  optOutNotFound,
+  optOutResource,
+} from "../opt-outs/resources.ts";
+import type { OptOutRules } from "../opt-outs/rules.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import { inboundMessagesCollection } from "../store/inbound-messages.ts";
@@ -21,21 +35,7 @@ import { assignNumber, type NumberDoc, NumberTaken, numbersCollection } from "..
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
-import {
-  cannotBeEmpty,
-  type FieldMessages,
-  fieldErrors,
-  invalidArgument,
-  notFound,
-} from "./errors.ts";
 import { inboundResource } from "./inbound-service.ts";
-import {
-  checkOptOutNumber,
-  notRemovable,
-  optOutNotFound,
-  optOutResource,
-} from "./opt-out-resources.ts";
-import type { OptOutRules } from "./opt-out-rules.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 type TwoWayMethods =

@@ -1,8 +1,8 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
-import { sameSecret, secretMatches } from "../store/credentials.ts";
+import { sameSecret, secretMatches } from "../domain/credentials.ts";
+import { cannotBeEmpty, unauthenticated } from "../errors/api-errors.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
 import { asUnavailable } from "./database-deadlines.ts";
-import { cannotBeEmpty, unauthenticated } from "./errors.ts";
 
 const WRONG_CREDENTIALS = "apiKey and apiSecret do not match an account";
 

@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { type BatchMessageError, BatchMessageErrorSchema } from "../../gen/sms/v1/messaging_pb.ts";
-import { canonicalNumber } from "../store/opt-outs.ts";
-import type { FieldMessages, Reason } from "./errors.ts";
+import type { FieldMessages, Reason } from "../errors/api-errors.ts";
+import { canonicalNumber } from "../opt-outs/list.ts";
+import { OPTED_OUT_MESSAGE } from "../opt-outs/resources.ts";
 import type { CheckedMessage } from "./message-intake.ts";
-import { OPTED_OUT_MESSAGE } from "./opt-out-resources.ts";
 
 // The rejected messages of a batch (SendBatchResponse.errors): invalid ones, and those to
 // numbers on the account's opt-out list, in index order.

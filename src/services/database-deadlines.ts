@@ -5,9 +5,9 @@ import {
   type HandlerContext,
   type ServiceImpl,
 } from "@connectrpc/connect";
+import { unavailable } from "../errors/api-errors.ts";
 import { Deadline, DeadlineExceeded } from "../store/deadline.ts";
 import { isUnavailable, OutcomeUnknown } from "../store/write-outcomes.ts";
-import { unavailable } from "./errors.ts";
 import { guarded } from "./guarded.ts";
 
 // Every call has a deadline (SMS_REQUEST_TIMEOUT_MS): it is answered UNAVAILABLE (REST 503 with

@@ -12,8 +12,9 @@ import {
   InboundMessageSchema,
   OptOutType,
 } from "../../gen/sms/v1/types_pb.ts";
-import { keywordReply, keywordReplyError } from "../domain/keyword-replies.ts";
-import type { OptOutType as TypeName } from "../domain/opt-out-keywords.ts";
+import type { OptOutType as TypeName } from "../domain/opt-out-type.ts";
+import { type FieldMessages, invalidArgument, notFound } from "../errors/api-errors.ts";
+import { keywordReply, keywordReplyError } from "../opt-outs/keyword-replies.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import {
@@ -27,7 +28,6 @@ import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { deadlineOf } from "./database-deadlines.ts";
-import { type FieldMessages, invalidArgument, notFound } from "./errors.ts";
 import { webhookProgress } from "./message-resources.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 

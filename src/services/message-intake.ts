@@ -2,8 +2,8 @@ import type { PricedDestination, Routing } from "../delivery/routing/routing.ts"
 import { isOwnNumber } from "../domain/assigned-numbers.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { segmentText, textErrorMessage } from "../domain/segments.ts";
+import { cannotBeEmpty, type FieldMessages } from "../errors/api-errors.ts";
 import type { AccountView } from "./account-directory.ts";
-import { cannotBeEmpty, type FieldMessages } from "./errors.ts";
 
 // Validation of one message's fields, shared by single sends and every message of a batch.
 

@@ -9,6 +9,8 @@ import type {
   ListMessagesResponse,
 } from "../../gen/sms/v1/messaging_pb.ts";
 import { MessageStatus } from "../../gen/sms/v1/types_pb.ts";
+import { statusNameOf } from "../domain/status-codes.ts";
+import { fieldErrors, notFound } from "../errors/api-errors.ts";
 import type { Store } from "../store/database.ts";
 import {
   findBatchMessagePage,
@@ -20,13 +22,11 @@ import {
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { deadlineOf } from "./database-deadlines.ts";
-import { fieldErrors, notFound } from "./errors.ts";
 import {
   batchResource,
   messageProjection,
   messageResource,
   messageSummary,
-  STATUS_FROM_PROTO,
   SUMMARY_PROJECTION,
 } from "./message-resources.ts";
 import {
@@ -139,7 +139,7 @@ export const batchNotFound = (field: string, id: bigint) =>
 function messageFilter(accountId: string, req: ListMessagesRequest): MessageFilter {
   const filter: MessageFilter = { accountId };
   if (req.status !== MessageStatus.UNSPECIFIED) {
-    const status = STATUS_FROM_PROTO[req.status];
+    const status = statusNameOf(req.status);
     if (!status) {
       throw fieldErrors(Code.InvalidArgument, { status: `status ${req.status} is not a status` });
     }

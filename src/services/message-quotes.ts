@@ -15,7 +15,7 @@ import {
 import type { NumberType as TypeName } from "../domain/destination.ts";
 import { isValidPhoneNumber, PHONE_NUMBER_ERROR } from "../domain/phone-numbers.ts";
 import { textErrorMessage, validateText } from "../domain/segments.ts";
-import { cannotBeEmpty, type FieldMessages, invalidArgument } from "./errors.ts";
+import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import type { IntakePolicy } from "./message-intake.ts";
 
 const NUMBER_TYPES: Record<TypeName, NumberType> = {

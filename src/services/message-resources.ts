@@ -4,43 +4,16 @@ import { type Batch, BatchSchema } from "../../gen/sms/v1/messaging_pb.ts";
 import {
   type Message,
   MessageSchema,
-  MessageStatus,
   MessageView,
   NonDeliveryReason,
   NotificationState,
 } from "../../gen/sms/v1/types_pb.ts";
 import type { BatchCounters } from "../domain/message-status.ts";
-import type {
-  BatchDoc,
-  MessageDoc,
-  NotificationDoc,
-  ReasonName,
-  SegmentDoc,
-  StatusName,
-} from "../store/documents.ts";
+import { REASON_TO_PROTO, STATUS_TO_PROTO } from "../domain/status-codes.ts";
+import type { BatchDoc, MessageDoc, NotificationDoc, SegmentDoc } from "../store/documents.ts";
 
 // Stored documents as the contract's resources: the same Message for SendMessage, GetMessage and
 // every list, the same Batch for SendBatch, GetBatch and ListBatches.
-
-export const STATUS_TO_PROTO: Record<StatusName, MessageStatus> = {
-  ACCEPTED: MessageStatus.ACCEPTED,
-  SENT: MessageStatus.SENT,
-  DELIVERED: MessageStatus.DELIVERED,
-  SEND_ERROR: MessageStatus.SEND_ERROR,
-  DELIVERY_ERROR: MessageStatus.DELIVERY_ERROR,
-};
-
-export const STATUS_FROM_PROTO = Object.fromEntries(
-  Object.entries(STATUS_TO_PROTO).map(([name, status]) => [status, name]),
-) as Partial<Record<MessageStatus, StatusName>>;
-
-export const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {
-  Undelivered: NonDeliveryReason.UNDELIVERED,
-  Unreachable: NonDeliveryReason.UNREACHABLE,
-  Expired: NonDeliveryReason.EXPIRED,
-  "SIM card full": NonDeliveryReason.SIM_CARD_FULL,
-  Unroutable: NonDeliveryReason.UNROUTABLE,
-};
 
 const NOTIFICATION_STATE_TO_PROTO: Record<NotificationDoc["state"], NotificationState> = {
   pending: NotificationState.PENDING,

@@ -7,21 +7,6 @@ import {
   validateTtl,
 } from "../domain/limits.ts";
 import { batchCounters } from "../domain/message-status.ts";
-import type { IntakeMetrics } from "../metrics/intake.ts";
-import { MICROS } from "../store/accounts.ts";
-import { discardBatch, storeBatch } from "../store/batch-commits.ts";
-import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
-import type { Store } from "../store/database.ts";
-import type { MessageDoc, PendingCharge } from "../store/documents.ts";
-import type { MessageWriter } from "../store/message-writer.ts";
-import type { OptOutReads } from "../store/opt-out-reads.ts";
-import { type IdAllocator, reserveIds } from "../store/sequences.ts";
-import { currentTraceCarrier } from "../tracing/tracing.ts";
-import type { AccountDirectory } from "./account-directory.ts";
-import { authenticateAccount } from "./authentication.ts";
-import { mergeByIndex, rejection, withoutOptedOut } from "./batch-rejections.ts";
-import { checkCallbackUrl } from "./callback-urls.ts";
-import { deadlineOf } from "./database-deadlines.ts";
 import {
   cannotBeEmpty,
   type FieldMessages,
@@ -29,7 +14,23 @@ import {
   invalidArgument,
   notFound,
   unavailable,
-} from "./errors.ts";
+} from "../errors/api-errors.ts";
+import type { IntakeMetrics } from "../metrics/intake.ts";
+import type { OptOutReads } from "../opt-outs/list-reads.ts";
+import { recipientOptedOut } from "../opt-outs/resources.ts";
+import { MICROS } from "../store/accounts.ts";
+import { discardBatch, storeBatch } from "../store/batch-commits.ts";
+import { type ChargeConfirmations, chargeThenStore, type DebitResult } from "../store/charges.ts";
+import type { Store } from "../store/database.ts";
+import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { MessageWriter } from "../store/message-writer.ts";
+import { type IdAllocator, reserveIds } from "../store/sequences.ts";
+import { currentTraceCarrier } from "../tracing/tracing.ts";
+import type { AccountDirectory } from "./account-directory.ts";
+import { authenticateAccount } from "./authentication.ts";
+import { mergeByIndex, rejection, withoutOptedOut } from "./batch-rejections.ts";
+import { checkCallbackUrl } from "./callback-urls.ts";
+import { deadlineOf } from "./database-deadlines.ts";
 import { LoopSlices, mapInSlices } from "./loop-slices.ts";
 import { acceptedDocument, idsTaken } from "./message-documents.ts";
 import {
@@ -41,7 +42,6 @@ import {
 import { BATCH_SUMMARY, batchNotFound, messageLists } from "./message-lists.ts";
 import { quoteMessage } from "./message-quotes.ts";
 import { batchResource, messageResource } from "./message-resources.ts";
-import { recipientOptedOut } from "./opt-out-resources.ts";
 
 export type OptedOutCheck = (
   accountId: string,

@@ -8,18 +8,18 @@ import {
   findOptOutPage,
   type OptOutCursor,
   type OptOutStore,
-} from "../store/opt-outs.ts";
-import type { AccountDirectory } from "./account-directory.ts";
-import { authenticateAccount } from "./authentication.ts";
-import { deadlineOf } from "./database-deadlines.ts";
+} from "../opt-outs/list.ts";
 import {
   checkOptOutNumber,
   notRemovable,
   optOutChangeResource,
   optOutNotFound,
   optOutResource,
-} from "./opt-out-resources.ts";
-import type { OptOutRules } from "./opt-out-rules.ts";
+} from "../opt-outs/resources.ts";
+import type { OptOutRules } from "../opt-outs/rules.ts";
+import type { AccountDirectory } from "./account-directory.ts";
+import { authenticateAccount } from "./authentication.ts";
+import { deadlineOf } from "./database-deadlines.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
 
 export interface OptOutServiceDeps {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import { fieldErrors } from "./errors.ts";
+import { fieldErrors } from "../errors/api-errors.ts";
 
 // Page sizes and page tokens of every list (AIP-158). A token is the position after the last
 // item of its page (keyset pagination: never an offset, so concurrent inserts neither repeat nor

@@ -4,15 +4,15 @@ import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
+import type { OptOutStore } from "../opt-outs/list.ts";
+import type { OptOutRules } from "../opt-outs/rules.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
-import type { OptOutStore } from "../store/opt-outs.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
 import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
 import { type DeadlineLog, withDeadlines } from "./database-deadlines.ts";
 import { guarded } from "./guarded.ts";
 import { createInboundService } from "./inbound-service.ts";
 import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
-import type { OptOutRules } from "./opt-out-rules.ts";
 import { createOptOutService } from "./opt-out-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 

@@ -16,13 +16,18 @@ import {
   SENDER_OWNER_MAX_CHARS,
   tooLong,
 } from "../domain/limits.ts";
+import {
+  cannotBeEmpty,
+  type FieldMessages,
+  invalidArgument,
+  notFound,
+} from "../errors/api-errors.ts";
 import type { Store } from "../store/database.ts";
 import type { SenderNameDoc } from "../store/documents.ts";
 import { findSenderNamePage, type NameCursor } from "../store/message-listing.ts";
 import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { deadlineOf } from "./database-deadlines.ts";
-import { cannotBeEmpty, type FieldMessages, invalidArgument, notFound } from "./errors.ts";
 import { cursorOf, pageSize, pageToken, SENDER_NAME_PAGES } from "./page-tokens.ts";
 
 export const PURPOSES: Record<SenderNameDoc["purpose"], SenderNamePurpose> = {

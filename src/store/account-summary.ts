@@ -1,18 +1,10 @@
 import type { CountDocumentsOptions, FindOptions } from "mongodb";
+import { STATUS_NAMES, type StatusName } from "../domain/message-status.ts";
 import type { Store } from "./database.ts";
-import type { StatusName } from "./documents.ts";
 
 // What the dashboard's overview shows beside the services' lists: the account's credit and how
 // many of its recent messages are at each status. Neither is a rule of any service (no RPC of an
 // account reads them), so they are read here, each through an index that starts with the account.
-
-export const STATUS_NAMES: readonly StatusName[] = [
-  "ACCEPTED",
-  "SENT",
-  "DELIVERED",
-  "SEND_ERROR",
-  "DELIVERY_ERROR",
-];
 
 /** The account's credit in micro-units, or undefined when there is no such account. */
 export async function creditOf(

@@ -1,6 +1,10 @@
 import type { Collection } from "mongodb";
-import { generateWebhookSecret } from "../notifier/signature.ts";
-import { hashSecret, newApiKey, newApiSecret } from "./credentials.ts";
+import {
+  generateWebhookSecret,
+  hashSecret,
+  newApiKey,
+  newApiSecret,
+} from "../domain/credentials.ts";
 import type { AccountDoc } from "./documents.ts";
 
 export const MICROS = 1_000_000;

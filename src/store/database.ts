@@ -20,7 +20,7 @@ export interface Store {
   counters: Collection<CounterDoc>;
   /** Small named documents: the notifier's resume token and the like. */
   state: Collection<StateDoc>;
-  /** Per account: its delivery and notification lanes (src/delivery/scheduling/lanes.ts). */
+  /** Per account: its delivery and notification lanes (src/scheduling/lanes.ts). */
   lanes: Collection<LaneDoc>;
   /** The database server's clock: due times, leases and cutoffs are on it. */
   clock: ServerClock;

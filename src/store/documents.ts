@@ -1,10 +1,8 @@
 import type { Binary, ObjectId } from "mongodb";
+import type { ReasonName, StatusName } from "../domain/message-status.ts";
 
 // Shapes of the documents in MongoDB. Ids are integers from the sequences; status and reason names
 // are the spec's strings so the database reads like the API.
-
-export type StatusName = "ACCEPTED" | "SENT" | "DELIVERED" | "SEND_ERROR" | "DELIVERY_ERROR";
-export type ReasonName = "Undelivered" | "Unreachable" | "Expired" | "SIM card full" | "Unroutable";
 
 export interface AccountDoc {
   /** The apiKey. */
@@ -230,7 +228,7 @@ export interface LaneState {
   version?: number;
 }
 
-/** One document per account, holding its lane of each queue (src/delivery/scheduling/lanes.ts). */
+/** One document per account, holding its lane of each queue (src/scheduling/lanes.ts). */
 export interface LaneDoc {
   /** The account id. */
   _id: string;

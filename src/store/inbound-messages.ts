@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter, IndexDescription } from "mongodb";
-import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import type { OptOutType } from "../domain/opt-out-type.ts";
 import type { InboundWebhookDoc, Lease } from "./documents.ts";
 import { newestFirst, type TimeCursor } from "./message-listing.ts";
 import { duplicateKeyIndexes } from "./write-outcomes.ts";

@@ -3,12 +3,12 @@ import { ensureInboundMessageIndexes } from "./inbound-messages.ts";
 import { ensureInboundPartIndexes } from "./inbound-parts.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
-import { ensureOptOutIndexes, openOptOuts } from "./opt-outs.ts";
 import { SEQUENCES } from "./sequences.ts";
 
 /**
- * Seeds the id sequences, then creates every index the service queries by; both are no-ops when
- * done already. The sequences first, one at a time: two first reservations racing to create the
+ * Seeds the id sequences, then creates the indexes of the store's own collections (a capability
+ * room creates its own: the opt-out list's in src/opt-outs/list.ts); both are no-ops when done
+ * already. The sequences first, one at a time: two first reservations racing to create the
  * counters collection are safe on mongod, but the emulator could then hand out one id twice.
  */
 export async function ensureIndexes(store: Store): Promise<void> {
@@ -38,7 +38,6 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // Two-way messaging: numbers and inbound messages.
     ensureNumberIndexes(store.db),
     ensureInboundMessageIndexes(store.db),
-    ensureOptOutIndexes(openOptOuts(store.db)),
     ensureInboundPartIndexes(store.db),
   ]);
 }

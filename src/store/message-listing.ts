@@ -1,6 +1,7 @@
 import type { Document, Filter, FindOptions, IndexDescription } from "mongodb";
+import type { StatusName } from "../domain/message-status.ts";
 import type { Store } from "./database.ts";
-import type { BatchDoc, MessageDoc, SenderNameDoc, StatusName } from "./documents.ts";
+import type { BatchDoc, MessageDoc, SenderNameDoc } from "./documents.ts";
 
 // The list queries: keyset pages, newest first for messages and batches, each read through an
 // index that starts with the account, so a page reads its own documents and little else at any

@@ -3,9 +3,11 @@
  * carrier ids, and applied as grouped status changes, each with its pending notification in the
  * same single-document update (see status-changes.ts).
  */
+
 import type { AnyBulkWriteOperation, Collection } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
-import type { MessageDoc, ReasonName } from "./documents.ts";
+import type { ReasonName } from "../domain/message-status.ts";
+import type { MessageDoc } from "./documents.ts";
 import { changeStatus } from "./status-changes.ts";
 
 export interface ReceiptUpdate {

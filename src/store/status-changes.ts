@@ -10,9 +10,11 @@
  * emulator an `updateMany` scans the collection once, and a filter that pins `_id` is served by
  * the `_id` index.
  */
+
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
-import type { MessageDoc, NotificationDoc, ReasonName, StatusName } from "./documents.ts";
+import type { ReasonName, StatusName } from "../domain/message-status.ts";
+import type { MessageDoc, NotificationDoc } from "./documents.ts";
 import { idsIn } from "./id-ranges.ts";
 
 /** A new pending notification, pushed in the same update as its status change. */

@@ -15,8 +15,8 @@ import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import { MessageStatus, NotificationState } from "../../gen/sms/v1/types_pb.ts";
+import { ERROR_DOMAIN } from "../../src/errors/api-errors.ts";
 import { basicAuthorization } from "../../src/services/authentication.ts";
-import { ERROR_DOMAIN } from "../../src/services/errors.ts";
 import { failure } from "../support/error-details.ts";
 import {
   type FaultyService,

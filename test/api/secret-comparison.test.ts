@@ -8,8 +8,8 @@
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { hashSecret, sameSecret, secretMatches } from "../../src/domain/credentials.ts";
 import { authenticateOperator } from "../../src/services/authentication.ts";
-import { hashSecret, sameSecret, secretMatches } from "../../src/store/credentials.ts";
 
 const TOKEN = "operator-token-0123456789abcdef";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StatusName } from "../../src/store/documents.ts";
+import type { StatusName } from "../../src/domain/message-status.ts";
 import { page, signIn } from "../support/dashboard-forms.ts";
 import { postJson, type RunningService, startService } from "../support/service.ts";
 

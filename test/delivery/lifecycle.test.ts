@@ -4,11 +4,13 @@
  * right parameters and valid signatures; batch messages carry batch_id; a restart of everything in
  * the middle of a batch still ends with every message in its designed final status.
  */
+
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
+import type { ReasonName, StatusName } from "../../src/domain/message-status.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
-import type { MessageDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
 import { deliveryService } from "../support/delivery-service.ts";

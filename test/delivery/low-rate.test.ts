@@ -11,7 +11,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Carrier } from "../../src/delivery/carrier.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import type { SegmentDoc } from "../../src/store/documents.ts";
 import { insertAccount, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";

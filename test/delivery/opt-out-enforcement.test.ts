@@ -14,15 +14,15 @@ import type {
   ReceiptHandler,
   SubmitResult,
 } from "../../src/delivery/carrier.ts";
-import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
-import { type InboundForOptOut, OptOutRules } from "../../src/services/opt-out-rules.ts";
+import { openOptOuts, optOutId, optOutKey } from "../../src/opt-outs/list.ts";
+import { type InboundForOptOut, OptOutRules } from "../../src/opt-outs/rules.ts";
+import { OPTED_OUT_ERROR } from "../../src/opt-outs/withdrawals.ts";
+import { markLanesDue } from "../../src/scheduling/lanes.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
-import { openOptOuts, optOutId, optOutKey } from "../../src/store/opt-outs.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
-import { OPTED_OUT_ERROR } from "../../src/store/withdrawals.ts";
 import {
   eventually,
   insertAccount,

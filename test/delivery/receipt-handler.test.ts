@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { ReceiptHandler } from "../../src/delivery/receipts.ts";
-import { LaneMarker } from "../../src/delivery/scheduling/lanes.ts";
+import { LaneMarker } from "../../src/scheduling/lanes.ts";
 import { eventually, insertMessages, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 

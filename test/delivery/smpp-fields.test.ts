@@ -5,7 +5,7 @@
  * ttl left, registered_delivery; and the message_id of each submit_sm_resp as the part's result.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { splitText } from "../../src/domain/segments.ts";
 import { partsOf, smppCarrier } from "../support/smpp.ts";
 import { startSmsc, type TestSmsc } from "../support/smsc.ts";

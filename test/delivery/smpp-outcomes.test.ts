@@ -5,9 +5,10 @@
  * queue-full-first numbers end DELIVERED after a resubmission, multi-part messages take their
  * status from all their parts, and a mobile-originated deliver_sm is acknowledged and logged.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import type { ReasonName, StatusName } from "../../src/store/documents.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
+import type { ReasonName, StatusName } from "../../src/domain/message-status.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { commitBatch } from "../support/batches.ts";
 import { insertAccount, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";

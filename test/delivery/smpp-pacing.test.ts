@@ -7,7 +7,7 @@
  * Only upper bounds are strict (a slow machine cannot break them); the rate's lower bound is loose.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { commitBatch } from "../support/batches.ts";
 import { insertAccount, insertMessages, nextTestId, testMessage } from "../support/fixtures.ts";
 import { worstExcess } from "../support/rates.ts";

@@ -14,7 +14,7 @@ import { createServer as createTlsServer } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { CarrierReceipt } from "../../src/delivery/carrier.ts";
-import { CarrierUnavailable, type SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import { CarrierUnavailable, type SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { commitBatch } from "../support/batches.ts";
 import {
   designedOutcome,

@@ -5,8 +5,8 @@
  * accepted, none failed, none accepted twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import type { BindStatus } from "../../src/delivery/smpp/bind.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
+import type { BindStatus } from "../../src/smpp/bind.ts";
 import { partsOf, smppCarrier, waitFor } from "../support/smpp.ts";
 import { startSmsc, type TestSmsc } from "../support/smsc.ts";
 

@@ -7,7 +7,9 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/config.ts";
 import type { CarrierPart, CarrierReceipt } from "../../src/delivery/carrier.ts";
-import smpp from "../../src/delivery/smpp/codec.ts";
+import { ReceiptInbox } from "../../src/delivery/smpp-carrier/receipt-inbox.ts";
+import { splitText } from "../../src/domain/segments.ts";
+import smpp from "../../src/smpp/codec.ts";
 import {
   concatenationReference,
   destinationAddress,
@@ -15,16 +17,14 @@ import {
   relativeValidity,
   sourceAddress,
   submitSmFields,
-} from "../../src/delivery/smpp/encoding.ts";
-import { describeEndpoint, parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
-import { ReceiptInbox } from "../../src/delivery/smpp/receipt-inbox.ts";
+} from "../../src/smpp/encoding.ts";
+import { describeEndpoint, parseSmppUrl } from "../../src/smpp/endpoint.ts";
 import {
   deliverSmText,
   parseReceipt,
   reasonOfError,
   receiptOutcome,
-} from "../../src/delivery/smpp/receipts.ts";
-import { splitText } from "../../src/domain/segments.ts";
+} from "../../src/smpp/receipts.ts";
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} };
 

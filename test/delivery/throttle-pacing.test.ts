@@ -4,8 +4,8 @@
  * keeps a bind within `tps` in any second, as the SMSC counts it.
  */
 import { describe, expect, it } from "vitest";
-import { ThrottleBackoff } from "../../src/delivery/smpp/throttle-backoff.ts";
-import { SlidingLimit, TokenBucket } from "../../src/delivery/throttle.ts";
+import { SlidingLimit, TokenBucket } from "../../src/scheduling/throttle.ts";
+import { ThrottleBackoff } from "../../src/smpp/throttle-backoff.ts";
 
 describe("the throttling pause", () => {
   it("a burst of in-flight throttling answers begins one pause, not one doubling per answer", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WakeSignal } from "../../src/delivery/wake-signal.ts";
+import { WakeSignal } from "../../src/scheduling/wake-signal.ts";
 
 describe("the wake-up of a work loop", () => {
   it("keeps a wake-up asked for while the loop was busy, and consumes it once", async () => {

@@ -14,8 +14,9 @@ import type {
 import { claimDueDeliveries } from "../../src/delivery/delivery-claims.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import type { StatusName } from "../../src/domain/message-status.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
-import type { MessageDoc, StatusName } from "../../src/store/documents.ts";
+import type { MessageDoc } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { ServerClock } from "../../src/store/server-clock.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";

@@ -4,39 +4,33 @@ import {
   canTransition,
   combinePartStatuses,
   isFinal,
-  isMessageStatus,
-  isNonDeliveryReason,
+  isReasonName,
   isRetryableReason,
+  isStatusName,
   isValidReasonFor,
-  MESSAGE_STATUSES,
-  type MessageStatus,
-  NON_DELIVERY_REASONS,
   nextMessageStatus,
+  REASON_NAMES,
+  STATUS_NAMES,
+  type StatusName,
 } from "../../src/domain/message-status.ts";
 
 describe("statuses and reasons", () => {
   it("are the five statuses and five reasons of the spec", () => {
-    expect(MESSAGE_STATUSES).toEqual([
-      "ACCEPTED",
-      "SENT",
-      "DELIVERED",
-      "SEND_ERROR",
-      "DELIVERY_ERROR",
-    ]);
-    expect(NON_DELIVERY_REASONS).toEqual([
+    expect(STATUS_NAMES).toEqual(["ACCEPTED", "SENT", "DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
+    expect(REASON_NAMES).toEqual([
       "Undelivered",
       "Unreachable",
       "Expired",
       "SIM card full",
       "Unroutable",
     ]);
-    expect(isMessageStatus("SENT")).toBe(true);
-    expect(isMessageStatus("sent")).toBe(false);
-    expect(isNonDeliveryReason("SIM card full")).toBe(true);
-    expect(isNonDeliveryReason("Busy")).toBe(false);
+    expect(isStatusName("SENT")).toBe(true);
+    expect(isStatusName("sent")).toBe(false);
+    expect(isReasonName("SIM card full")).toBe(true);
+    expect(isReasonName("Busy")).toBe(false);
   });
   it("only Expired is worth resending", () => {
-    expect(NON_DELIVERY_REASONS.filter(isRetryableReason)).toEqual(["Expired"]);
+    expect(REASON_NAMES.filter(isRetryableReason)).toEqual(["Expired"]);
   });
   it("DELIVERY_ERROR carries a reason, other statuses none", () => {
     expect(isValidReasonFor("DELIVERY_ERROR", "Unreachable")).toBe(true);
@@ -55,20 +49,20 @@ describe("lifecycle: ACCEPTED → SENT → DELIVERED | DELIVERY_ERROR; ACCEPTED 
     "SENT>DELIVERY_ERROR",
   ]);
   it("allows exactly these moves", () => {
-    for (const from of MESSAGE_STATUSES) {
-      for (const to of MESSAGE_STATUSES) {
+    for (const from of STATUS_NAMES) {
+      for (const to of STATUS_NAMES) {
         expect(canTransition(from, to), `${from}>${to}`).toBe(allowed.has(`${from}>${to}`));
       }
     }
   });
   it("DELIVERED, SEND_ERROR and DELIVERY_ERROR are final", () => {
-    expect(MESSAGE_STATUSES.filter(isFinal)).toEqual(["DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
+    expect(STATUS_NAMES.filter(isFinal)).toEqual(["DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
   });
 });
 
 describe("multi-part: one status per message", () => {
   it("a single part's status is the message's", () => {
-    for (const s of MESSAGE_STATUSES) expect(combinePartStatuses([s])).toBe(s);
+    for (const s of STATUS_NAMES) expect(combinePartStatuses([s])).toBe(s);
   });
   it("DELIVERED only when every part is", () => {
     expect(combinePartStatuses(["DELIVERED", "DELIVERED", "DELIVERED"])).toBe("DELIVERED");
@@ -98,18 +92,18 @@ describe("multi-part: one status per message", () => {
   });
   it("parts moving one at a time only ever move the message along allowed transitions", () => {
     // Exhaustive over 3 parts: from every reachable state, apply every allowed single-part move.
-    const step = (parts: MessageStatus[]) =>
+    const step = (parts: StatusName[]) =>
       parts.flatMap((p, i) =>
-        MESSAGE_STATUSES.filter((to) => canTransition(p, to)).map((to) =>
+        STATUS_NAMES.filter((to) => canTransition(p, to)).map((to) =>
           parts.map((q, j) => (j === i ? to : q)),
         ),
       );
     const seen = new Set<string>();
-    const queue: Array<{ parts: MessageStatus[]; msg: MessageStatus }> = [
+    const queue: Array<{ parts: StatusName[]; msg: StatusName }> = [
       { parts: ["ACCEPTED", "ACCEPTED", "ACCEPTED"], msg: "ACCEPTED" },
     ];
     while (queue.length > 0) {
-      const { parts, msg } = queue.pop() as { parts: MessageStatus[]; msg: MessageStatus };
+      const { parts, msg } = queue.pop() as { parts: StatusName[]; msg: StatusName };
       const key = `${parts.join()}|${msg}`;
       if (seen.has(key)) continue;
       seen.add(key);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { keywordsOf, optOutTypeOf } from "../../src/domain/opt-out-keywords.ts";
+import { keywordsOf, optOutTypeOf } from "../../src/opt-outs/keywords.ts";
 
 describe("opt-out words: the whole text, trimmed of spaces and punctuation, without case", () => {
   it("knows every word of the design's lists", () => {

@@ -5,9 +5,9 @@
 import { MongoClient } from "mongodb";
 import { pino } from "pino";
 import { beforeAll, describe, expect, it } from "vitest";
-import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import type { MoPart } from "../../src/inbound/mo-part.ts";
+import { encodeGsm7 } from "../../src/smpp/alphabets.ts";
 import {
   type InboundMessageDoc,
   inboundMessagesCollection,

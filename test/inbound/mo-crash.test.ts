@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
 import { Notifier } from "../../src/notifier/notifier.ts";

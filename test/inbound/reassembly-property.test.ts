@@ -7,11 +7,11 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import smpp from "../../src/delivery/smpp/codec.ts";
-import { decodeText, encodeGsm7 } from "../../src/inbound/alphabets.ts";
+import { moPartOfPdu } from "../../src/delivery/smpp-carrier/mo-pdu.ts";
 import { groupKey } from "../../src/inbound/mo-part.ts";
 import { assemble } from "../../src/inbound/reassembly.ts";
-import { moPartOfPdu } from "../../src/inbound/smpp-mo.ts";
+import { decodeText, encodeGsm7 } from "../../src/smpp/alphabets.ts";
+import smpp from "../../src/smpp/codec.ts";
 
 type Coding = 0 | 3 | 8;
 type Concat = "udh8" | "udh16" | "sar";

@@ -8,9 +8,9 @@
  */
 import { type Db, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
+import type { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
+import { encodeGsm7 } from "../../src/smpp/alphabets.ts";
 import {
   type InboundMessageDoc,
   inboundMessagesCollection,

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import smpp from "../../src/delivery/smpp/codec.ts";
-import { alphabetOf, decodeGsm7, decodeText, encodeGsm7 } from "../../src/inbound/alphabets.ts";
-import { splitMessage, udhConcatenation } from "../../src/inbound/concatenation.ts";
+import { moPartOfPdu } from "../../src/delivery/smpp-carrier/mo-pdu.ts";
 import {
   groupKey,
   handsetAddress,
@@ -10,8 +8,10 @@ import {
   partKey,
 } from "../../src/inbound/mo-part.ts";
 import { assemble } from "../../src/inbound/reassembly.ts";
-import { incomingKind } from "../../src/inbound/recognition.ts";
-import { moPartOfPdu } from "../../src/inbound/smpp-mo.ts";
+import { alphabetOf, decodeGsm7, decodeText, encodeGsm7 } from "../../src/smpp/alphabets.ts";
+import smpp from "../../src/smpp/codec.ts";
+import { splitMessage, udhConcatenation } from "../../src/smpp/concatenation.ts";
+import { incomingKind } from "../../src/smpp/recognition.ts";
 
 const hex = (s: string) => Buffer.from(s.replace(/\s/g, ""), "hex");
 

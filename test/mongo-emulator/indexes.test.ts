@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Db, type Document, MongoClient, MongoServerError } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type StartedDatabase, startEmulator } from "../../src/store/embedded-mongo.ts";
+import { type StartedDatabase, startEmulator } from "../../src/dev-database/embedded-mongo.ts";
 import { testServer } from "../support/database.ts";
 import { at, documents, QUERIES, type Query } from "./index-fixtures.ts";
 

@@ -4,13 +4,13 @@
  */
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULT_LEASE_MS } from "../../src/delivery/scheduling/lease-keeper.ts";
 import {
   claimDueNotifications,
   NotificationClaimer,
   type NotificationClaimerOptions,
 } from "../../src/notifier/claiming.ts";
 import { resolveNotifierOptions } from "../../src/notifier/options.ts";
+import { DEFAULT_LEASE_MS } from "../../src/scheduling/lease-keeper.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
 import { ServerClock } from "../../src/store/server-clock.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";

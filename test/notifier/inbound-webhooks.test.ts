@@ -7,13 +7,13 @@
  */
 import { pino } from "pino";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { encodeGsm7 } from "../../src/inbound/alphabets.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import type { MoPart } from "../../src/inbound/mo-part.ts";
 import { inSenderOrder } from "../../src/notifier/inbound-claims.ts";
 import { inboundWebhookBody, planInbound } from "../../src/notifier/inbound-notifications.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { encodeGsm7 } from "../../src/smpp/alphabets.ts";
 import type { AccountDoc } from "../../src/store/documents.ts";
 import {
   type InboundMessageDoc,

@@ -8,7 +8,7 @@
  * Assertions are on counts and order, never on how long something took.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
+import { markLanesDue } from "../../src/scheduling/lanes.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";
 import {

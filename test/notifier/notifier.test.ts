@@ -4,9 +4,9 @@
  * change-stream token, private-address protection, a slow receiver.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
 import { RESUME_TOKEN_KEY } from "../../src/notifier/resume-token.ts";
 import { verifyWebhookSignature } from "../../src/notifier/signature.ts";
+import { markLanesDue } from "../../src/scheduling/lanes.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import type { NewMessage } from "../../src/store/messages.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";

@@ -2,6 +2,7 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
+import { generateWebhookSecret } from "../../src/domain/credentials.ts";
 import {
   AddressBlockedError,
   blockedAddressReason,
@@ -15,7 +16,6 @@ import {
 } from "../../src/notifier/retry-schedule.ts";
 import { notificationUrl, receiverKey, WebhookSender } from "../../src/notifier/sending.ts";
 import {
-  generateWebhookSecret,
   signWebhook,
   verifyWebhookSignature,
   webhookHeaders,

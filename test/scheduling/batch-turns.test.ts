@@ -10,7 +10,7 @@ import {
   claimDueDeliveries,
   DELIVERY_QUEUE,
 } from "../../src/delivery/delivery-claims.ts";
-import { BatchTurns } from "../../src/delivery/scheduling/batch-turns.ts";
+import { BatchTurns } from "../../src/scheduling/batch-turns.ts";
 import { BatchCommits } from "../../src/store/batch-commits.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { commitBatch } from "../support/batches.ts";

@@ -3,9 +3,9 @@
  * one process on the same account's lane take different messages, none comes back empty.
  */
 import { describe, expect, it } from "vitest";
-import type { LaneClaim } from "../../src/delivery/scheduling/delivery-rounds.ts";
-import { DeliveryRounds } from "../../src/delivery/scheduling/delivery-rounds.ts";
-import { FairLanes, LaneMarker } from "../../src/delivery/scheduling/lanes.ts";
+import type { LaneClaim } from "../../src/delivery/delivery-rounds.ts";
+import { DeliveryRounds } from "../../src/delivery/delivery-rounds.ts";
+import { FairLanes, LaneMarker } from "../../src/scheduling/lanes.ts";
 import { insertMessages, testMessage } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 

@@ -3,7 +3,7 @@
  * instances; settling never idles a lane that got work after its turn; marks coalesce.
  */
 import { describe, expect, it } from "vitest";
-import { FairLanes, LaneMarker } from "../../src/delivery/scheduling/lanes.ts";
+import { FairLanes, LaneMarker } from "../../src/scheduling/lanes.ts";
 import { ServerClock } from "../../src/store/server-clock.ts";
 import { useTestStore } from "../support/store.ts";
 

@@ -1,7 +1,7 @@
 /** Pure rules of the delivery engine: class ranks with a bounded wait, and the token bucket. */
 import { describe, expect, it } from "vitest";
-import { TokenBucket, Window } from "../../src/delivery/throttle.ts";
 import { deliveryClass, deliveryRank, HEAD_START_MS } from "../../src/domain/delivery-priority.ts";
+import { TokenBucket, Window } from "../../src/scheduling/throttle.ts";
 
 describe("delivery classes and ranks", () => {
   it("OTP is a sender name of purpose OTP, in a batch or not; otherwise single or batch", () => {

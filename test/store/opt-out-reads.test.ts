@@ -1,9 +1,9 @@
 import { type Collection, type CommandStartedEvent, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addOptOut, type OptOutStore, openOptOuts } from "../../src/opt-outs/list.ts";
+import { OptOutReads } from "../../src/opt-outs/list-reads.ts";
 import { openStore } from "../../src/store/database.ts";
 import type { AccountDoc } from "../../src/store/documents.ts";
-import { OptOutReads } from "../../src/store/opt-out-reads.ts";
-import { addOptOut, type OptOutStore, openOptOuts } from "../../src/store/opt-outs.ts";
 import { type TestDatabase, testDatabase, testServer } from "../support/database.ts";
 
 let base: TestDatabase;

@@ -4,12 +4,12 @@
  * it, and also when two withdrawals of one message race.
  */
 import { describe, expect, it } from "vitest";
+import { OPTED_OUT_ERROR, withdrawMessages } from "../../src/opt-outs/withdrawals.ts";
 import { createAccount } from "../../src/store/accounts.ts";
 import { settleAbandonedCharges } from "../../src/store/charges.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";
-import { OPTED_OUT_ERROR, withdrawMessages } from "../../src/store/withdrawals.ts";
 import { nextTestId } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 

@@ -12,7 +12,7 @@
 import { randomBytes } from "node:crypto";
 import { type ChangeStream, type Db, type Document, MongoClient } from "mongodb";
 import { inject } from "vitest";
-import type { DatabaseKind } from "../../src/store/embedded-mongo.ts";
+import type { DatabaseKind } from "../../src/dev-database/embedded-mongo.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -11,9 +11,9 @@ import { MongoClient } from "mongodb";
 import { pino } from "pino";
 import type { Carrier } from "../../src/delivery/carrier.ts";
 import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
-import { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
+import { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
+import { parseSmppUrl } from "../../src/smpp/endpoint.ts";
 import { openStore } from "../../src/store/database.ts";
 
 const env = (name: string): string => {

@@ -1,7 +1,8 @@
-import { markLanesDue } from "../../src/delivery/scheduling/lanes.ts";
-import { generateWebhookSecret } from "../../src/notifier/signature.ts";
+import { generateWebhookSecret } from "../../src/domain/credentials.ts";
+import type { ReasonName, StatusName } from "../../src/domain/message-status.ts";
+import { markLanesDue } from "../../src/scheduling/lanes.ts";
 import type { Store } from "../../src/store/database.ts";
-import type { AccountDoc, ReasonName, StatusName } from "../../src/store/documents.ts";
+import type { AccountDoc } from "../../src/store/documents.ts";
 import { acceptedMessage, type NewMessage } from "../../src/store/messages.ts";
 
 // Accounts and messages written straight into a test database, for tests of the worker and the

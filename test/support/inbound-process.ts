@@ -7,10 +7,10 @@
  */
 import { MongoClient } from "mongodb";
 import { pino } from "pino";
-import { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
+import { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
 import { InboundIntake } from "../../src/inbound/intake.ts";
 import { InboundWebhookQueue } from "../../src/notifier/inbound-queue.ts";
+import { parseSmppUrl } from "../../src/smpp/endpoint.ts";
 import { openStore } from "../../src/store/database.ts";
 import { IdAllocator } from "../../src/store/sequences.ts";
 

@@ -1,8 +1,8 @@
 import type { CarrierPart } from "../../src/delivery/carrier.ts";
-import { SmppCarrier } from "../../src/delivery/smpp/adapter.ts";
-import type { SmppCarrierOptions } from "../../src/delivery/smpp/carrier-options.ts";
-import { parseSmppUrl } from "../../src/delivery/smpp/endpoint.ts";
+import { SmppCarrier } from "../../src/delivery/smpp-carrier/adapter.ts";
+import type { SmppCarrierOptions } from "../../src/delivery/smpp-carrier/carrier-options.ts";
 import type { Logger } from "../../src/logger.ts";
+import { parseSmppUrl } from "../../src/smpp/endpoint.ts";
 import type { Store } from "../../src/store/database.ts";
 import type { TestSmsc } from "./smsc.ts";
 import type { Pdu } from "./smsc-pdus.ts";

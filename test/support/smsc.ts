@@ -20,8 +20,8 @@
 import type { ChildProcess } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startJavaTool } from "../../src/store/java-tool.ts";
-import { ensureMavenBuilt } from "../../src/store/maven-build.ts";
+import { startJavaTool } from "../../src/dev-database/java-tool.ts";
+import { ensureMavenBuilt } from "../../src/dev-database/maven-build.ts";
 import type { Pdu } from "./smsc-pdus.ts";
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type StartedDatabase, startEmulator } from "../../src/store/embedded-mongo.ts";
+import { type StartedDatabase, startEmulator } from "../../src/dev-database/embedded-mongo.ts";
 
 export class StoppableDatabase {
   private running: StartedDatabase | undefined;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll } from "vitest";
+import { ensureOptOutIndexes, openOptOuts } from "../../src/opt-outs/list.ts";
 import { openStore, type Store } from "../../src/store/database.ts";
 import { ensureIndexes } from "../../src/store/indexes.ts";
 import { testDatabase } from "./database.ts";
@@ -11,6 +12,7 @@ export function useTestStore(): { store: Store } {
     const database = await testDatabase();
     handle.store = openStore(database.db);
     await ensureIndexes(handle.store);
+    await ensureOptOutIndexes(openOptOuts(handle.store.db));
     close = database.close;
   });
   afterAll(() => close?.());

@@ -7,8 +7,8 @@
  */
 
 import type { NumberType } from "../../domain/destination.ts";
-import type { DefaultAlphabet } from "../../inbound/alphabets.ts";
-import type { SmppEndpoint } from "../smpp/endpoint.ts";
+import type { DefaultAlphabet } from "../../smpp/alphabets.ts";
+import type { SmppEndpoint } from "../../smpp/endpoint.ts";
 
 /** An SMSC account over SMPP 3.4 (the fields of `SMS_SMPP_*`). */
 export interface SmppSettings {

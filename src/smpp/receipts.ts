@@ -3,7 +3,7 @@
  * is a receipt, the part's id in it, and the mapping of `stat`/`err` to the spec's statuses and
  * non-delivery reasons.
  *
- * - Which `deliver_sm` or `data_sm` is a receipt: src/inbound/recognition.ts (`esm_class`
+ * - Which `deliver_sm` or `data_sm` is a receipt: src/smpp/recognition.ts (`esm_class`
  *   first, TLVs second).
  * - The part is named by the `receipted_message_id` TLV, else by the `id:` of the receipt text;
  *   either is compared exactly as the SMSC wrote the `message_id` of its `submit_sm_resp`.
@@ -18,7 +18,7 @@
  */
 
 import type { SmppPdu } from "smpp";
-import type { ReasonName } from "../../store/documents.ts";
+import type { ReasonName } from "../domain/message-status.ts";
 
 /** What a receipt says about its part, before it is matched to a message. */
 export interface ReceiptInfo {

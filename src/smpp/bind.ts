@@ -20,8 +20,8 @@
  * The adapter decides which bind takes a part (`readiness`) and what to do with each answer.
  */
 import type { SmppPdu } from "smpp";
-import type { Logger } from "../../logger.ts";
-import { SlidingLimit, TokenBucket } from "../throttle.ts";
+import type { Logger } from "../logger.ts";
+import { SlidingLimit, TokenBucket } from "../scheduling/throttle.ts";
 import { ESME_RINVCMDID, ESME_RMSGQFUL, ESME_ROK, ESME_RTHROTTLED } from "./command-status.ts";
 import { NotSent, RequestTimeout, SmppConnection } from "./session.ts";
 import { ThrottleBackoff } from "./throttle-backoff.ts";

@@ -1,12 +1,12 @@
 /**
  * An SMPP `deliver_sm` or `data_sm` that is a mobile-originated message, as the intake's MoPart.
  * Pure. Reads the raw bytes of `short_message` (else of the `message_payload` TLV, 0x0424):
- * the SMPP adapter keeps them undecoded (src/delivery/smpp/codec.ts), since a part decoded on its
+ * the SMPP adapter keeps them undecoded (src/smpp/codec.ts), since a part decoded on its
  * own can break a character that spans two parts.
  */
 import type { SmppPdu } from "smpp";
-import { ESM_CLASS_UDHI, splitMessage } from "./concatenation.ts";
-import { handsetAddress, type MoPart } from "./mo-part.ts";
+import { handsetAddress, type MoPart } from "../../inbound/mo-part.ts";
+import { ESM_CLASS_UDHI, splitMessage } from "../../smpp/concatenation.ts";
 
 /** The bytes of a message field: raw, as the adapter's codec leaves them. */
 function bytesOf(value: SmppPdu["short_message"]): Buffer {

@@ -1,8 +1,8 @@
 import type { Collection } from "mongodb";
-import { DeadlineExceeded } from "./deadline.ts";
-import type { AccountDoc } from "./documents.ts";
-import { GroupCommit } from "./group-commit.ts";
-import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./opt-outs.ts";
+import { DeadlineExceeded } from "../store/deadline.ts";
+import type { AccountDoc } from "../store/documents.ts";
+import { GroupCommit } from "../store/group-commit.ts";
+import { canonicalNumber, type OptOutStore, optedOutAmong, optOutId } from "./list.ts";
 
 // Grouped reads of the opt-out list for single sends: the reads asked for while others are in
 // flight are issued together, as one `$in` on the `_id` index, the way the message writer groups

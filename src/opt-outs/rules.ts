@@ -10,10 +10,13 @@
  * message to the number is claimed and still ACCEPTED. A worker claiming later checks the list
  * after its claim (`screen`), so it sees the opt-out.
  */
+
 import type { Filter } from "mongodb";
-import { type OptOutType, optOutTypeOf } from "../domain/opt-out-keywords.ts";
+import type { OptOutType } from "../domain/opt-out-type.ts";
 import type { Store } from "../store/database.ts";
 import type { MessageDoc } from "../store/documents.ts";
+import type { IdAllocator } from "../store/sequences.ts";
+import { optOutTypeOf } from "./keywords.ts";
 import {
   addOptOut,
   type ChangeCause,
@@ -24,10 +27,9 @@ import {
   optedOutAmong,
   optOutKey,
   removeOptOut,
-} from "../store/opt-outs.ts";
-import type { IdAllocator } from "../store/sequences.ts";
-import { withdrawMessages } from "../store/withdrawals.ts";
-import { replyToKeyword } from "./opt-out-replies.ts";
+} from "./list.ts";
+import { replyToKeyword } from "./replies.ts";
+import { withdrawMessages } from "./withdrawals.ts";
 
 /** What the rules read of a stored inbound message (store/inbound-messages.ts). */
 export interface InboundForOptOut {

@@ -1,6 +1,6 @@
 /**
  * What the SMSC sends this service: `deliver_sm` and `data_sm`, told apart by `esm_class` first,
- * TLVs second (src/inbound/recognition.ts).
+ * TLVs second (src/smpp/recognition.ts).
  *
  * - Receipts go to the receipt inbox, answered once stored. A receipt names the part by the
  *   SMSC's message id; for parts this process submitted in the last minute it also carries our
@@ -13,17 +13,17 @@
  * - Anything else (a user acknowledgement, a conversation abort) is acknowledged and logged.
  */
 import type { SmppPdu } from "smpp";
-import { decodeText } from "../../inbound/alphabets.ts";
 import type { PartOutcome } from "../../inbound/intake.ts";
 import { type MoPart, partKey } from "../../inbound/mo-part.ts";
-import { incomingKind } from "../../inbound/recognition.ts";
-import { moPartOfPdu } from "../../inbound/smpp-mo.ts";
 import type { Logger } from "../../logger.ts";
+import { decodeText } from "../../smpp/alphabets.ts";
+import { ESME_RX_R_APPN, ESME_RX_T_APPN } from "../../smpp/command-status.ts";
+import { HeldInbox } from "../../smpp/held-inbox.ts";
+import { parseReceipt, receiptOutcome } from "../../smpp/receipts.ts";
+import { incomingKind } from "../../smpp/recognition.ts";
 import type { CarrierReceipt } from "../carrier.ts";
-import { ESME_RX_R_APPN, ESME_RX_T_APPN } from "./command-status.ts";
-import { HeldInbox } from "./held-inbox.ts";
+import { moPartOfPdu } from "./mo-pdu.ts";
 import type { ReceiptInbox } from "./receipt-inbox.ts";
-import { parseReceipt, receiptOutcome } from "./receipts.ts";
 
 const HINT_TTL_MS = 60_000;
 

@@ -16,7 +16,7 @@
  * - The SMSC may send an item again while it is held (same `key`): both are answered together.
  */
 
-import type { Logger } from "../../logger.ts";
+import type { Logger } from "../logger.ts";
 import { ESME_ROK } from "./command-status.ts";
 
 /** Sends the response of one received PDU with `status`; false when its connection is gone. */

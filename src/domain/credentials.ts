@@ -11,6 +11,14 @@ export function newApiSecret(): string {
   return randomBytes(32).toString("base64url");
 }
 
+/** The prefix of a Standard Webhooks secret (`whsec_<base64>`). */
+export const WEBHOOK_SECRET_PREFIX = "whsec_";
+
+/** A new random webhook signing secret in Standard Webhooks format (24 random bytes). */
+export function generateWebhookSecret(): string {
+  return WEBHOOK_SECRET_PREFIX + randomBytes(24).toString("base64");
+}
+
 export function hashSecret(secret: string): string {
   return `${STORED_PREFIX}${digest(secret).toString("base64")}`;
 }

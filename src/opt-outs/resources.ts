@@ -10,8 +10,8 @@ import {
   OptOutSource,
 } from "../../gen/sms/v1/types_pb.ts";
 import { isValidPhoneNumber } from "../domain/phone-numbers.ts";
-import type { OptOutChangeDoc, OptOutDoc, OptOutSource as SourceName } from "../store/opt-outs.ts";
-import { cannotBeEmpty, fieldErrors, invalidArgument, notFound } from "./errors.ts";
+import { cannotBeEmpty, fieldErrors, invalidArgument, notFound } from "../errors/api-errors.ts";
+import type { OptOutChangeDoc, OptOutDoc, OptOutSource as SourceName } from "./list.ts";
 
 // Opt-out documents as the contract's resources, and the refusals every door shares.
 

@@ -1,7 +1,7 @@
 /**
  * The slots of the automatic replies to STOP, START and HELP (design "Two-way messaging":
  * "Replies"): at most one reply per (account, number, keyword) per 5 minutes, in `optOutReplies`
- * (opened with the opt-out lists, src/store/opt-outs.ts).
+ * (opened with the opt-out lists, src/opt-outs/list.ts).
  *
  * A slot is taken before its reply message is stored, and the two are separate writes (the test
  * database has no transactions). So the slot records the reply it was taken for: the inbound
@@ -11,8 +11,9 @@
  * no-op when the first try got that far). Another inbound message within the window finds the
  * slot taken for someone else and is not answered.
  */
+
 import type { Collection, MongoServerError } from "mongodb";
-import type { OptOutType } from "../domain/opt-out-keywords.ts";
+import type { OptOutType } from "../domain/opt-out-type.ts";
 
 /** The reply a slot was taken for. */
 export interface PendingReply {

@@ -7,7 +7,7 @@
  * the two-word forms the lists name ("OPT OUT", "OPT-OUT").
  */
 
-export type OptOutType = "STOP" | "START" | "HELP";
+import type { OptOutType } from "../domain/opt-out-type.ts";
 
 const KEYWORDS: Record<OptOutType, readonly string[]> = {
   STOP: [

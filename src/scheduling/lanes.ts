@@ -15,11 +15,11 @@
  * never with the number of messages an account has queued.
  */
 import type { AnyBulkWriteOperation, Collection, Filter, UpdateFilter } from "mongodb";
-import { backgroundWriteOptions } from "../../store/deadline.ts";
-import type { LaneDoc, LaneQueue } from "../../store/documents.ts";
-import type { ServerClock } from "../../store/server-clock.ts";
+import { backgroundWriteOptions } from "../store/deadline.ts";
+import type { LaneDoc, LaneQueue } from "../store/documents.ts";
+import type { ServerClock } from "../store/server-clock.ts";
 
-export type { LaneDoc, LaneQueue } from "../../store/documents.ts";
+export type { LaneDoc, LaneQueue } from "../store/documents.ts";
 
 export interface Turn {
   key: string;

@@ -27,6 +27,15 @@
  */
 
 import type { Logger } from "../../logger.ts";
+import { type BindStatus, SmppBind, type SubmitAnswer } from "../../smpp/bind.ts";
+import {
+  ESME_RMSGQFUL,
+  ESME_RTHROTTLED,
+  isCarrierFault,
+  statusName,
+} from "../../smpp/command-status.ts";
+import { type Concatenation, submitSmFields } from "../../smpp/encoding.ts";
+import { describeEndpoint } from "../../smpp/endpoint.ts";
 import type {
   Carrier,
   CarrierLimits,
@@ -36,11 +45,7 @@ import type {
   SubmitFailure,
   SubmitResult,
 } from "../carrier.ts";
-import { type BindStatus, SmppBind, type SubmitAnswer } from "./bind.ts";
 import type { SmppCarrierOptions } from "./carrier-options.ts";
-import { ESME_RMSGQFUL, ESME_RTHROTTLED, isCarrierFault, statusName } from "./command-status.ts";
-import { type Concatenation, submitSmFields } from "./encoding.ts";
-import { describeEndpoint } from "./endpoint.ts";
 import { IncomingPdus } from "./incoming.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
 

@@ -1,7 +1,7 @@
 /** The SMPP carrier's settings (adapter.ts), from SMS_SMPP_* or a carriers file's `smpp` entry. */
 import type { Logger } from "../../logger.ts";
-import type { Concatenation } from "./encoding.ts";
-import type { SmppEndpoint } from "./endpoint.ts";
+import type { Concatenation } from "../../smpp/encoding.ts";
+import type { SmppEndpoint } from "../../smpp/endpoint.ts";
 import type { InboundParts } from "./incoming.ts";
 
 export interface SmppCarrierOptions {

@@ -5,8 +5,9 @@
  * carry no marketing (the FCC's one confirmation). Accounts may write their own, at most
  * KEYWORD_REPLY_MAX_PARTS parts long: a reply is free, so it is kept short.
  */
-import { type OptOutType, optOutTypeOf } from "./opt-out-keywords.ts";
-import { segmentText } from "./segments.ts";
+import type { OptOutType } from "../domain/opt-out-type.ts";
+import { segmentText } from "../domain/segments.ts";
+import { optOutTypeOf } from "./keywords.ts";
 
 export const KEYWORD_REPLY_MAX_PARTS = 2;
 

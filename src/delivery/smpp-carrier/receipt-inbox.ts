@@ -7,10 +7,10 @@
  */
 
 import type { Logger } from "../../logger.ts";
+import { HeldInbox } from "../../smpp/held-inbox.ts";
 import type { CarrierReceipt } from "../carrier.ts";
-import { HeldInbox } from "./held-inbox.ts";
 
-export type { Acknowledge } from "./held-inbox.ts";
+export type { Acknowledge } from "../../smpp/held-inbox.ts";
 
 export interface ReceiptInboxOptions {
   logger: Logger;

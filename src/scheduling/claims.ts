@@ -1,7 +1,7 @@
 import type { Collection, Document, Filter, UpdateFilter } from "mongodb";
-import { type BatchCommits, withoutUncommitted } from "../../store/batch-commits.ts";
-import type { MessageDoc } from "../../store/documents.ts";
-import { idsIn } from "../../store/id-ranges.ts";
+import { type BatchCommits, withoutUncommitted } from "../store/batch-commits.ts";
+import type { MessageDoc } from "../store/documents.ts";
+import { idsIn } from "../store/id-ranges.ts";
 
 // The queues on the messages collection (delivery steps and notifications) and the inbound
 // messages' webhooks are claimed the same way: a due-time field that also carries the lease, and

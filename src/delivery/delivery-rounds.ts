@@ -7,20 +7,20 @@
  * decides how many parts a round may claim (its pacing) and works the claims it is handed.
  */
 import type { Filter } from "mongodb";
-import { BatchCommits } from "../../store/batch-commits.ts";
-import type { Store } from "../../store/database.ts";
-import type { MessageDoc } from "../../store/documents.ts";
+import { BatchTurns } from "../scheduling/batch-turns.ts";
+import { nextDueAt } from "../scheduling/claims.ts";
+import type { FairLanes, LaneMarker, Turn } from "../scheduling/lanes.ts";
+import { BatchCommits } from "../store/batch-commits.ts";
+import type { Store } from "../store/database.ts";
+import type { MessageDoc } from "../store/documents.ts";
 import {
   type ClaimedMessage,
   claimDueDeliveries,
   DELIVERY_QUEUE,
   placeInQueue,
-} from "../delivery-claims.ts";
-import { releaseDeliveries } from "../delivery-queue.ts";
-import { partsOf } from "../submission.ts";
-import { BatchTurns } from "./batch-turns.ts";
-import { nextDueAt } from "./claims.ts";
-import type { FairLanes, LaneMarker, Turn } from "./lanes.ts";
+} from "./delivery-claims.ts";
+import { releaseDeliveries } from "./delivery-queue.ts";
+import { partsOf } from "./submission.ts";
 
 /** The messages one lane's turn claimed, under one token. */
 export interface LaneClaim {

@@ -12,10 +12,10 @@
  */
 import { randomInt } from "node:crypto";
 import type { Collection, Filter } from "mongodb";
-import { settleWithdrawal } from "./charges.ts";
-import { backgroundWriteOptions } from "./deadline.ts";
-import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
-import { changeStatus } from "./status-changes.ts";
+import { settleWithdrawal } from "../store/charges.ts";
+import { backgroundWriteOptions } from "../store/deadline.ts";
+import type { AccountDoc, MessageDoc, PendingCharge } from "../store/documents.ts";
+import { changeStatus } from "../store/status-changes.ts";
 
 /** What a withdrawn message records as its send error. */
 export const OPTED_OUT_ERROR = "the recipient opted out before the message was sent";

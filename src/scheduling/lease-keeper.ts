@@ -7,9 +7,9 @@
  * never renewed.
  */
 import type { Collection, Filter, UpdateFilter } from "mongodb";
-import type { MessageDoc } from "../../store/documents.ts";
-import { idsIn } from "../../store/id-ranges.ts";
-import type { ServerClock } from "../../store/server-clock.ts";
+import type { MessageDoc } from "../store/documents.ts";
+import { idsIn } from "../store/id-ranges.ts";
+import type { ServerClock } from "../store/server-clock.ts";
 import type { QueuedDoc, WorkQueue } from "./claims.ts";
 
 /**

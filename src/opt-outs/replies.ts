@@ -2,22 +2,22 @@
  * The automatic reply to a STOP, START or HELP (design "Two-way messaging": "Replies"): one per
  * (account, number, word) per 5 minutes, from the number the word was sent to, not charged.
  *
- * Crash-safe: the reply's slot records the reply (src/store/reply-slots.ts) and the reply message
+ * Crash-safe: the reply's slot records the reply (src/opt-outs/reply-slots.ts) and the reply message
  * is stored under the id recorded there, so the hook's second run for a redelivered inbound
  * message stores a reply a crash kept from being stored, and never a second one.
  */
+import type { OptOutType } from "../domain/opt-out-type.ts";
+import { segmentText } from "../domain/segments.ts";
+import type { Store } from "../store/database.ts";
+import { acceptedMessage } from "../store/messages.ts";
+import type { IdAllocator } from "../store/sequences.ts";
 import {
   KEYWORD_REPLY_MAX_PARTS,
   KEYWORD_REPLY_WINDOW_MS,
   keywordReply,
-} from "../domain/keyword-replies.ts";
-import type { OptOutType } from "../domain/opt-out-keywords.ts";
-import { segmentText } from "../domain/segments.ts";
-import type { Store } from "../store/database.ts";
-import { acceptedMessage } from "../store/messages.ts";
-import { canonicalNumber, type OptOutStore } from "../store/opt-outs.ts";
-import { isDuplicate, type TakenSlot, takeReplySlot } from "../store/reply-slots.ts";
-import type { IdAllocator } from "../store/sequences.ts";
+} from "./keyword-replies.ts";
+import { canonicalNumber, type OptOutStore } from "./list.ts";
+import { isDuplicate, type TakenSlot, takeReplySlot } from "./reply-slots.ts";
 
 /** What a reply needs of the inbound message it answers. */
 export interface KeywordMessage {

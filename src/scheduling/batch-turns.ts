@@ -21,7 +21,7 @@
  * served that the latest messages do not hold whole; the latest group's read goes beside the seeks.
  */
 import type { Collection, Filter } from "mongodb";
-import type { MessageDoc } from "../../store/documents.ts";
+import type { MessageDoc } from "../store/documents.ts";
 import type { CandidateRead, WorkQueue } from "./claims.ts";
 
 /** Groups served in one turn at most: an account with more takes them in rotation. */
