@@ -17,11 +17,14 @@ import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts
 import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { Notifier } from "./notifier/notifier.ts";
+import { settleAbandonedCharges } from "./store/charges.ts";
 import type { Store } from "./store/database.ts";
 
 export interface BackgroundWork {
   /** Tells the delivery worker that new messages are waiting. */
   wake: () => void;
+  /** Tells the notifier that inbound webhooks were queued. */
+  wakeInbound: () => void;
   stop: () => Promise<void>;
   /** The carrier's name and state for /health; undefined when this instance runs no worker. */
   carrier: () => ({ name: string } & Partial<CarrierStatus>) | undefined;
@@ -40,10 +43,69 @@ export interface BackgroundDeps {
   inbound?: InboundIntake | undefined;
 }
 
+/**
+ * This instance's background work across its life: started once the ports listen (never after a
+ * close began), woken by new work, stopped by the close steps. Beside the worker and the notifier,
+ * the settler of charges a crash left pending: confirmed or refunded, checked every 30 s or a
+ * quarter of the cutoff when that is shorter (tests shorten SMS_SETTLE_AFTER_MS).
+ */
+export class BackgroundControl {
+  private work: BackgroundWork | undefined;
+  private closing = false;
+  private settleTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: BackgroundDeps) {}
+
+  async start(): Promise<void> {
+    if (this.closing || this.work) return;
+    const started = await startBackgroundWork(this.deps);
+    // A close that began meanwhile has passed the step that stops it.
+    if (this.closing) return started.stop();
+    this.work = started;
+    const { store, config, logger } = this.deps;
+    this.settleTimer = setInterval(
+      () => {
+        settleAbandonedCharges(store, config.settleAfterMs, store.clock.now()).catch((err) =>
+          logger.warn({ err }, "settling abandoned charges failed"),
+        );
+      },
+      Math.min(30_000, config.settleAfterMs / 4),
+    );
+  }
+
+  /** From the first moment of a close: no start after it. */
+  refuseStart(): void {
+    this.closing = true;
+  }
+
+  async stop(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.settleTimer);
+    await this.work?.stop();
+  }
+
+  wake(): void {
+    this.work?.wake();
+  }
+
+  wakeInbound(): void {
+    this.work?.wakeInbound();
+  }
+
+  carrier(): ReturnType<BackgroundWork["carrier"]> {
+    return this.work?.carrier();
+  }
+}
+
 export async function startBackgroundWork(deps: BackgroundDeps): Promise<BackgroundWork> {
   const { config, store, instanceId } = deps;
   if (!config.runWorkers)
-    return { wake: () => undefined, stop: async () => undefined, carrier: () => undefined };
+    return {
+      wake: () => undefined,
+      wakeInbound: () => undefined,
+      stop: async () => undefined,
+      carrier: () => undefined,
+    };
   const logger = deps.logger.child({ component: "delivery" });
   if (config.carriers.carriers.length > 1) return startPlanCarriers(deps, logger);
   let carrier: Carrier =
@@ -65,6 +127,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
   deps.inbound?.start();
   return {
     wake: () => worker.wake(),
+    wakeInbound: () => notifier.wakeInbound(),
     // With what the intake made of the carrier's MO (messages, redeliveries, numbers nobody owns).
     carrier: () => ({
       name: carrier.name,
@@ -171,6 +234,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
     wake: () => {
       for (const worker of workers) worker.wake();
     },
+    wakeInbound: () => notifier.wakeInbound(),
     carrier: () => {
       const now = down();
       const each = plan.carriers.map((spec, i) => ({

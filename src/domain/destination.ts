@@ -8,7 +8,7 @@
  * numbering plan's patterns once and follows the library's own steps for that case (calling code,
  * country by leading digits or number type, type, validity). The one case it does not follow, a
  * national prefix in an international number (e.g. +7 8..., every +54), goes to the library
- * itself. test/routing/destination.test.ts checks, over many numbers, that the answers are the
+ * itself. test/domain/destination.test.ts checks, over many numbers, that the answers are the
  * library's.
  */
 import { Metadata, type MetadataJson, type PhoneNumberType } from "libphonenumber-js/core";

@@ -6,31 +6,15 @@
  * overdue sweep (and the carrier's redelivery, which marks it again). An account without an
  * inbound URL when the message comes gets no webhook for it, as a status without a URL is skipped.
  *
- * The wake-up is a hint within the process, by database name (a notifier started on the same
- * database listens): other instances find the lane by their periodic wake-up.
+ * The wake-up (`wakeNotifiers`, given by the composition root) is a hint within the process:
+ * other instances find the lane by their periodic wake-up.
  */
 
-import type { Db } from "mongodb";
 import type { InboundWebhooks } from "../inbound/intake.ts";
 import type { Logger } from "../logger.ts";
 import { LaneMarker } from "../scheduling/lanes.ts";
 import type { Store } from "../store/database.ts";
 import type { InboundMessageDoc } from "../store/inbound-messages.ts";
-
-/** The notifiers of this process, by database name. */
-const listeners = new Map<string, Set<() => void>>();
-
-/** Calls `wake` whenever this process queues an inbound webhook on `db`; answers how to stop. */
-export function onInboundQueued(db: Db, wake: () => void): () => void {
-  const name = db.databaseName;
-  const set = listeners.get(name) ?? new Set();
-  set.add(wake);
-  listeners.set(name, set);
-  return () => {
-    set.delete(wake);
-    if (set.size === 0 && listeners.get(name) === set) listeners.delete(name);
-  };
-}
 
 export class InboundWebhookQueue implements InboundWebhooks {
   private readonly lanes: LaneMarker;
@@ -38,6 +22,7 @@ export class InboundWebhookQueue implements InboundWebhooks {
   constructor(
     private readonly store: Store,
     logger: Logger,
+    private readonly wakeNotifiers: () => void = () => undefined,
   ) {
     this.lanes = new LaneMarker(store.lanes, (err) =>
       logger.warn({ err }, "marking inbound lanes failed; the overdue sweep will"),
@@ -69,6 +54,6 @@ export class InboundWebhookQueue implements InboundWebhooks {
     }
     if (!marked) return;
     await this.lanes.flush();
-    for (const wake of listeners.get(this.store.db.databaseName) ?? []) wake();
+    this.wakeNotifiers();
   }
 }

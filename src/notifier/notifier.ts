@@ -31,7 +31,6 @@ import { ChangeWatcher, type ChangeWatcherStats } from "./change-stream.ts";
 import { ClaimBudget } from "./claim-budget.ts";
 import { FairDispatcher } from "./dispatch.ts";
 import { InboundNotifications, type InboundTask } from "./inbound-notifications.ts";
-import { onInboundQueued } from "./inbound-queue.ts";
 import {
   type NotifierOptions,
   type ResolvedNotifierOptions,
@@ -73,7 +72,6 @@ export class Notifier {
   private loop: Promise<void> | undefined;
   private readonly signal = new WakeSignal();
   private timers: NodeJS.Timeout[] = [];
-  private unlisten: (() => void) | undefined;
   /** Claimed messages here until their outcome is recorded, in all and by account. */
   private readonly budget: ClaimBudget;
   private readonly counters = { rounds: 0, lanesRepaired: 0 };
@@ -121,7 +119,6 @@ export class Notifier {
     await this.watcher?.start();
     this.status.start();
     this.inbound.start();
-    this.unlisten = onInboundQueued(this.store.db, () => this.wakeInbound());
     const every = (ms: number, tick: () => void) => {
       const timer = setInterval(tick, ms);
       timer.unref();
@@ -148,7 +145,6 @@ export class Notifier {
     this.running = false;
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
-    this.unlisten?.();
     this.signal.release();
     const watching = this.watcher?.stop();
     await this.loop;

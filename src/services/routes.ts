@@ -12,7 +12,8 @@ import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards
 import { type DeadlineLog, withDeadlines } from "./database-deadlines.ts";
 import { guarded } from "./guarded.ts";
 import { createInboundService } from "./inbound-service.ts";
-import { createMessagingService, type MessagingDeps } from "./messaging-service.ts";
+import type { MessagingDeps } from "./messaging-deps.ts";
+import { createMessagingService } from "./messaging-service.ts";
 import { createOptOutService } from "./opt-out-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 

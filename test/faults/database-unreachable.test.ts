@@ -7,7 +7,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
-import { accountCall } from "../api/helpers.ts";
+import { accountCall } from "../rest/helpers.ts";
 import { type FaultyService, post, startFaultyService } from "../support/faulty-database.ts";
 
 let faulty: FaultyService;

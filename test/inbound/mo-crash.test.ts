@@ -98,7 +98,9 @@ async function crashAndRecover(
     onInbound: async (message) => {
       handed.push(message);
     },
-    webhooks: new InboundWebhookQueue(fixture.store, recordingLogger()),
+    webhooks: new InboundWebhookQueue(fixture.store, recordingLogger(), () =>
+      notifier.wakeInbound(),
+    ),
     reassemblyMs: 1_800_000,
     defaultAlphabet: "gsm7",
   });

@@ -54,7 +54,7 @@ function intake(): InboundIntake {
     now: () => fixture.store.clock.now(),
     ids: new IdAllocator(fixture.store.counters, "inbound", 10),
     logger,
-    webhooks: new InboundWebhookQueue(fixture.store, logger),
+    webhooks: new InboundWebhookQueue(fixture.store, logger, () => notifiers.wakeInbound()),
     reassemblyMs: 1_800_000,
     defaultAlphabet: "gsm7",
   });

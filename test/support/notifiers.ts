@@ -25,6 +25,10 @@ export function testNotifiers(store: () => Store, defaults: Partial<NotifierOpti
       made.push(notifier);
       return notifier;
     },
+    /** What the composition root does when this process queues an inbound webhook. */
+    wakeInbound(): void {
+      for (const notifier of made) notifier.wakeInbound();
+    },
     async stopAll(): Promise<void> {
       await Promise.all(made.splice(0).map((notifier) => notifier.stop()));
     },
