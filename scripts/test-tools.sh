@@ -4,7 +4,7 @@
 # (scripts/system-tools.sh: Chromium and Prometheus, installed where this user may, else it stops
 # here, before any test, saying how to install them); then, from PyPI, installed once into a cache
 # outside the work tree (biome would lint a virtual environment inside it): schemathesis for the
-# API fuzz run (test/api/openapi-fuzz.test.ts) and the Python example's packages (test/clients).
+# API fuzz run (test/rest/openapi-fuzz.test.ts) and the Python example's packages (test/clients).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/system-tools.sh
