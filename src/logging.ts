@@ -2,7 +2,7 @@ import type { FastifyRequest, FastifyServerOptions } from "fastify";
 import { stdSerializers } from "pino";
 import { requestFields } from "./request-context.ts";
 
-// What a log line may hold: never a credential (design, "Operations"). GET and DELETE carry
+// What a log line may hold: never a credential (docs/design.md, "Operations"). GET and DELETE carry
 // apiKey and apiSecret in the query, RPC callers an Authorization header, the operator a bearer
 // token; none of them reaches a log line or an error log.
 

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { SpanContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 
-// Every log line of a request carries its reqId (design, "Operations"). Fastify's request.log
+// Every log line of a request carries its reqId (docs/design.md, "Operations"). Fastify's request.log
 // does; but a request also logs through the app's logger, from code that has no request at hand
 // (a lane marker's failure, an idempotent answer that could not be recorded). The request's
 // identity rides the async context instead, and the logger's mixin (logging.ts) adds it to every

@@ -1,5 +1,5 @@
 /**
- * `SMS_CARRIERS_FILE` (design "Routing, failover and prices"): YAML parsed by `yaml`, its shape
+ * `SMS_CARRIERS_FILE` (docs/design.md "Routing, failover and prices"): YAML parsed by `yaml`, its shape
  * checked by a JSON Schema (carriers-schema.ts, Ajv), then what a schema cannot say: names,
  * URLs, countries, prefixes, carriers that exist, the default route last, prices in whole
  * micro-units. Every problem names its path and line (`routes[1].carriers[0]: unknown carrier

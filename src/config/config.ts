@@ -206,7 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       `SMS_SETTLE_AFTER_MS: must be at least twice SMS_REQUEST_TIMEOUT_MS and SMS_BATCH_STORE_TIMEOUT_MS (${2 * longest})`,
     );
   }
-  // Metrics are for the operator's scraper, never for the public (design, "Operations").
+  // Metrics are for the operator's scraper, never for the public (docs/design.md, "Operations").
   if (config.metricsPort !== 0 && [config.port, config.grpcPort].includes(config.metricsPort)) {
     problems.push("METRICS_PORT: must differ from PORT and GRPC_PORT (0 turns metrics off)");
   }

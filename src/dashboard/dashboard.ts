@@ -20,7 +20,7 @@ import { registerSession, signedInAccount } from "./session.ts";
 import { settingsPages } from "./settings-pages.ts";
 import { signInPages } from "./sign-in-pages.ts";
 
-// The account dashboard (design "Account dashboard"): server-rendered pages under /dashboard on
+// The account dashboard (docs/design.md "Account dashboard"): server-rendered pages under /dashboard on
 // PORT, reading and writing only through the services (the same in-process clients as REST), with
 // the signed-in account handed to them by the session (session.ts). Eta escapes every `<%= %>`;
 // no page runs a script, so the Content-Security-Policy allows none.

@@ -22,7 +22,7 @@ import {
   timeText,
 } from "./wording.ts";
 
-// Messages handsets sent to the account's numbers, read with InboundService (design "Two-way
+// Messages handsets sent to the account's numbers, read with InboundService (docs/design.md "Two-way
 // messaging": "Reading"): searching by sender, number and time in AIP-158 pages, and one message.
 
 type ListInboundInit = MessageInitShape<typeof ListInboundMessagesRequestSchema>;

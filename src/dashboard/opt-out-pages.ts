@@ -6,7 +6,7 @@ import { type Dashboard, type FieldErrorList, fieldText, serviceErrors } from ".
 import { sessionCall } from "./session.ts";
 import { optOutSourceText, timeText } from "./wording.ts";
 
-// The account's opt-out list, through OptOutService (design "Two-way messaging": "Managing"):
+// The account's opt-out list, through OptOutService (docs/design.md "Two-way messaging": "Managing"):
 // the numbers it may not send to, a number added by hand, and the account's own entries removed.
 // A handset's STOP has no remove button: only the handset's START lifts it (the service refuses
 // it all the same if a form asks).

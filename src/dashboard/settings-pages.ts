@@ -9,7 +9,7 @@ import { type Dashboard, type FieldErrorList, fieldText, serviceErrors } from ".
 import { sessionCall } from "./session.ts";
 
 // The account's settings: what the operator set (status URL, default sender), and what the
-// account sets itself through InboundService (design "Two-way messaging"): the inbound URL and
+// account sets itself through InboundService (docs/design.md "Two-way messaging"): the inbound URL and
 // the replies to STOP, START and HELP.
 
 type SettingsUpdate = MessageInitShape<typeof UpdateInboundSettingsRequestSchema>;

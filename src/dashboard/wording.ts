@@ -43,7 +43,7 @@ const NOTIFICATION_STATES: Record<NotificationState, string> = {
   [NotificationState.SKIPPED]: "skipped (no status URL)",
 };
 
-/** What an opt-out word in an inbound message did (design "Two-way messaging"). */
+/** What an opt-out word in an inbound message did (docs/design.md "Two-way messaging"). */
 export const OPT_OUT_MEANINGS: Record<OptOutTypeName, string> = {
   STOP: "opted the sender out of this account's messages, until it sends START",
   START: "lifted the sender's opt-out",

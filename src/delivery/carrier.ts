@@ -1,6 +1,6 @@
 import type { ReasonName } from "../domain/message-status.ts";
 /**
- * The carrier port (design "Message lifecycle"): how the delivery worker hands message parts to an
+ * The carrier port (docs/design.md "Message lifecycle"): how the delivery worker hands message parts to an
  * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and, later,
  * SMPP. The worker only knows this interface.
  *

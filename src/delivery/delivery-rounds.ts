@@ -1,5 +1,5 @@
 /**
- * One claim round of delivery work, fair between accounts (design "Scheduling: fair and
+ * One claim round of delivery work, fair between accounts (docs/design.md "Scheduling: fair and
  * prioritized"): turns on the due account lanes, least recently served first (lanes.ts), each an
  * equal share of the round's parts; what lanes with little work leave goes to the busier ones.
  * Within a lane, messages come in `deliveryAt` order (domain/delivery-priority.ts), and the

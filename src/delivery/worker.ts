@@ -1,5 +1,5 @@
 /**
- * The delivery worker (design "Message lifecycle", "Scheduling: fair and prioritized"): moves
+ * The delivery worker (docs/design.md "Message lifecycle", "Scheduling: fair and prioritized"): moves
  * accepted messages through the carrier, fairly between accounts and by priority within one.
  *
  * - Pacing: it claims only what the carrier can take soon: the parts its window has free plus a
@@ -78,7 +78,7 @@ export interface DeliveryWorkerOptions {
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
   /**
-   * With several carriers (design "Routing, failover and prices"), one worker runs per carrier:
+   * With several carriers (docs/design.md "Routing, failover and prices"), one worker runs per carrier:
    * this carrier's name in the plan and which messages it claims now (those whose route's current
    * carrier it is, routing/carrier-health.ts). The worker records its name beside the parts' ids
    * and matches its receipts to its own parts only. Undefined: the one carrier takes everything.

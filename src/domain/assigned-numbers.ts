@@ -1,5 +1,5 @@
 /**
- * The numbers the operator assigns to accounts (design "Two-way messaging": "Numbers"): long codes
+ * The numbers the operator assigns to accounts (docs/design.md "Two-way messaging": "Numbers"): long codes
  * kept as E.164 (`+` and 8 to 15 digits, the first not 0), short codes as 3 to 8 digits. Pure.
  */
 

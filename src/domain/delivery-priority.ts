@@ -1,5 +1,5 @@
 /**
- * Priority within an account (design "Scheduling: fair and prioritized"): OTP first, then single
+ * Priority within an account (docs/design.md "Scheduling: fair and prioritized"): OTP first, then single
  * sends, then batch messages, and no class starved.
  *
  * A message's place in its account's delivery queue is its `deliveryAt`, which a lane's claim takes

@@ -1,5 +1,5 @@
 /**
- * The form of an inbound number (design "Two-way messaging": "Numbers"): an E.164 long code
+ * The form of an inbound number (docs/design.md "Two-way messaging": "Numbers"): an E.164 long code
  * written with its `+` (8 to 15 digits, the first not 0), or a short code of 3 to 8 digits. One
  * written form per number, so that an MO's destination and an assignment meet on the same key.
  */

@@ -1,5 +1,5 @@
 /**
- * Limits of the public contract (spec "Limits" + design "Decisions"), and small validators.
+ * Limits of the public contract (docs/sms-api.md "Limits" + docs/design.md "Decisions"), and small validators.
  * Pure: no I/O.
  */
 

@@ -1,6 +1,6 @@
 /**
  * Message statuses, non-delivery reasons, the status machine and the multi-part rule
- * (spec "States and transitions", design "Message lifecycle", "Multi-part status", "Batch counters").
+ * (docs/sms-api.md "States and transitions", docs/design.md "Message lifecycle", "Multi-part status", "Batch counters").
  */
 
 /** A message's status as stored, written on REST and in webhooks (the spec's names). */
@@ -112,7 +112,7 @@ export interface BatchCounters {
 }
 
 /**
- * Batch counters over the statuses of its accepted messages (design "Batch counters"):
+ * Batch counters over the statuses of its accepted messages (docs/design.md "Batch counters"):
  * sentCount = at SENT or later (SENT, DELIVERED, DELIVERY_ERROR; SEND_ERROR was never sent);
  * deliveredCount = DELIVERED; undeliveredCount = DELIVERY_ERROR + SEND_ERROR;
  * isActive while delivered + undelivered < accepted.

@@ -1,5 +1,5 @@
 /**
- * `to` format (design "Decisions"): optional `+`, then 8 to 15 ASCII digits, the first not 0.
+ * `to` format (docs/design.md "Decisions"): optional `+`, then 8 to 15 ASCII digits, the first not 0.
  * No spaces, dashes or brackets. The number is stored and echoed exactly as submitted.
  */
 export const PHONE_NUMBER_PATTERN = /^\+?[1-9][0-9]{7,14}$/;

@@ -1,5 +1,5 @@
 /**
- * Splitting a text into SMS parts (spec "Splitting", design "Counting" and "Longest text").
+ * Splitting a text into SMS parts (docs/sms-api.md "Splitting", docs/design.md "Counting" and "Longest text").
  *
  * - Every code point <= U+00FF (ISO-Latin-1): one message up to 160 characters, else parts of at most 153.
  * - Otherwise: one message up to 70 UTF-16 code units, else parts of at most 67 code units; a part that

@@ -1,5 +1,5 @@
 /**
- * The intake of mobile-originated messages (design "Two-way messaging": "Receiving", "At least
+ * The intake of mobile-originated messages (docs/design.md "Two-way messaging": "Receiving", "At least
  * once, never lost"): what the carrier hands in, a batch of PDUs at a time, becomes stored inbound
  * messages; the carrier acknowledges each PDU only after `take` answered for it.
  *

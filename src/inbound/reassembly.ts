@@ -1,5 +1,5 @@
 /**
- * A long MO from its parts, as bytes (design "Two-way messaging": "reassembled from raw bytes in
+ * A long MO from its parts, as bytes (docs/design.md "Two-way messaging": "reassembled from raw bytes in
  * any order, repeated parts dropped"). Pure: the intake reads a message's stored parts and asks
  * this whether they are all there and what they make; decoding comes after (alphabets.ts), on the
  * whole, so a character split across two parts is read whole.

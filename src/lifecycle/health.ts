@@ -3,7 +3,7 @@ import type { Db } from "mongodb";
 import type { CarrierStatus } from "../delivery/carrier.ts";
 import { isReachable } from "../store/database.ts";
 
-// Liveness and readiness (design, "Operations"). A load balancer or orchestrator asks two
+// Liveness and readiness (docs/design.md, "Operations"). A load balancer or orchestrator asks two
 // different questions: "is the process alive" (restart it if not) and "may it take traffic"
 // (route elsewhere if not). Conflating them restarts healthy instances whose database is down.
 //

@@ -10,7 +10,7 @@ import { queueMetrics } from "./queues.ts";
 import { type RequestMetrics, requestMetrics } from "./requests.ts";
 import { type WebhookMetrics, webhookMetrics } from "./webhooks.ts";
 
-// The service's metrics (design, "Operations"): one registry per built service, so two services
+// The service's metrics (docs/design.md, "Operations"): one registry per built service, so two services
 // in one process (tests) never mix their counts. Names: `sms_` prefix, base units, counters
 // ending in `_total`; no label holds a phone number, an id, a text, a URL, a credential or an
 // account. The runtime's own (event-loop delay, heap, GC) come from prom-client's defaults,

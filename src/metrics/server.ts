@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Registry } from "prom-client";
 import type { HealthReport } from "../lifecycle/health.ts";
 
-// `/metrics` on METRICS_PORT only (design, "Operations"): a plain node:http server, not a route
+// `/metrics` on METRICS_PORT only (docs/design.md, "Operations"): a plain node:http server, not a route
 // of the public Fastify app, so no proxy rule or route mistake can expose it on PORT, and a
 // scrape never competes with the public routes' hooks, limits and rate limits. `/health` here is
 // readiness with its details (the SMSC, binds, counters, errors), which PORT's `/health` keeps

@@ -1,5 +1,5 @@
 /**
- * Private-address protection for status callback URLs (design "Status webhooks"): a callback whose
+ * Private-address protection for status callback URLs (docs/design.md "Status webhooks"): a callback whose
  * host is, or resolves to, an address that is not globally reachable (IANA special-purpose
  * registries, special-purpose-addresses.ts: loopback, private, shared, link-local, documentation,
  * benchmarking, reserved, multicast...) is refused unless `allowPrivate`.

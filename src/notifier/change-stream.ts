@@ -1,5 +1,5 @@
 /**
- * The notifier's wake-up (design "Status webhooks"): a change stream on `messages` tells the
+ * The notifier's wake-up (docs/design.md "Status webhooks"): a change stream on `messages` tells the
  * dispatcher at once that something changed. Its resume token is stored in `state` and used on
  * restart, so the changes made while no notifier ran are replayed; a failing stream is reopened,
  * and a token that cannot be resumed from is dropped after a second failure (the overdue sweep and

@@ -1,5 +1,5 @@
 /**
- * Claiming of due notifications (design "Status webhooks" and "Scheduling: fair and prioritized").
+ * Claiming of due notifications (docs/design.md "Status webhooks" and "Scheduling: fair and prioritized").
  *
  * A message whose first pending notification is due (`notifyAt`) is claimed atomically before it
  * is sent, so only one instance sends it (src/scheduling/claims.ts for the mechanics).

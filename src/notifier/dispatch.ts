@@ -1,5 +1,5 @@
 /**
- * The in-process queues between claimed notifications and requests (design "Scheduling: fair and
+ * The in-process queues between claimed notifications and requests (docs/design.md "Scheduling: fair and
  * prioritized"). Requests in flight are bounded three ways: over all receivers (`concurrency`),
  * per receiver (`receiverConcurrency`: scheme, host, port and path) and per account
  * (`accountConcurrency`). Free slots go round robin between the accounts with waiting work, and

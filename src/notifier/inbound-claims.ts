@@ -1,5 +1,5 @@
 /**
- * Claiming inbound messages' webhooks (design "Two-way messaging": "in order per (account,
+ * Claiming inbound messages' webhooks (docs/design.md "Two-way messaging": "in order per (account,
  * from)"). An inbound message stored while its account had an inbound URL carries its webhook and
  * `notifyAt`, as a message carries its status notifications, and is claimed the same way
  * (src/scheduling/claims.ts) through its account's `inbound` lane.

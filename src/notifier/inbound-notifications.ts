@@ -1,5 +1,5 @@
 /**
- * Inbound messages' webhooks (design "Two-way messaging": "Inbound webhook"), sent by the
+ * Inbound messages' webhooks (docs/design.md "Two-way messaging": "Inbound webhook"), sent by the
  * notifier (notifier.ts) beside the status webhooks, through the loop every kind shares
  * (webhook-queue.ts): the same fair dispatcher (bounds per receiver, per account and in all),
  * sender, retry schedule and address guard.

@@ -1,5 +1,5 @@
 /**
- * The notification queue's writes (design "Status webhooks"): recording the results of a chunk of
+ * The notification queue's writes (docs/design.md "Status webhooks"): recording the results of a chunk of
  * claimed notifications in one bulkWrite. Claiming is in claiming.ts.
  *
  * A message's notifications are sent in order: only the first pending one is ever due, and

@@ -1,5 +1,5 @@
 /**
- * What becomes of a claimed message's first pending notification (design "Status webhooks"): sent
+ * What becomes of a claimed message's first pending notification (docs/design.md "Status webhooks"): sent
  * (any 2xx is delivered; anything else is retried on the schedule, then given up), skipped when
  * there is no status URL, given up at once for a refused (private) address or an unusable URL, left
  * for later when its retry is not due yet, or put back unattempted. Pure: the notifier counts, logs,

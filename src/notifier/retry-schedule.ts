@@ -1,5 +1,5 @@
 /**
- * The webhook retry schedule (design "Status webhooks"): the delays before each retry after a
+ * The webhook retry schedule (docs/design.md "Status webhooks"): the delays before each retry after a
  * failed attempt. The first attempt is immediate; with N delays a notification gets N + 1 attempts
  * before it is given up. Configured by `SMS_WEBHOOK_RETRY_SCHEDULE`, e.g. `1s,5s,30s,5m,2h`.
  */

@@ -1,5 +1,5 @@
 /**
- * One webhook on the wire (design "Status webhooks"): a status is `GET <url>?id=<id>&status=<STATUS>
+ * One webhook on the wire (docs/design.md "Status webhooks"): a status is `GET <url>?id=<id>&status=<STATUS>
  * [&batch_id=<id>]`, appended to the URL's own query, signed over its path and query; an inbound
  * message is a JSON `POST` to the inbound URL, signed over its body. Both with the Standard Webhooks
  * signature headers, over keep-alive agents whose DNS lookup refuses private addresses unless

@@ -1,5 +1,5 @@
 /**
- * Standard Webhooks signatures for the status notifications (design "Status webhooks").
+ * Standard Webhooks signatures for the status notifications (docs/design.md "Status webhooks").
  *
  * Headers: `webhook-id` (stable per notification, so receivers can dedupe retries),
  * `webhook-timestamp` (Unix seconds of the attempt) and `webhook-signature` = `v1,` + base64

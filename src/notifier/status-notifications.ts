@@ -1,5 +1,5 @@
 /**
- * Status webhooks (design "Status webhooks"), sent by the notifier (notifier.ts) through the loop
+ * Status webhooks (docs/design.md "Status webhooks"), sent by the notifier (notifier.ts) through the loop
  * every kind shares (webhook-queue.ts). What is theirs:
  *
  * - Claims: messages whose first pending notification is due, through the `notify` account lanes

@@ -1,5 +1,5 @@
 /**
- * The automatic replies to the opt-out words (design "Two-way messaging": "Replies"). Pure.
+ * The automatic replies to the opt-out words (docs/design.md "Two-way messaging": "Replies"). Pure.
  *
  * The defaults name the account and the other words, as CTIA asks of STOP and HELP answers, and
  * carry no marketing (the FCC's one confirmation). Accounts may write their own, at most

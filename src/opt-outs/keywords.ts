@@ -1,5 +1,5 @@
 /**
- * Opt-out words of an inbound message (design "Two-way messaging": "Opt-out words"). Pure.
+ * Opt-out words of an inbound message (docs/design.md "Two-way messaging": "Opt-out words"). Pure.
  *
  * The whole text counts, trimmed of spaces and punctuation at both ends and compared without case:
  * "stop." and " Stop! " are STOP, "STOP PLEASE" is no keyword (delivered with no optOutType), so a

@@ -1,5 +1,5 @@
 /**
- * Opt-out lists (design "Two-way messaging": "Scope and effect", "Managing"): one document per
+ * Opt-out lists (docs/design.md "Two-way messaging": "Scope and effect", "Managing"): one document per
  * (account, recipient number) in `optOuts`, every change kept in `optOutChanges`, and the
  * 5-minute slots of the automatic replies in `optOutReplies` (src/opt-outs/reply-slots.ts).
  * Numbers are kept in one form, `+` and digits, whatever form a send or a handset used.

@@ -1,5 +1,5 @@
 /**
- * The automatic reply to a STOP, START or HELP (design "Two-way messaging": "Replies"): one per
+ * The automatic reply to a STOP, START or HELP (docs/design.md "Two-way messaging": "Replies"): one per
  * (account, number, word) per 5 minutes, from the number the word was sent to, not charged.
  *
  * Crash-safe: the reply's slot records the reply (src/opt-outs/reply-slots.ts) and the reply message

@@ -1,5 +1,5 @@
 /**
- * The slots of the automatic replies to STOP, START and HELP (design "Two-way messaging":
+ * The slots of the automatic replies to STOP, START and HELP (docs/design.md "Two-way messaging":
  * "Replies"): at most one reply per (account, number, keyword) per 5 minutes, in `optOutReplies`
  * (opened with the opt-out lists, src/opt-outs/list.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * What an opt-out does (design "Two-way messaging": "Scope and effect", "Replies"), for every door:
+ * What an opt-out does (docs/design.md "Two-way messaging": "Scope and effect", "Replies"), for every door:
  * the inbound hook (a handset's STOP, START, HELP), OptOutService, AdminService and the delivery
  * worker's last check before the carrier.
  *

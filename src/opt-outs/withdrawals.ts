@@ -1,6 +1,6 @@
 /**
  * Withdrawing accepted messages before they reach the carrier, their credit given back: the
- * messages of a recipient who opted out after they were accepted (design "Two-way messaging":
+ * messages of a recipient who opted out after they were accepted (docs/design.md "Two-way messaging":
  * "SEND_ERROR, its credit refunded").
  *
  * Crash safety without transactions, in the order of store/charges.ts: (1) a pending refund is

@@ -6,7 +6,7 @@ export const credentials = {
   apiSecret: { type: "string", minLength: 1, description: "Account API secret" },
 } as const;
 
-/** `Idempotency-Key` (design "Idempotency and rate limits"), on the operations that create. */
+/** `Idempotency-Key` (docs/design.md "Idempotency and rate limits"), on the operations that create. */
 export const idempotencyHeaders = {
   type: "object",
   properties: {

@@ -37,7 +37,7 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
 
 /**
  * Refusals whose HTTP status is not their code's: a send to an opted-out number is a bad `to`
- * (400, design "Scope and effect"), not a payment matter; an opt-out the caller may not lift
+ * (400, docs/design.md "Scope and effect"), not a payment matter; an opt-out the caller may not lift
  * conflicts with the list's state (409).
  */
 export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {

@@ -1,5 +1,5 @@
 /**
- * GET /sms/quote?to&text (design "Routing, failover and prices"): what POST /sms would charge,
+ * GET /sms/quote?to&text (docs/design.md "Routing, failover and prices"): what POST /sms would charge,
  * through MessagingService.QuoteMessage. Prices are numbers in account currency, as
  * creditRemaining; country and numberType are null when the number has none.
  */

@@ -1,5 +1,5 @@
 /**
- * Turns between an account's batches (design "Scheduling: fair and prioritized": within the batch
+ * Turns between an account's batches (docs/design.md "Scheduling: fair and prioritized": within the batch
  * class, an account's active batches take turns). A lane's claim takes its account's due work in
  * `deliveryAt` order, and every message of a batch has the same `deliveryAt` (the batch's accept
  * time, less its class's head start: domain/delivery-priority.ts). Without turns a batch sent after

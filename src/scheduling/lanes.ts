@@ -1,5 +1,5 @@
 /**
- * Fair turns between accounts (design "Scheduling: fair and prioritized"). Every account with work
+ * Fair turns between accounts (docs/design.md "Scheduling: fair and prioritized"). Every account with work
  * has a lane: one small document per account and queue, holding when its earliest work is due and
  * when it was last served. Workers take turns on the due lanes least recently served first, so an
  * account with 10000 due messages gets no more turns than an account with one, on every instance

@@ -84,7 +84,7 @@ function keptForm(number: string): string {
 function simulatedPart(from: string, to: string, text: string): MoPart {
   const payload = Buffer.from(text, "utf16le").swap16();
   // Each call is a message of its own: a carrier connection of its own, so the redelivery key
-  // never merges two demos of the same word (design "Two-way messaging": the simulator).
+  // never merges two demos of the same word (docs/design.md "Two-way messaging": the simulator).
   return { carrier: `simulator:${randomUUID()}`, from, to, dataCoding: 8, payload };
 }
 

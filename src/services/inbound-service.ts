@@ -114,7 +114,7 @@ function settingsUpdate(req: UpdateInboundSettingsRequest) {
   };
 }
 
-/** The account's inbound messages and inbound settings (design "Two-way messaging": "Reading"). */
+/** The account's inbound messages and inbound settings (docs/design.md "Two-way messaging": "Reading"). */
 export function createInboundService(deps: InboundServiceDeps): ServiceImpl<typeof InboundService> {
   const { store, directory } = deps;
   const dbOptions = (ctx: HandlerContext) =>

@@ -63,7 +63,7 @@ function senderAllowed(name: string, account: AccountView, policy: IntakePolicy)
   return (
     name === policy.sharedSender ||
     account.approvedSenders.has(name) ||
-    // A number the operator assigned needs no approval (design "Two-way messaging": "Numbers").
+    // A number the operator assigned needs no approval (docs/design.md "Two-way messaging": "Numbers").
     (account.numbers.size > 0 && isOwnNumber(name, account.numbers))
   );
 }

@@ -1,5 +1,5 @@
 /**
- * MessagingService.QuoteMessage (design "Routing, failover and prices"): what SendMessage would
+ * MessagingService.QuoteMessage (docs/design.md "Routing, failover and prices"): what SendMessage would
  * charge for a text to a recipient - parts, encoding, the destination's country and number type,
  * the price per part and in all - refused as SendMessage would refuse `to` and `text`. Never the
  * carrier.

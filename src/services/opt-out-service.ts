@@ -29,7 +29,7 @@ export interface OptOutServiceDeps {
   timeouts?: { requestMs: number };
 }
 
-/** The account's own opt-out list (design "Two-way messaging": "Managing"). */
+/** The account's own opt-out list (docs/design.md "Two-way messaging": "Managing"). */
 export function createOptOutService(deps: OptOutServiceDeps): ServiceImpl<typeof OptOutService> {
   const { optOuts, rules, directory } = deps;
   const dbOptions = (ctx: Parameters<typeof deadlineOf>[0]) =>

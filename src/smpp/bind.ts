@@ -1,5 +1,5 @@
 /**
- * One transceiver bind to the SMSC (design "Carrier: SMPP 3.4"): its connection, its window of
+ * One transceiver bind to the SMSC (docs/design.md "Carrier: SMPP 3.4"): its connection, its window of
  * unacknowledged `submit_sm`, its token bucket (`submit_sm` per second), keep-alive and rebinding.
  *
  * - Binding: `bind_transceiver` (interface 3.4, `system_type`); a refusal is logged and retried.

@@ -1,5 +1,5 @@
 /**
- * Which part of which long message an MO is (design "Two-way messaging": "Multi-part MO"). Pure.
+ * Which part of which long message an MO is (docs/design.md "Two-way messaging": "Multi-part MO"). Pure.
  *
  * - UDH (the `esm_class` UDHI bit 0x40): the header's length octet, then information elements;
  *   IEI 0x00 is concatenation with an 8-bit reference (`00 03 ref total seq`), IEI 0x08 with a

@@ -1,5 +1,5 @@
 /**
- * How one message part becomes one `submit_sm` (design "Carrier: SMPP 3.4"), as pure functions:
+ * How one message part becomes one `submit_sm` (docs/design.md "Carrier: SMPP 3.4"), as pure functions:
  *
  * - The part is sent as the segmenting rule made it (src/domain/segments.ts), never split again.
  *   A part whose every code point is <= U+00FF: `data_coding` 3, ISO-8859-1 bytes; any other part:

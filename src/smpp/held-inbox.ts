@@ -1,6 +1,6 @@
 /**
  * What the SMSC sends this service (receipts, mobile-originated messages), held until it is stored
- * (design "Carrier: SMPP 3.4" and "Two-way messaging": the `deliver_sm_resp` is sent only once what
+ * (docs/design.md "Carrier: SMPP 3.4" and "Two-way messaging": the `deliver_sm_resp` is sent only once what
  * it answers is stored, so the SMSC keeps and sends again anything this process did not store,
  * e.g. after a crash).
  *

@@ -1,5 +1,5 @@
 /**
- * Delivery receipts over SMPP (design "Carrier: SMPP 3.4"), as pure functions: which `deliver_sm`
+ * Delivery receipts over SMPP (docs/design.md "Carrier: SMPP 3.4"), as pure functions: which `deliver_sm`
  * is a receipt, the part's id in it, and the mapping of `stat`/`err` to the spec's statuses and
  * non-delivery reasons.
  *

@@ -1,5 +1,5 @@
 /**
- * What an incoming `deliver_sm` or `data_sm` is (design "Two-way messaging": "Receiving over
+ * What an incoming `deliver_sm` or `data_sm` is (docs/design.md "Two-way messaging": "Receiving over
  * SMPP"): by `esm_class` first, TLVs second, never by its text. Pure.
  *
  * - Message type (bits 2-5) 0: an ordinary mobile-originated message, unless it carries both

@@ -16,7 +16,7 @@ export interface AccountDoc {
   creditMicros: number;
   statusUrl?: string;
   defaultSender?: string;
-  /** Receives the account's inbound messages (design "Two-way messaging"). */
+  /** Receives the account's inbound messages (docs/design.md "Two-way messaging"). */
   inboundUrl?: string;
   /** The account's own replies to the opt-out words; the defaults where absent. */
   keywordReplies?: Partial<Record<"STOP" | "START" | "HELP", string>>;
@@ -74,7 +74,7 @@ export interface NotificationDoc {
 }
 
 /**
- * The webhook of an inbound message (design "Two-way messaging"), when its account had an inbound
+ * The webhook of an inbound message (docs/design.md "Two-way messaging"), when its account had an inbound
  * URL as it came: sent by the notifier in order per (account, sender), retried like a status's.
  */
 export interface InboundWebhookDoc {

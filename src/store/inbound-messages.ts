@@ -6,7 +6,7 @@ import { duplicateKeyIndexes } from "./write-outcomes.ts";
 
 /**
  * Inbound (mobile-originated) messages, whole: one document per message however many parts it
- * came in (design "Two-way messaging"). Written by the intake (src/inbound/intake.ts), read by
+ * came in (docs/design.md "Two-way messaging"). Written by the intake (src/inbound/intake.ts), read by
  * the InboundService and the dashboard.
  */
 export interface InboundMessageDoc {

@@ -3,7 +3,7 @@ import { REDELIVERY_WINDOW_MS } from "./inbound-messages.ts";
 import { duplicateKeyIndexes } from "./write-outcomes.ts";
 
 /**
- * The parts of long inbound messages, each stored before its `deliver_sm_resp` (design "At least
+ * The parts of long inbound messages, each stored before its `deliver_sm_resp` (docs/design.md "At least
  * once, never lost"), until its message is whole (or given up on) and stored in
  * `inboundMessages`. A part that made a message is kept 10 minutes more, so that the SMSC's
  * redelivery of it is recognised instead of starting a message of its own; then a TTL index

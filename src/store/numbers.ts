@@ -1,7 +1,7 @@
 import { type Collection, type Db, MongoServerError } from "mongodb";
 
 /**
- * Inbound numbers (design "Two-way messaging": "Numbers"): the operator assigns each long code
+ * Inbound numbers (docs/design.md "Two-way messaging": "Numbers"): the operator assigns each long code
  * (E.164, `+` and digits) or short code (3 to 8 digits) to at most one account. Mobile-originated
  * messages to a number go to its account; the account may send `from` it.
  *

@@ -1,5 +1,5 @@
 /**
- * Receipts from the carrier (design "Message lifecycle"): matched to their messages by the parts'
+ * Receipts from the carrier (docs/design.md "Message lifecycle"): matched to their messages by the parts'
  * carrier ids, and applied as grouped status changes, each with its pending notification in the
  * same single-document update (see status-changes.ts).
  */

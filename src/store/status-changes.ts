@@ -1,6 +1,6 @@
 /**
  * A message's status changes, as atomic single-document updates: every status change writes, in
- * the same update, the new status and its pending notification (design "Status webhooks"), so a
+ * the same update, the new status and its pending notification (docs/design.md "Status webhooks"), so a
  * status change is never without its webhook. Used by the delivery engine (submissions, receipts,
  * expiries) and the notifier's queue rules rely on it (src/notifier/notification-records.ts).
  *

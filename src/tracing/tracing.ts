@@ -16,7 +16,7 @@ import type { StoredTrace } from "../store/documents.ts";
 import { samplingFromEnv, type TraceSampling, UnsampledRoot } from "./root-sampling.ts";
 import { STORED_TRACE_BYTES, storedSpanId, storedTrace, storedTraceId } from "./stored-trace.ts";
 
-// Traces (design, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
+// Traces (docs/design.md, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
 // and off when none is set. When off, nothing here runs: no provider, no hooks, no trace context
 // in documents, so the service pays nothing for it.
 

@@ -7,7 +7,7 @@ import { reserveIds } from "../../src/store/sequences.ts";
 import { formPage, page, postForm, signIn } from "../support/dashboard-forms.ts";
 import { adminHeaders, type RunningService, startService } from "../support/service.ts";
 
-// The dashboard's two-way pages over plain HTTP against the whole service (design "Two-way
+// The dashboard's two-way pages over plain HTTP against the whole service (docs/design.md "Two-way
 // messaging", issue 26 item 6): inbound messages (search, pages, one message), the opt-out list
 // (a handset's STOP, numbers added and removed by the account) and the inbound settings. Inbound
 // messages come in through AdminService.SimulateInbound, as the simulator carrier's MO would.

@@ -1,5 +1,5 @@
 /**
- * Crash-safe submission (issue 9, design "Carrier: SMPP 3.4": a crash may resubmit at most the
+ * Crash-safe submission (issue 9, docs/design.md "Carrier: SMPP 3.4": a crash may resubmit at most the
  * parts that were in flight, never a whole claim). A worker process is killed with SIGKILL while it
  * delivers a batch; a second worker finishes the batch. The simulator's log of submitted parts
  * counts what reached the carrier twice.

@@ -1,5 +1,5 @@
 /**
- * The delivery engine's promises (design "Scheduling: fair and prioritized"), with the carrier as
+ * The delivery engine's promises (docs/design.md "Scheduling: fair and prioritized"), with the carrier as
  * the bottleneck (a simulator limited to a few hundred parts per second): an account's single
  * sends are not queued behind another account's batch, on one instance or several; within an
  * account OTP goes first, then single sends, then batch messages. Order is read from the

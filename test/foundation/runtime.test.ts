@@ -1,5 +1,5 @@
 /**
- * The runtime (design, "Operations"; issue 16 item 1): Node 24 LTS. `npm test` runs on the
+ * The runtime (docs/design.md, "Operations"; issue 16 item 1): Node 24 LTS. `npm test` runs on the
  * binary of the `node` package (npm scripts put node_modules/.bin first on the PATH), whatever
  * the machine's own Node is; this fails if the tests ever run on an older one.
  */

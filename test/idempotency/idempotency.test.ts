@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (issue 11, defect 13; design "Idempotency and rate limits"): a client that
+ * Idempotency keys (issue 11, defect 13; docs/design.md "Idempotency and rate limits"): a client that
  * retries a POST /sms, /sms-batch or /sender_names (SendMessage, SendBatch, CreateSenderName)
  * with the same Idempotency-Key gets the first answer again, marked `Idempotent-Replayed: true`,
  * and nothing is stored or charged twice; the same key while the first still runs is 409, with

@@ -1,5 +1,5 @@
 /**
- * Liveness and readiness (design, "Operations"; issue 16 item 5): /health/live answers 200 while
+ * Liveness and readiness (docs/design.md, "Operations"; issue 16 item 5): /health/live answers 200 while
  * the process runs; /health/ready (and /health) answers 503 naming what fails while the database
  * is unreachable, while the SMPP carrier has no bind and while draining on shutdown. Strangers
  * may ask PORT, so it names only what fails (issue 25 item 2.8): the SMSC, counters and bind

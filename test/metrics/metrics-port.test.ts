@@ -1,5 +1,5 @@
 /**
- * METRICS_PORT (design, "Operations"): metrics on a port of their own, never PORT or GRPC_PORT;
+ * METRICS_PORT (docs/design.md, "Operations"): metrics on a port of their own, never PORT or GRPC_PORT;
  * 0 turns them off, and then the service keeps none.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * What an opt-out does to delivery (design "Two-way messaging": "Scope and effect", "Replies"), on
+ * What an opt-out does to delivery (docs/design.md "Two-way messaging": "Scope and effect", "Replies"), on
  * a real database with the real delivery worker and the simulator carrier: a handset's STOP,
  * START and HELP through the inbound hook (OptOutRules.applyInbound), messages accepted before
  * the STOP withdrawn with their credit given back, the worker's check after its claim, and the

@@ -1,5 +1,5 @@
 /**
- * Rate limits (issue 11, defect 14; design "Idempotency and rate limits"): per account and
+ * Rate limits (issue 11, defect 14; docs/design.md "Idempotency and rate limits"): per account and
  * instance at most SMS_RATE_LIMIT_RPS requests a second, bursts to twice that; failed
  * authentications per client address at most SMS_AUTH_FAILURES_PER_MIN. Over either: 429 with
  * Retry-After, RateLimit-Policy and RateLimit, the spec's error shape (a string on POST

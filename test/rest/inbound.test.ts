@@ -1,6 +1,6 @@
 /**
  * Reading inbound messages (REST GET /inbound, GET /inbound/{id}; InboundService), the account's
- * inbound settings, and the operator's numbers (AdminService): design "Two-way messaging".
+ * inbound settings, and the operator's numbers (AdminService): docs/design.md "Two-way messaging".
  * Inbound messages are written as the intake stores them (store/inbound-messages.ts).
  */
 import { Code } from "@connectrpc/connect";

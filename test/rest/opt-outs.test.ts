@@ -1,5 +1,5 @@
 /**
- * Opt-out lists through REST and Connect (design "Two-way messaging": "Scope and effect",
+ * Opt-out lists through REST and Connect (docs/design.md "Two-way messaging": "Scope and effect",
  * "Managing"): a number on the account's list is refused before anything is stored or charged,
  * on every send path; the account manages its own entries and reads every change.
  */

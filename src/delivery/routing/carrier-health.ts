@@ -1,5 +1,5 @@
 /**
- * Whether a carrier gets new work (design "Routing, failover and prices", failover): not while it
+ * Whether a carrier gets new work (docs/design.md "Routing, failover and prices", failover): not while it
  * has had no bound bind for `afterSeconds`, nor while its circuit is open. The circuit opens when at
  * least half of its last `circuitWindow` answered parts were refused (the SMPP adapter resubmits
  * throttling answers itself, so what reaches here as a refusal is not throttling); after

@@ -1,5 +1,5 @@
 /**
- * What the service knows of its carriers, routes and prices (design "Routing, failover and
+ * What the service knows of its carriers, routes and prices (docs/design.md "Routing, failover and
  * prices"), in one shape whether it came from `SMS_CARRIERS_FILE` (config/carriers-file.ts) or
  * from the one-carrier shorthand `SMS_CARRIER` / `SMS_SMPP_*` (`singleCarrierPlan`). Plain data,
  * checked once at start: names are unique, every route's carriers exist, the last route is the

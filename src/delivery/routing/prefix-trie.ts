@@ -1,6 +1,6 @@
 /**
  * A trie of digit prefixes: the values whose prefix starts a number, found in one walk over its
- * digits whatever the number of prefixes (routes and prices by prefix, design "Routing, failover
+ * digits whatever the number of prefixes (routes and prices by prefix, docs/design.md "Routing, failover
  * and prices").
  */
 

@@ -1,5 +1,5 @@
 /**
- * The price of one part to a destination (design "Routing, failover and prices"): the longest
+ * The price of one part to a destination (docs/design.md "Routing, failover and prices"): the longest
  * matching prefix, else the destination's country, else the default; none of them: the
  * destination is refused. In micro-units of the account's credit.
  */

@@ -1,5 +1,5 @@
 /**
- * Which route a message takes (design "Routing, failover and prices"): the first route whose
+ * Which route a message takes (docs/design.md "Routing, failover and prices"): the first route whose
  * match holds - every criterion given (destination country, number prefix, number type, sender),
  * any of its values - and the carriers it tries, in order. Pure.
  *

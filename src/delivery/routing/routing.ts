@@ -1,5 +1,5 @@
 /**
- * Routing and pricing of a destination at acceptance (design "Routing, failover and prices"):
+ * Routing and pricing of a destination at acceptance (docs/design.md "Routing, failover and prices"):
  * `check` before anything is stored or charged (number validation, the price per part, or why
  * the destination is refused), `route` once the message has its id. Pure; built once from the
  * CarrierPlan.

@@ -1,5 +1,5 @@
 /**
- * The SMPP 3.4 adapter of the carrier port (design "Carrier: SMPP 3.4"): `SMS_SMPP_BINDS`
+ * The SMPP 3.4 adapter of the carrier port (docs/design.md "Carrier: SMPP 3.4"): `SMS_SMPP_BINDS`
  * transceiver binds to one SMSC (bind.ts), parts encoded one `submit_sm` each (encoding.ts),
  * receipts parsed (receipts.ts, incoming.ts) and held until stored (receipt-inbox.ts).
  *

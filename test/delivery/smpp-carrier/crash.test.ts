@@ -1,5 +1,5 @@
 /**
- * Crash-safe submission over SMPP (design "Carrier: SMPP 3.4": a crash may resubmit at most the
+ * Crash-safe submission over SMPP (docs/design.md "Carrier: SMPP 3.4": a crash may resubmit at most the
  * parts that were in flight, never a whole claim). A worker process on the SMPP adapter is killed
  * with SIGKILL while it delivers a batch through the test SMSC; a second one finishes the batch.
  * The SMSC's PDU log counts the parts that reached it twice: at most the window

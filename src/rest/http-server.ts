@@ -1,11 +1,11 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { Config } from "../config/config.ts";
+import { http1ServerOptions, limitHttp1 } from "../connections/http1-limits.ts";
 import { redactingLogger } from "../logging.ts";
-import { clientErrorHandler } from "../rest/client-errors.ts";
-import { frameworkErrors } from "../rest/error-handler.ts";
 import { TracedLogController } from "../tracing/request-spans.ts";
 import { tracingActive } from "../tracing/tracing.ts";
-import { http1ServerOptions, limitHttp1 } from "./http1-limits.ts";
+import { clientErrorHandler } from "./client-errors.ts";
+import { frameworkErrors } from "./error-handler.ts";
 
 /**
  * The HTTP/1.1 port's server (REST, Connect, gRPC-Web and the dashboard), not listening yet: its
