@@ -5,7 +5,7 @@ import type { StatusCount } from "../store/account-summary.ts";
 // the views that ask meanwhile, and kept for FRESH_MS or ten times what computing them took,
 // whichever is longer. The database then spends at most about a tenth of its time on one
 // account's overview per instance, however many views come; the numbers are those of at most
-// that long ago (docs/decisions.md, "Dashboard sessions and limits").
+// that long ago (docs/decisions.md, "Dashboard").
 
 export const FRESH_MS = 5_000;
 /** Counts kept at most this many times as long as they took to compute. */

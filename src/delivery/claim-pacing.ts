@@ -31,7 +31,7 @@ export class ClaimPacing {
    * `claimAheadParts`: parts claimed beyond the window. Newly due work waits behind them, so by
    * default a carrier with a throughput limit gets at most a tenth of a second of it (and no more
    * than its window); one without gets a quarter of its window, at least 100 (docs/decisions.md,
-   * "Claimed ahead of a carrier without a limit: a quarter of its window").
+   * "Delivery and carriers").
    */
   constructor(limits: CarrierLimits, claimAheadParts?: number) {
     const { partsPerSecond } = limits;

@@ -31,7 +31,8 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.Aborted]: 409,
   [Code.AlreadyExists]: 422,
   [Code.ResourceExhausted]: 429,
-  // The database cannot serve the call now (docs/decisions.md, "MongoDB unreachable").
+  // The database cannot serve the call now
+  // (docs/decisions.md, "Storage, money and crash safety").
   [Code.Unavailable]: 503,
 };
 

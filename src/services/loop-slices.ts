@@ -4,7 +4,10 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 // up to 10000 messages) runs in slices of about SLICE_MS, with a turn of the event loop between
 // them, so other requests (/health/live among them) are answered meanwhile (issue 25, 2.1).
 
-/** How long a slice runs before it lets the event loop turn (docs/decisions.md, "Batch work in slices"). */
+/**
+ * How long a slice runs before it lets the event loop turn
+ * (docs/decisions.md, "Sending (POST /sms, POST /sms-batch)").
+ */
 export const SLICE_MS = 10;
 
 export class LoopSlices {

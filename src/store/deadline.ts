@@ -4,7 +4,8 @@
 // settle cutoff. That is only right if no write of the request can still land by then: every
 // write of a charge is issued with `maxTimeMS` (the server gives up on it past the deadline) and
 // an abort signal (the driver stops waiting, and issues nothing more, past the deadline), and the
-// cutoff is at least twice the longest deadline (docs/decisions.md, "Request deadlines").
+// cutoff is at least twice the longest deadline
+// (docs/decisions.md, "Storage, money and crash safety").
 
 /** Past the deadline: the database did not answer in time; whatever was issued may have landed. */
 export class DeadlineExceeded extends Error {

@@ -5,7 +5,7 @@ import type { BatchDoc, MessageDoc, SenderNameDoc } from "./documents.ts";
 
 // The list queries: keyset pages, newest first for messages and batches, each read through an
 // index that starts with the account, so a page reads its own documents and little else at any
-// size (docs/decisions.md, "Contract (issue 12)"). A page comes in one reply (batchSize): the
+// size (docs/decisions.md, "Reads and listings"). A page comes in one reply (batchSize): the
 // driver's default first batch of 101 documents would take a getMore for the rest of a larger page.
 
 /** Which of an account's messages a list shows. */

@@ -53,7 +53,7 @@ const MAX_GROUP = 256;
  * bound by its own CPU split its waiting sends between two smaller groups, so any added cost per
  * request (metrics, tracing) shrank the groups and added commands per send, which cost more CPU:
  * figure 13 fell to 0.85 of off where one in flight gives 0.99, and off itself gains 6 %
- * (docs/decisions.md, "One group of single sends in flight").
+ * (docs/decisions.md, "Sending (POST /sms, POST /sms-batch)").
  */
 const MAX_IN_FLIGHT = 1;
 /** Debit attempts of a group when other writers change the credit in between. */

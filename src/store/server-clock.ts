@@ -3,7 +3,8 @@ import type { Db } from "mongodb";
 /**
  * The database server's clock, as seen from this instance: every due time, lease and settler
  * cutoff is written and compared on it, so instances whose own clocks differ by seconds still
- * agree on when a lease runs out or work falls due (docs/decisions.md, "Clocks").
+ * agree on when a lease runs out or work falls due
+ * (docs/decisions.md, "Storage, money and crash safety").
  *
  * The offset is measured with `hello` (its `localTime`), taking the middle of the round trip, so
  * the error is at most half a round trip; it is measured again every `resyncMs`. Until the first

@@ -25,7 +25,7 @@ import { STORED_TRACE_BYTES, storedIdsValid, storedSpanId, storedTraceId } from 
 // before any span is made. Production samples a tenth of the roots (README, "Production"): the
 // nine tenths that are not recorded then cost a random id and no call into the SDK, where the SDK's
 // unsampled span cost each request its ids, sampler, span object and context lookups (figure 13,
-// docs/decisions.md "A request's own trace is decided before its span"). Everything else (a
+// docs/decisions.md "Operations: health, logs, metrics and tracing"). Everything else (a
 // caller's traceparent, the work a stored trace continues) is decided by the SDK's sampler, built
 // from the same variables.
 

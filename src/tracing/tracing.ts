@@ -39,8 +39,8 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
  * SDK's default is 5000 ms). A span kept for seconds outlives the young generation's collections
  * and is promoted, so every sampled span cost a copy and an old-generation collection's share:
  * with a tenth of requests sampled, the service spent 5-7 % more CPU per request with 5 s than
- * with 200 ms (docs/decisions.md, "Spans exported within 200 ms"). Sooner costs one small export
- * request per 200 ms while spans finish, none while none do.
+ * with 200 ms (docs/decisions.md, "Operations: health, logs, metrics and tracing"). Sooner costs
+ * one small export request per 200 ms while spans finish, none while none do.
  */
 export const SPAN_EXPORT_DELAY_MS = 200;
 

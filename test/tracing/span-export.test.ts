@@ -2,7 +2,7 @@
  * When a finished span leaves the service: within a fifth of a second unless OTEL_BSP_SCHEDULE_DELAY
  * says otherwise (the SDK's default, 5 s, kept every sampled span alive long enough to be promoted
  * out of the young generation, which cost the service 5-7 % of its CPU per request at a tenth
- * sampled: docs/decisions.md, "Spans exported within 200 ms").
+ * sampled: docs/decisions.md, "Operations: health, logs, metrics and tracing").
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
