@@ -19,6 +19,7 @@ import type { Metrics } from "./metrics/metrics.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import { settleAbandonedCharges } from "./store/charges.ts";
 import type { Store } from "./store/database.ts";
+import { keepMalformedPdu } from "./store/malformed-pdus.ts";
 
 export interface BackgroundWork {
   /** Tells the delivery worker that new messages are waiting. */
@@ -110,7 +111,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
   if (config.carriers.carriers.length > 1) return startPlanCarriers(deps, logger);
   let carrier: Carrier =
     config.carrier === "smpp" && config.smpp
-      ? smppCarrier(deps, config.smpp, logger)
+      ? smppCarrier(deps, config.smpp, "smpp", logger)
       : simulatorCarrier(deps, { tps: config.simTps }, logger);
   // Counted and timed as the worker hands parts over (metrics/carrier.ts).
   if (deps.metrics) carrier = deps.metrics.carrier(carrier);
@@ -143,8 +144,14 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
   };
 }
 
-function smppCarrier(deps: BackgroundDeps, smpp: SmppSettings, logger: Logger): Carrier {
+function smppCarrier(
+  deps: BackgroundDeps,
+  smpp: SmppSettings,
+  name: string,
+  logger: Logger,
+): Carrier {
   const inbound = deps.inbound;
+  const { db } = deps.store;
   return new SmppCarrier({
     endpoint: smpp.endpoint,
     systemType: smpp.systemType,
@@ -153,6 +160,18 @@ function smppCarrier(deps: BackgroundDeps, smpp: SmppSettings, logger: Logger): 
     ...(smpp.tps !== undefined && { tps: smpp.tps }),
     enquireLinkMs: smpp.enquireLinkS * 1000,
     concatenation: smpp.concatenation,
+    maxPduBytes: deps.config.smppMaxPduBytes,
+    readTimeoutMs: deps.config.smppReadTimeoutS * 1000,
+    // Named by the plan's carrier name, as the metrics are; the connection is in `endpoint`.
+    keepMalformed: (pdu) =>
+      keepMalformedPdu(db, {
+        carrier: name,
+        at: pdu.at,
+        command: pdu.command,
+        sequence: pdu.sequence,
+        reason: `${pdu.reason} (${pdu.carrier})`,
+        bytes: pdu.bytes,
+      }),
     // expiresAt is on the database server's clock: the validity left is measured on it too.
     now: () => deps.store.clock.nowMs(),
     ...(inbound && { inbound: (parts) => inbound.take(parts) }),
@@ -190,7 +209,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
   const carriers = plan.carriers.map((spec) => {
     const log = logger.child({ carrier: spec.name });
     return spec.kind === "smpp"
-      ? smppCarrier(deps, spec.smpp, log)
+      ? smppCarrier(deps, spec.smpp, spec.name, log)
       : simulatorCarrier(
           deps,
           { ...spec.simulator, collectionName: `simulator_receipts.${spec.name}` },

@@ -66,6 +66,10 @@ export interface Config {
   carrier: "simulator" | "smpp";
   /** With `carrier: "smpp"`. */
   smpp: SmppConfig | undefined;
+  /** Every SMPP carrier's framing: PDUs longer than this close the bind (SMS_SMPP_MAX_PDU_BYTES). */
+  smppMaxPduBytes: number;
+  /** A PDU begun and not whole after this long closes the bind (SMS_SMPP_READ_TIMEOUT_S). */
+  smppReadTimeoutS: number;
   /**
    * Carriers, routes and prices: from SMS_CARRIERS_FILE, else the one carrier above with
    * SMS_PRICE_PER_PART for every destination (delivery/routing/carrier-plan.ts).
@@ -182,6 +186,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authFailuresPerMin: read.integer("SMS_AUTH_FAILURES_PER_MIN", 30, { min: 0, max: 1_000_000 }),
     carrier: read.oneOf("SMS_CARRIER", ["simulator", "smpp"], "simulator"),
     smpp: undefined,
+    // 64 KB of message_payload and the rest of a deliver_sm or data_sm pass.
+    smppMaxPduBytes: read.integer("SMS_SMPP_MAX_PDU_BYTES", 70_000, {
+      min: 1_024,
+      max: 16_777_216,
+    }),
+    smppReadTimeoutS: read.integer("SMS_SMPP_READ_TIMEOUT_S", 30, { min: 1, max: 3600 }),
     carriers: undefined as unknown as CarrierPlan, // below, once SMS_SMPP_* are read
     numberValidation: read.oneOf("SMS_NUMBER_VALIDATION", ["format", "strict"], "format"),
     // Kannel's default (sms-combine-concatenated-mo-timeout).

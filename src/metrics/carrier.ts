@@ -12,6 +12,7 @@ interface Source {
   carrier: Carrier;
   inFlight: number;
   throttledSeen: number;
+  malformedSeen: number;
 }
 
 interface CarrierMetrics {
@@ -123,6 +124,21 @@ function metricsOf(registry: Registry): CarrierMetrics {
       }
     },
   });
+  // The SMPP adapter counts the PDUs whose body did not decode (kept in smpp_malformed_pdus).
+  new Counter({
+    name: "sms_smpp_malformed_pdus_total",
+    help: "PDUs from the SMSC whose body did not decode: kept for the operator and answered ESME_RX_P_APPN",
+    labelNames: ["carrier"],
+    registers,
+    collect() {
+      for (const s of sources) {
+        const total = s.carrier.status?.().malformedPdus;
+        if (typeof total !== "number") continue;
+        this.inc(s.labels, Math.max(0, total - s.malformedSeen));
+        s.malformedSeen = Math.max(s.malformedSeen, total);
+      }
+    },
+  });
   const metrics = { sources, parts, latency };
   made.set(registry, metrics);
   return metrics;
@@ -135,7 +151,13 @@ export function measuredCarrier(
   name = carrier.name,
 ): Carrier {
   const { sources, parts, latency } = metricsOf(registry);
-  const source: Source = { labels: { carrier: name }, carrier, inFlight: 0, throttledSeen: 0 };
+  const source: Source = {
+    labels: { carrier: name },
+    carrier,
+    inFlight: 0,
+    throttledSeen: 0,
+    malformedSeen: 0,
+  };
   sources.push(source);
   const labels = source.labels;
   const measured: Carrier = {

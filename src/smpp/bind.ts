@@ -23,7 +23,7 @@ import type { SmppPdu } from "smpp";
 import type { Logger } from "../logger.ts";
 import { SlidingLimit, TokenBucket } from "../scheduling/throttle.ts";
 import { ESME_RINVCMDID, ESME_RMSGQFUL, ESME_ROK, ESME_RTHROTTLED } from "./command-status.ts";
-import { NotSent, RequestTimeout, SmppConnection } from "./session.ts";
+import { type Malformed, NotSent, RequestTimeout, SmppConnection } from "./session.ts";
 import { ThrottleBackoff } from "./throttle-backoff.ts";
 
 export type BindState = "connecting" | "binding" | "bound" | "unbinding" | "waiting" | "stopped";
@@ -44,6 +44,10 @@ export interface BindSettings {
   connectTimeoutMs: number;
   backoffInitialMs: number;
   backoffMaxMs: number;
+  /** Longer PDUs cannot be framed: the connection is closed and bound again. */
+  maxPduBytes: number;
+  /** A PDU begun and not whole after this long closes the connection. */
+  readTimeoutMs: number;
 }
 
 export interface BindEvents {
@@ -54,6 +58,11 @@ export interface BindEvents {
    * that one is gone).
    */
   incoming(pdu: SmppPdu, respond: (status?: number) => boolean): void;
+  /**
+   * A deliver_sm or data_sm whose body does not decode (`pdu` holds its header): the owner keeps
+   * its bytes and answers it with `respond`.
+   */
+  malformed(pdu: SmppPdu, malformed: Malformed, respond: (status: number) => boolean): void;
 }
 
 /**
@@ -257,8 +266,10 @@ export class SmppBind {
       port: this.settings.port,
       tls: this.settings.tls,
       connectTimeoutMs: this.settings.connectTimeoutMs,
-      onRequest: (pdu) => {
-        if (connection) this.onRequest(connection, pdu);
+      maxPduBytes: this.settings.maxPduBytes,
+      readTimeoutMs: this.settings.readTimeoutMs,
+      onRequest: (pdu, malformed) => {
+        if (connection) this.onRequest(connection, pdu, malformed);
       },
       onClose: (why) => {
         if (connection) this.onClosed(connection, why);
@@ -329,7 +340,7 @@ export class SmppBind {
     this.enquireTimer.unref();
   }
 
-  private onRequest(connection: SmppConnection, pdu: SmppPdu): void {
+  private onRequest(connection: SmppConnection, pdu: SmppPdu, malformed?: Malformed): void {
     switch (pdu.command) {
       case "enquire_link":
         connection.respond(pdu);
@@ -344,7 +355,18 @@ export class SmppBind {
         return;
       case "deliver_sm":
       case "data_sm":
-        this.events.incoming(pdu, (status = ESME_ROK) => connection.respond(pdu, status));
+        if (malformed) {
+          this.logger.warn(
+            {
+              ...this.log,
+              command: pdu.command,
+              sequence: pdu.sequence_number,
+              why: malformed.reason,
+            },
+            "smpp: a PDU whose body does not decode",
+          );
+          this.events.malformed(pdu, malformed, (status) => connection.respond(pdu, status));
+        } else this.events.incoming(pdu, (status = ESME_ROK) => connection.respond(pdu, status));
         return;
       case "alert_notification":
         return; // no response exists

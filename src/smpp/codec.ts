@@ -7,6 +7,12 @@
  * at a part's end, would be broken before reassembly (src/inbound/). Encoding is unchanged: the
  * adapter writes Buffers, which the package's encoder passes through.
  *
+ * Two more, for carriers that write what the specification's examples do not (docs/design.md
+ * "Carrier-grade SMPP"): the package's own cap of 16384 octets is lifted (framing and its limit
+ * are ours: pdu-framer.ts), and a C-string TLV (`receipted_message_id`...) is read within its
+ * length, its NULs dropped: the package read on to the next NUL of the PDU, so an id written
+ * without its NUL took the next TLV's bytes with it.
+ *
  * Every import of the package in src/ goes through this module, so every PDU the adapter reads
  * is decoded the same way.
  */
@@ -22,5 +28,15 @@ function keepRaw(field: { filter?: Filter } | undefined): void {
 
 keepRaw(smpp.commands.deliver_sm?.params?.short_message);
 keepRaw(smpp.tlvs.message_payload);
+
+smpp.PDU.maxLength = Number.POSITIVE_INFINITY;
+
+const cstring = smpp.types.tlv.cstring;
+const boundedCString = {
+  ...cstring,
+  read: (buffer: Buffer, offset: number, length = 0) =>
+    buffer.toString("ascii", offset, offset + length).replace(/\0+$/, ""),
+};
+for (const tlv of Object.values(smpp.tlvs)) if (tlv.type === cstring) tlv.type = boundedCString;
 
 export default smpp;

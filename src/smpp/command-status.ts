@@ -8,6 +8,8 @@ export const ESME_RMSGQFUL = 0x14;
 export const ESME_RTHROTTLED = 0x58;
 /** deliver_sm_resp of an MO: temporary, the SMSC delivers it again later. */
 export const ESME_RX_T_APPN = 0x64;
+/** deliver_sm_resp / data_sm_resp of a PDU whose body does not decode: the SMSC stops redelivering it. */
+export const ESME_RX_P_APPN = 0x65;
 /** deliver_sm_resp of an MO: refused for good (no account owns its destination). */
 export const ESME_RX_R_APPN = 0x66;
 
@@ -30,6 +32,7 @@ const STATUS_NAMES = new Map<number, string>([
   [0x61, "ESME_RINVSCHED"],
   [0x62, "ESME_RINVEXPIRY"],
   [0x64, "ESME_RX_T_APPN"],
+  [0x65, "ESME_RX_P_APPN"],
   [0x66, "ESME_RX_R_APPN"],
 ]);
 

@@ -1,21 +1,28 @@
 /**
- * One SMPP connection on the `smpp` package's codec and framing, with what the package lacks:
+ * One SMPP connection: our own socket and framing (pdu-framer.ts), the `smpp` package's codec
+ * (codec.ts, read through pdu-reader.ts), and what the package lacks:
  *
+ * - Framing is ours (docs/design.md "Carrier-grade SMPP"): the package stops reading for good
+ *   after a PDU it cannot parse and caps PDUs at 16384 octets. Here a PDU whose body does not
+ *   decode is handed on marked `malformed` (the owner answers it), and the connection is closed
+ *   only when the stream cannot be framed: a `command_length` under 16 or over `maxPduBytes`, or
+ *   a PDU begun and not finished within `readTimeoutMs` (the bytes stopped coming mid-way).
  * - Requests with a response timeout. The package keeps a response callback until its response
- *   comes, for ever: an answer that never comes, or a connection that closes first, never calls
- *   it back (upstream farhadi/node-smpp#227 asks for a timeout, open). Here every request is
- *   settled: by its response (or a generic_nack of its sequence number), by `timeoutMs`, or by
+ *   comes, for ever (upstream farhadi/node-smpp#227 asks for a timeout, open). Here every request
+ *   is settled: by its response (or a generic_nack of its sequence number), by `timeoutMs`, or by
  *   the connection closing.
- * - A connection that fails is destroyed: after a PDU it cannot parse the package emits `error`
- *   and stops reading for good (`_busy` stays set in `_extractPDUs`), so the connection is useless.
  * - Sequence numbers are ours (1 to 0x7FFFFFFF), so a request is tracked before it is written.
  *
  * Incoming requests (enquire_link, unbind, deliver_sm...) go to `onRequest`; the owner answers
  * them with `respond`.
  */
 
-import type { SmppPdu, SmppSession } from "smpp";
+import { connect as connectTcp, type Socket } from "node:net";
+import { connect as connectTls } from "node:tls";
+import type { SmppPdu } from "smpp";
 import smpp from "./codec.ts";
+import { PduFramer, UnframeableStream } from "./pdu-framer.ts";
+import { readPdu } from "./pdu-reader.ts";
 
 export class RequestTimeout extends Error {
   constructor(command: string, ms: number) {
@@ -39,6 +46,11 @@ export class ConnectionLost extends Error {
   }
 }
 
+export interface Malformed {
+  reason: string;
+  bytes: Buffer;
+}
+
 interface Pending {
   command: string;
   resolve: (pdu: SmppPdu) => void;
@@ -53,13 +65,23 @@ export interface SessionOptions {
   tls: boolean | Record<string, unknown>;
   /** How long the TCP (and TLS) connection may take. */
   connectTimeoutMs: number;
-  onRequest: (pdu: SmppPdu) => void;
+  /** PDUs longer than this cannot be framed: the connection is closed (SMS_SMPP_MAX_PDU_BYTES). */
+  maxPduBytes: number;
+  /** A PDU begun and not whole after this long closes the connection (SMS_SMPP_READ_TIMEOUT_S). */
+  readTimeoutMs: number;
+  /**
+   * An incoming request. `malformed`: its body did not decode; `pdu` then holds only its header,
+   * `bytes` the whole PDU as it came.
+   */
+  onRequest: (pdu: SmppPdu, malformed?: Malformed) => void;
   /** Once, when the connection is gone (after an error, a close by either side, or `destroy`). */
   onClose: (why: string) => void;
 }
 
 export class SmppConnection {
-  private readonly session: SmppSession;
+  private readonly socket: Socket;
+  private readonly framer: PduFramer;
+  private readTimer: NodeJS.Timeout | undefined;
   private readonly pending = new Map<number, Pending>();
   private sequence = 0;
   private closed = false;
@@ -67,23 +89,23 @@ export class SmppConnection {
   private closing = false;
   private closeReason = "closed by the peer";
 
-  private constructor(options: SessionOptions) {
+  private constructor(private readonly options: SessionOptions) {
     const tlsOptions = typeof options.tls === "object" ? options.tls : {};
-    this.session = smpp.connect({
-      host: options.host,
-      port: options.port,
-      ...(options.tls !== false && { tls: true, ...tlsOptions }),
-    });
+    const target = { host: options.host, port: options.port };
+    this.socket =
+      options.tls === false ? connectTcp(target) : connectTls({ ...target, ...tlsOptions });
     // Small PDUs, many in flight: Nagle's algorithm would hold each one back for the peer's
     // delayed ACK (tens of ms on loopback).
-    this.session.socket.setNoDelay(true);
-    this.session.on("pdu", (pdu: SmppPdu) => this.receive(pdu, options.onRequest));
-    this.session.on("error", (error: Error) => {
+    this.socket.setNoDelay(true);
+    this.framer = new PduFramer(options.maxPduBytes);
+    this.socket.on("data", (chunk: Buffer) => this.received(chunk));
+    this.socket.on("error", (error: Error) => {
       this.closeReason = error.message;
       this.destroy(error.message);
     });
-    this.session.on("close", () => {
+    this.socket.on("close", () => {
       this.closed = true;
+      clearTimeout(this.readTimer);
       for (const [sequence, request] of this.pending) {
         clearTimeout(request.timer);
         this.pending.delete(sequence);
@@ -111,7 +133,7 @@ export class SmppConnection {
         () => connection.destroy(`no connection within ${options.connectTimeoutMs} ms`),
         options.connectTimeoutMs,
       );
-      connection.session.once(options.tls === false ? "connect" : "secureConnect", () => {
+      connection.socket.once(options.tls === false ? "connect" : "secureConnect", () => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -129,7 +151,7 @@ export class SmppConnection {
    * that never let the close event (or any timer) run.
    */
   get isOpen(): boolean {
-    return !this.closed && !this.closing && this.session.socket.writable;
+    return !this.closed && !this.closing && this.socket.writable;
   }
 
   /** Sends a request; settles with its response (any command_status), a timeout or the connection's loss. */
@@ -145,7 +167,7 @@ export class SmppConnection {
       }, timeoutMs);
       this.pending.set(sequence, { command, resolve, reject, timer });
       this.corkForThisTick();
-      if (!this.session.send(pdu)) {
+      if (!this.write(pdu)) {
         clearTimeout(timer);
         this.pending.delete(sequence);
         reject(new NotSent(command, "socket not writable"));
@@ -161,7 +183,13 @@ export class SmppConnection {
         ? request.response(fields)
         : request.response({ command_status: commandStatus });
     this.corkForThisTick();
-    return this.session.send(response);
+    return this.write(response);
+  }
+
+  private write(pdu: SmppPdu): boolean {
+    if (!this.socket.writable) return false;
+    this.socket.write(pdu.toBuffer());
+    return true;
   }
 
   /**
@@ -172,7 +200,7 @@ export class SmppConnection {
   private corkForThisTick(): void {
     if (this.corked) return;
     this.corked = true;
-    const socket = this.session.socket;
+    const socket = this.socket;
     socket.cork();
     process.nextTick(() => {
       this.corked = false;
@@ -189,25 +217,68 @@ export class SmppConnection {
   end(): void {
     if (!this.isOpen) return;
     this.closing = true;
-    this.session.close();
+    this.socket.end();
   }
 
   destroy(why: string): void {
     if (this.closed) return;
     if (!this.closing || this.closeReason === "closed by the peer") this.closeReason = why;
     this.closing = true;
-    this.session.destroy();
+    this.socket.destroy();
   }
 
-  private receive(pdu: SmppPdu, onRequest: (pdu: SmppPdu) => void): void {
+  /** Frames what came and hands on each PDU; a stream that cannot be framed ends the connection. */
+  private received(chunk: Buffer): void {
+    if (this.closed) return;
+    let pdus: Buffer[];
+    try {
+      pdus = this.framer.push(chunk);
+    } catch (error) {
+      if (!(error instanceof UnframeableStream)) throw error;
+      this.closeReason = error.message;
+      this.destroy(error.message);
+      return;
+    }
+    for (const bytes of pdus) {
+      if (this.socket.destroyed) return;
+      this.receive(bytes);
+    }
+    this.watchPartial();
+  }
+
+  /** While a PDU is begun and not whole, the rest must come within `readTimeoutMs` of the last byte. */
+  private watchPartial(): void {
+    if (this.framer.partial === 0) {
+      clearTimeout(this.readTimer);
+      this.readTimer = undefined;
+      return;
+    }
+    if (this.readTimer) this.readTimer.refresh();
+    else {
+      this.readTimer = setTimeout(() => {
+        if (this.framer.partial === 0) return;
+        this.destroy(`a PDU stopped arriving mid-way for ${this.options.readTimeoutMs} ms`);
+      }, this.options.readTimeoutMs);
+      this.readTimer.unref();
+    }
+  }
+
+  private receive(bytes: Buffer): void {
+    const { pdu, malformed } = readPdu(bytes);
     if (pdu.isResponse()) {
       const request = this.pending.get(pdu.sequence_number);
-      if (!request) return; // late (after its timeout) or unsolicited: nothing waits for it
+      // Late (after its timeout), unsolicited, or not an answer to that request: nothing waits.
+      if (!request || !answers(pdu, request.command)) return;
       clearTimeout(request.timer);
       this.pending.delete(pdu.sequence_number);
       request.resolve(pdu);
       return;
     }
-    onRequest(pdu);
+    this.options.onRequest(pdu, malformed === undefined ? undefined : { reason: malformed, bytes });
   }
+}
+
+/** The response of `command`, or a generic_nack: an unknown response id never settles a request. */
+function answers(pdu: SmppPdu, command: string): boolean {
+  return pdu.command === `${command}_resp` || pdu.command === "generic_nack";
 }

@@ -67,6 +67,14 @@ declare module "smpp" {
     decode(this: SmppPdu, value: unknown, skipUdh?: boolean): unknown;
   }
 
+  /** How a field or TLV is read and written (the package's `types`). */
+  interface FieldType {
+    read(buffer: Buffer, offset: number, length?: number): unknown;
+    write(value: unknown, buffer: Buffer, offset: number): void;
+    size(value: unknown): number;
+    default: unknown;
+  }
+
   interface Encoding {
     encode(value: string): Buffer;
     decode(value: Buffer): string;
@@ -75,14 +83,19 @@ declare module "smpp" {
   interface SmppModule {
     connect(options: ConnectOptions): SmppSession;
     /** A new PDU of `command`, or the PDU decoded from a whole buffer. */
-    PDU: new (
-      commandOrBuffer: string | Buffer,
-      options?: Record<string, unknown>,
-    ) => SmppPdu;
+    PDU: {
+      new (commandOrBuffer: string | Buffer, options?: Record<string, unknown>): SmppPdu;
+      /** Longer PDUs throw when decoded (16384); codec.ts lifts it, framing being ours. */
+      maxLength: number;
+    };
     encodings: { ASCII: Encoding; LATIN1: Encoding; UCS2: Encoding };
     /** The package's tables of commands and TLVs (codec.ts replaces two decode filters). */
     commands: Record<string, { params?: Record<string, { filter?: Filter }> }>;
-    tlvs: Record<string, { id: number; filter?: Filter }>;
+    tlvs: Record<string, { id: number; type: FieldType; filter?: Filter; multiple?: boolean }>;
+    /** The field types; `tlv` holds those of TLVs (int8, int16, int32, cstring, string, buffer). */
+    types: Record<string, FieldType> & {
+      tlv: Record<"int8" | "int16" | "int32" | "cstring" | "string" | "buffer", FieldType>;
+    };
   }
 
   const smpp: SmppModule;

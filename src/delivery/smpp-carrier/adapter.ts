@@ -31,6 +31,7 @@ import { type BindStatus, SmppBind, type SubmitAnswer } from "../../smpp/bind.ts
 import {
   ESME_RMSGQFUL,
   ESME_RTHROTTLED,
+  ESME_RX_P_APPN,
   isCarrierFault,
   statusName,
 } from "../../smpp/command-status.ts";
@@ -45,7 +46,7 @@ import type {
   SubmitFailure,
   SubmitResult,
 } from "../carrier.ts";
-import type { SmppCarrierOptions } from "./carrier-options.ts";
+import type { MalformedPdu, SmppCarrierOptions } from "./carrier-options.ts";
 import { IncomingPdus } from "./incoming.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
 
@@ -97,7 +98,14 @@ export class SmppCarrier implements Carrier {
   private pumpTimer: NodeJS.Timeout | undefined;
   private pumpAt = Number.POSITIVE_INFINITY;
   private rotation = 0;
-  private readonly counts = { accepted: 0, refused: 0, throttled: 0, resubmitted: 0 };
+  private readonly counts = {
+    accepted: 0,
+    refused: 0,
+    throttled: 0,
+    resubmitted: 0,
+    malformedPdus: 0,
+  };
+  private readonly keepMalformed: ((pdu: MalformedPdu) => Promise<void>) | undefined;
 
   constructor(options: SmppCarrierOptions) {
     const binds = Math.max(1, options.binds ?? 1);
@@ -110,6 +118,7 @@ export class SmppCarrier implements Carrier {
     this.now = options.now ?? Date.now;
     this.logger = options.logger;
     this.endpointText = describeEndpoint(options.endpoint);
+    this.keepMalformed = options.keepMalformed;
     this.inbox = new ReceiptInbox({
       logger: options.logger,
       holdUnknownMs: options.holdUnknownReceiptsMs ?? this.unboundWaitMs + 10_000,
@@ -143,10 +152,23 @@ export class SmppCarrier implements Carrier {
             connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
             backoffInitialMs: options.backoffInitialMs ?? 1_000,
             backoffMaxMs: options.backoffMaxMs ?? 30_000,
+            maxPduBytes: options.maxPduBytes ?? 70_000,
+            readTimeoutMs: options.readTimeoutMs ?? 30_000,
           },
           {
             changed: () => this.bindsChanged(),
             incoming: (pdu, respond) => this.incoming.receive(pdu, respond),
+            malformed: (pdu, malformed, respond) => {
+              this.counts.malformedPdus++;
+              void this.malformed({
+                carrier: this.endpointText,
+                command: pdu.command,
+                sequence: pdu.sequence_number,
+                reason: malformed.reason,
+                bytes: malformed.bytes,
+                at: new Date(),
+              }).finally(() => respond(ESME_RX_P_APPN));
+            },
           },
           options.logger,
         ),
@@ -318,6 +340,28 @@ export class SmppCarrier implements Carrier {
     }
     this.pump();
     this.watchUnbound();
+  }
+
+  /**
+   * Keeps a PDU whose body does not decode for the operator. Answered whatever becomes of it: the
+   * bytes are in the log when the store fails, and the SMSC must stop sending it either way.
+   */
+  private async malformed(pdu: MalformedPdu): Promise<void> {
+    const hex = pdu.bytes.subarray(0, 4096).toString("hex");
+    try {
+      await this.keepMalformed?.(pdu);
+      if (this.keepMalformed) return;
+    } catch (error) {
+      this.logger.error(
+        { err: error, command: pdu.command, hex },
+        "smpp: keeping a malformed PDU failed",
+      );
+      return;
+    }
+    this.logger.warn(
+      { command: pdu.command, why: pdu.reason, hex },
+      "smpp: malformed PDU answered",
+    );
   }
 
   private finish(call: Call): void {

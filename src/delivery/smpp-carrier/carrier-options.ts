@@ -4,6 +4,17 @@ import type { Concatenation } from "../../smpp/encoding.ts";
 import type { SmppEndpoint } from "../../smpp/endpoint.ts";
 import type { InboundParts } from "./incoming.ts";
 
+/** A PDU whose body did not decode, as the operator gets it. */
+export interface MalformedPdu {
+  /** The carrier connection it came on, e.g. `smpp://test@127.0.0.1:2775`. */
+  carrier: string;
+  command: string;
+  sequence: number;
+  reason: string;
+  bytes: Buffer;
+  at: Date;
+}
+
 export interface SmppCarrierOptions {
   endpoint: SmppEndpoint;
   /** `system_type` of the binds (SMS_SMPP_SYSTEM_TYPE). Default "". */
@@ -40,6 +51,15 @@ export interface SmppCarrierOptions {
   inbound?: InboundParts | undefined;
   /** An MO waits this long for others to be stored with it in one batch. Default 5. */
   moCollectMs?: number;
+  /** PDUs longer than this cannot be framed: the bind is closed and bound again. Default 70000. */
+  maxPduBytes?: number;
+  /** A PDU begun and not whole after this long closes the bind (ms). Default 30000. */
+  readTimeoutMs?: number;
+  /**
+   * Keeps the bytes of a deliver_sm or data_sm whose body does not decode (smpp_malformed_pdus);
+   * it is answered ESME_RX_P_APPN once this settled. Undefined: only logged.
+   */
+  keepMalformed?: ((pdu: MalformedPdu) => Promise<void>) | undefined;
   /** tls.connect options for smpps:// (e.g. `ca`); the system's CAs by default. */
   tlsOptions?: Record<string, unknown>;
   /** The clock of `CarrierPart.expiresAt` (the database server's), in ms. Default Date.now. */
