@@ -160,6 +160,9 @@ function smppCarrier(
     ...(smpp.tps !== undefined && { tps: smpp.tps }),
     enquireLinkMs: smpp.enquireLinkS * 1000,
     concatenation: smpp.concatenation,
+    national: smpp.numbering,
+    receiptIds: smpp.receiptIds,
+    multipartReceipts: smpp.multipartReceipts,
     maxPduBytes: deps.config.smppMaxPduBytes,
     readTimeoutMs: deps.config.smppReadTimeoutS * 1000,
     // Named by the plan's carrier name, as the metrics are; the connection is in `endpoint`.

@@ -7,6 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 import { Ajv, type ErrorObject } from "ajv";
+import { type CountryCode, getCountryCallingCode } from "libphonenumber-js/max";
 import { LineCounter, parseDocument } from "yaml";
 import {
   type CarrierPlan,
@@ -16,6 +17,7 @@ import {
   type RouteMatch,
   type RouteSpec,
   SIMULATOR_WINDOW,
+  type SmppSettings,
 } from "../delivery/routing/carrier-plan.ts";
 import { isKnownCountry } from "../domain/destination.ts";
 import type { DefaultAlphabet } from "../smpp/alphabets.ts";
@@ -59,6 +61,10 @@ interface FileCarrier {
   enquireLinkSeconds?: number;
   concatenation?: "sar" | "udh";
   moAlphabet?: DefaultAlphabet;
+  country?: string;
+  nationalPrefix?: string;
+  receiptIds?: "exact" | "auto";
+  multipartReceipts?: "each" | "any";
 }
 interface FileRoute {
   name: string;
@@ -85,7 +91,16 @@ let validate: ReturnType<typeof ajv.compile> | undefined;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
 const NAME_RULE = "1 to 32 letters, digits, - or _, starting with a letter or digit";
 const PREFIX = /^\+[1-9][0-9]{0,14}$/;
-const SMPP_ONLY = ["binds", "systemType", "enquireLinkSeconds", "concatenation"] as const;
+const SMPP_ONLY = [
+  "binds",
+  "systemType",
+  "enquireLinkSeconds",
+  "concatenation",
+  "country",
+  "nationalPrefix",
+  "receiptIds",
+  "multipartReceipts",
+] as const;
 
 /** The plan in `text` (the file's content; `source` names it in the plan). */
 export function parseCarriersFile(
@@ -204,6 +219,23 @@ function readCarriers(
       problem(at("window"), "at most 1000 for an SMPP carrier (per bind)");
     }
     const tps = c.tps ?? 50;
+    if (c.nationalPrefix !== undefined && c.country === undefined)
+      problem(at("nationalPrefix"), "needs the carrier's country");
+    let numbering: SmppSettings["numbering"];
+    if (c.country !== undefined) {
+      if (!isKnownCountry(c.country)) {
+        problem(
+          at("country"),
+          `unknown country "${c.country}": expected an ISO 3166-1 alpha-2 code in capitals`,
+        );
+      } else {
+        numbering = {
+          country: c.country,
+          callingCode: getCountryCallingCode(c.country as CountryCode),
+          nationalPrefix: c.nationalPrefix ?? "0",
+        };
+      }
+    }
     carriers.push({
       ...base,
       kind: "smpp",
@@ -215,6 +247,9 @@ function readCarriers(
         tps: tps === 0 ? undefined : tps,
         enquireLinkS: c.enquireLinkSeconds ?? 30,
         concatenation: c.concatenation ?? "sar",
+        receiptIds: c.receiptIds ?? "auto",
+        multipartReceipts: c.multipartReceipts ?? "any",
+        ...(numbering && { numbering }),
       },
     });
   });

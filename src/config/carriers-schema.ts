@@ -33,6 +33,11 @@ export const CARRIERS_FILE_SCHEMA = {
           enquireLinkSeconds: positiveInteger(3600),
           concatenation: { enum: ["sar", "udh"] },
           moAlphabet: { enum: ["gsm7", "ia5", "latin1"] },
+          // Carrier-grade SMPP (docs/design.md): how the carrier writes numbers and receipts.
+          country: { type: "string" },
+          nationalPrefix: { type: "string", pattern: "^[0-9]{0,4}$" },
+          receiptIds: { enum: ["exact", "auto"] },
+          multipartReceipts: { enum: ["each", "any"] },
         },
       },
     },

@@ -309,6 +309,9 @@ function readSmppConfig(read: EnvReader, problems: string[]): SmppConfig | undef
     tps: tps === 0 ? undefined : tps,
     enquireLinkS: read.integer("SMS_SMPP_ENQUIRE_LINK_S", 30, { min: 1, max: 3600 }),
     concatenation: read.oneOf("SMS_SMPP_CONCATENATION", ["sar", "udh"], "sar"),
+    // The carriers file sets these per carrier; a lone SMS_SMPP_* carrier has the defaults.
+    receiptIds: "auto" as const,
+    multipartReceipts: "any" as const,
   };
   return endpoint ? { endpoint, ...config } : undefined;
 }

@@ -3,7 +3,7 @@
  * once, never lost"): what the carrier hands in, a batch of PDUs at a time, becomes stored inbound
  * messages; the carrier acknowledges each PDU only after `take` answered for it.
  *
- * - The destination decides the account (src/store/numbers.ts, in any written form of the number);
+ * - The destination decides the account (src/store/numbers.ts), read by its TON (numberCandidates);
  *   a PDU to a number nobody owns is `unowned`: logged and counted, never stored (the SMPP
  *   adapter answers it ESME_RX_R_APPN).
  * - A single MO becomes a message in one unordered insert with the others of its batch. The same MO
@@ -111,7 +111,7 @@ export class InboundIntake {
     const now = this.options.now();
     const owners = await ownersOfNumbers(
       db,
-      parts.flatMap((part) => numberCandidates(part.to)),
+      parts.flatMap((part) => numberCandidates(part)),
     );
     const outcomes: PartOutcome[] = [];
     const singles: { at: number; doc: InboundMessageDoc & { dedupeKey: string } }[] = [];
@@ -119,7 +119,7 @@ export class InboundIntake {
     /** Each long message's group and the position of its last part in this batch. */
     const groups = new Map<string, number>();
     for (const [at, part] of parts.entries()) {
-      const number = numberCandidates(part.to).find((candidate) => owners.has(candidate));
+      const number = numberCandidates(part).find((candidate) => owners.has(candidate));
       const accountId = number === undefined ? undefined : owners.get(number);
       if (number === undefined || accountId === undefined) {
         outcomes.push("unowned");

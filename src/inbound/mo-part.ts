@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Concatenation } from "../smpp/concatenation.ts";
+import { destinationCandidates, type NationalNumbering } from "../smpp/numbering.ts";
 
 export interface MoPart {
   /** The carrier connection it came on: parts and redeliveries are matched within it. */
@@ -13,6 +14,10 @@ export interface MoPart {
   from: string;
   /** The number it was sent to, as the carrier wrote it (see `numberCandidates`). */
   to: string;
+  /** The TON the carrier gave `to` (SMPP `dest_addr_ton`); absent from the simulator. */
+  toTon?: number;
+  /** The carrier's country, for a `to` written as a national number. */
+  national?: NationalNumbering;
   dataCoding: number;
   payload: Buffer;
   concatenation?: Concatenation;
@@ -71,13 +76,9 @@ export function handsetAddress(address: string, ton: number): string {
 }
 
 /**
- * The assigned numbers an MO's destination may be: carriers write international numbers with or
- * without `+` (and with TON 1 or 0), short codes as digits.
+ * The assigned numbers an MO's destination may be, in the order tried: by the TON the carrier
+ * gave it (src/smpp/numbering.ts), so an international number never matches a short code.
  */
-export function numberCandidates(to: string): string[] {
-  const trimmed = to.trim();
-  if (trimmed.startsWith("+")) return [trimmed, trimmed.slice(1)];
-  if (trimmed.startsWith("00") && /^\d+$/.test(trimmed)) return [`+${trimmed.slice(2)}`, trimmed];
-  if (/^\d+$/.test(trimmed)) return [trimmed, `+${trimmed}`];
-  return [trimmed];
+export function numberCandidates(part: Pick<MoPart, "to" | "toTon" | "national">): string[] {
+  return destinationCandidates(part.to, part.toTon, part.national);
 }

@@ -85,9 +85,44 @@ describe("the carriers file", () => {
       tps: 50,
       enquireLinkS: 30,
       systemType: "",
+      receiptIds: "auto",
+      multipartReceipts: "any",
     });
+    expect(a?.kind === "smpp" && a.smpp.numbering).toBeUndefined();
     expect(s?.kind === "simulator" && s.simulator).toEqual({ window: 500, tps: 7 });
     expect(plan.prices.defaultMicros).toBe(2_500_000);
+  });
+
+  it("reads how a carrier writes numbers and receipts (docs/design.md: Carrier-grade SMPP)", () => {
+    const plan = parseCarriersFile(
+      'carriers: [{ name: a, url: "smpp://a:pw@h", country: DE, receiptIds: exact, multipartReceipts: each }, { name: b, url: "smpp://b:pw@h", country: GB, nationalPrefix: "" }]\nroutes: [{ name: d, carriers: [a, b] }]\n',
+      "t",
+      defaults,
+    );
+    const [a, b] = plan.carriers;
+    expect(a?.kind === "smpp" && a.smpp).toMatchObject({
+      receiptIds: "exact",
+      multipartReceipts: "each",
+      numbering: { country: "DE", callingCode: "49", nationalPrefix: "0" },
+    });
+    expect(b?.kind === "smpp" && b.smpp.numbering).toEqual({
+      country: "GB",
+      callingCode: "44",
+      nationalPrefix: "",
+    });
+    expect(
+      problemsOf(
+        'carriers: [{ name: a, url: "smpp://a:pw@h", country: XX, receiptIds: hex }, { name: s, url: simulator, nationalPrefix: "0" }]\nroutes: [{ name: d, carriers: [a] }]\n',
+      ),
+    ).toEqual(["carriers[0].receiptIds: must be one of exact, auto (line 1)"]);
+    expect(
+      problemsOf(
+        'carriers: [{ name: a, url: "smpp://a:pw@h", country: XX }, { name: s, url: simulator, nationalPrefix: "0" }]\nroutes: [{ name: d, carriers: [a] }]\n',
+      ),
+    ).toEqual([
+      'carriers[0].country: unknown country "XX": expected an ISO 3166-1 alpha-2 code in capitals (line 1)',
+      "carriers[1].nationalPrefix: only for smpp:// and smpps:// carriers (line 1)",
+    ]);
   });
 
   it.each([

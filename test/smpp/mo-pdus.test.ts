@@ -129,10 +129,10 @@ describe("MO recognition and addresses", () => {
     expect(handsetAddress("015112345678", 2)).toBe("015112345678");
     expect(handsetAddress("12345", 0)).toBe("12345");
     expect(handsetAddress("Acme", 5)).toBe("Acme");
-    expect(numberCandidates("4930123456")).toEqual(["4930123456", "+4930123456"]);
-    expect(numberCandidates("+4930123456")).toEqual(["+4930123456", "4930123456"]);
-    expect(numberCandidates("004930123456")).toEqual(["+4930123456", "004930123456"]);
-    expect(numberCandidates("12345")).toEqual(["12345", "+12345"]);
+    expect(numberCandidates({ to: "4930123456" })).toEqual(["4930123456", "+4930123456"]);
+    expect(numberCandidates({ to: "+4930123456" })).toEqual(["+4930123456", "4930123456"]);
+    expect(numberCandidates({ to: "004930123456" })).toEqual(["+4930123456", "004930123456"]);
+    expect(numberCandidates({ to: "12345" })).toEqual(["12345", "+12345"]);
   });
 
   it("keys a part by what was sent, a message by its carrier, addresses, reference and total", () => {
@@ -178,6 +178,7 @@ describe("MO from an SMPP PDU", () => {
       carrier: "smpp:x",
       from: "+4915112345678",
       to: "12345",
+      toTon: 0,
       dataCoding: 8,
       payload: hex("d83d"),
       concatenation: { ref: 0x2a, refBits: 8, total: 2, seq: 1 },

@@ -108,6 +108,8 @@ export interface MoOptions {
   ref?: number;
   /** The 1-based parts in the order to send them, repeats allowed. Default 1..n. */
   order?: number[];
+  /** dest_addr_ton; default 1 for a numeric address, else 5. */
+  destTon?: number;
   /** Bits or'ed into esm_class (the UDHI bit is set for a UDH). */
   esmClass?: number;
   /** Sends each part again every resendUnackedMs until answered with 0 or ESME_RX_R_APPN. */

@@ -7,8 +7,10 @@
  */
 
 import type { NumberType } from "../../domain/destination.ts";
+import type { MultipartReceipts, ReceiptIdMatching } from "../../domain/receipt-ids.ts";
 import type { DefaultAlphabet } from "../../smpp/alphabets.ts";
 import type { SmppEndpoint } from "../../smpp/endpoint.ts";
+import type { NationalNumbering } from "../../smpp/numbering.ts";
 
 /** An SMSC account over SMPP 3.4 (the fields of `SMS_SMPP_*`). */
 export interface SmppSettings {
@@ -21,6 +23,12 @@ export interface SmppSettings {
   tps: number | undefined;
   enquireLinkS: number;
   concatenation: "sar" | "udh";
+  /** How receipt ids are matched to submit_sm_resp ids (adapter: receipt-ids.ts). */
+  receiptIds: ReceiptIdMatching;
+  /** `any`: one final receipt of any part settles a multi-part message; `each`: every part's own. */
+  multipartReceipts: MultipartReceipts;
+  /** The carrier's country, for MO destinations written as national numbers (TON 0 and 2). */
+  numbering?: NationalNumbering;
 }
 
 /** The simulator as a carrier (`url: simulator`), for demos and tests. */

@@ -130,6 +130,7 @@ export class SmppCarrier implements Carrier {
       inbound: options.inbound,
       carrier: this.endpointText,
       moCollectMs: options.moCollectMs ?? 5,
+      national: options.national,
       logger: options.logger,
     });
     const { endpoint } = options;

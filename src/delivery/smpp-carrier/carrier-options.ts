@@ -1,7 +1,10 @@
 /** The SMPP carrier's settings (adapter.ts), from SMS_SMPP_* or a carriers file's `smpp` entry. */
+
+import type { MultipartReceipts, ReceiptIdMatching } from "../../domain/receipt-ids.ts";
 import type { Logger } from "../../logger.ts";
 import type { Concatenation } from "../../smpp/encoding.ts";
 import type { SmppEndpoint } from "../../smpp/endpoint.ts";
+import type { NationalNumbering } from "../../smpp/numbering.ts";
 import type { InboundParts } from "./incoming.ts";
 
 /** A PDU whose body did not decode, as the operator gets it. */
@@ -60,6 +63,12 @@ export interface SmppCarrierOptions {
    * it is answered ESME_RX_P_APPN once this settled. Undefined: only logged.
    */
   keepMalformed?: ((pdu: MalformedPdu) => Promise<void>) | undefined;
+  /** The carrier's country, for MO destinations written as national numbers (TON 0 and 2). */
+  national?: NationalNumbering | undefined;
+  /** How receipt ids are matched to the parts' ids (docs/design.md). Default `auto`. */
+  receiptIds?: ReceiptIdMatching;
+  /** One final receipt of any part settles a multi-part message (`any`, default), or `each`. */
+  multipartReceipts?: MultipartReceipts;
   /** tls.connect options for smpps:// (e.g. `ca`); the system's CAs by default. */
   tlsOptions?: Record<string, unknown>;
   /** The clock of `CarrierPart.expiresAt` (the database server's), in ms. Default Date.now. */

@@ -19,6 +19,7 @@ import type { Logger } from "../../logger.ts";
 import { decodeText } from "../../smpp/alphabets.ts";
 import { ESME_RX_R_APPN, ESME_RX_T_APPN } from "../../smpp/command-status.ts";
 import { HeldInbox } from "../../smpp/held-inbox.ts";
+import type { NationalNumbering } from "../../smpp/numbering.ts";
 import { parseReceipt, receiptOutcome } from "../../smpp/receipts.ts";
 import { incomingKind } from "../../smpp/recognition.ts";
 import type { CarrierReceipt } from "../carrier.ts";
@@ -38,6 +39,8 @@ export interface IncomingOptions {
   carrier: string;
   /** An MO waits this long for others to be stored with it in one batch. */
   moCollectMs: number;
+  /** The carrier's country, for MO destinations written as national numbers. */
+  national?: NationalNumbering | undefined;
   logger: Logger;
 }
 
@@ -152,7 +155,7 @@ export class IncomingPdus {
     this.moReceived++;
     let part: MoPart;
     try {
-      part = moPartOfPdu(pdu, this.carrier);
+      part = moPartOfPdu(pdu, this.carrier, this.options.national);
     } catch (error) {
       this.logger.error(
         { err: error, command: pdu.command },

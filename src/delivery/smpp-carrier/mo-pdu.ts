@@ -7,6 +7,7 @@
 import type { SmppPdu } from "smpp";
 import { handsetAddress, type MoPart } from "../../inbound/mo-part.ts";
 import { ESM_CLASS_UDHI, splitMessage } from "../../smpp/concatenation.ts";
+import type { NationalNumbering } from "../../smpp/numbering.ts";
 
 /** The bytes of a message field: raw, as the adapter's codec leaves them. */
 function bytesOf(value: SmppPdu["short_message"]): Buffer {
@@ -16,7 +17,7 @@ function bytesOf(value: SmppPdu["short_message"]): Buffer {
   throw new Error("smpp: an MO's message arrived decoded; its raw bytes are needed");
 }
 
-export function moPartOfPdu(pdu: SmppPdu, carrier: string): MoPart {
+export function moPartOfPdu(pdu: SmppPdu, carrier: string, national?: NationalNumbering): MoPart {
   const shortMessage = bytesOf(pdu.short_message);
   const body = shortMessage.length > 0 ? shortMessage : bytesOf(pdu.message_payload);
   const udhi = ((pdu.esm_class ?? 0) & ESM_CLASS_UDHI) !== 0;
@@ -29,10 +30,12 @@ export function moPartOfPdu(pdu: SmppPdu, carrier: string): MoPart {
     carrier,
     from: handsetAddress(pdu.source_addr ?? "", pdu.source_addr_ton ?? 0),
     to: pdu.destination_addr ?? "",
+    toTon: pdu.dest_addr_ton ?? 0,
     dataCoding: pdu.data_coding ?? 0,
     payload: split.payload,
   };
   if (split.concatenation) part.concatenation = split.concatenation;
+  if (national) part.national = national;
   return part;
 }
 

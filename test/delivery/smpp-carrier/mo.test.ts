@@ -92,7 +92,7 @@ describe("MO over SMPP", () => {
       await send("4930000003", "", { dataCoding: 0, hex: encodeGsm7(gsm)?.toString("hex") }),
     ).toEqual([0]);
     expect(await send("4930000004", "plain @ ASCII_$", { dataCoding: 1 })).toEqual([0]);
-    expect(await send("54321", "STOP", { dataCoding: 0 })).toEqual([0]);
+    expect(await send("54321", "STOP", { dataCoding: 0, destTon: 3 })).toEqual([0]); // a short code
     const texts = async (to: string) => (await messagesTo(to)).map((m) => m.text);
     expect(await texts("+4930000001")).toEqual(["Grüße aus Köln"]);
     expect(await texts("+4930000002")).toEqual(["Hi 😀 there"]);

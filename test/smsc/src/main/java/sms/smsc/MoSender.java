@@ -50,7 +50,7 @@ final class MoSender {
 
     /** What POST /mo asks for. */
     record MoRequest(String command, String from, String to, int dataCoding, int esmClass, byte[] bytes, String concat,
-        int ref, List<Integer> cuts, List<Integer> order, boolean resend, String systemId, long waitMs) {
+        int ref, List<Integer> cuts, List<Integer> order, boolean resend, String systemId, long waitMs, int destTon) {
     }
 
     private final Smsc smsc;
@@ -124,7 +124,8 @@ final class MoSender {
             ESMClass esm = new ESMClass(r.esmClass() | ("udh8".equals(r.concat()) || "udh16".equals(r.concat()) ? 0x40 : 0));
             TypeOfNumber sourceTon = numeric(r.from()) ? TypeOfNumber.INTERNATIONAL : TypeOfNumber.ALPHANUMERIC;
             NumberingPlanIndicator sourceNpi = numeric(r.from()) ? NumberingPlanIndicator.ISDN : NumberingPlanIndicator.UNKNOWN;
-            TypeOfNumber destTon = numeric(r.to()) ? TypeOfNumber.INTERNATIONAL : TypeOfNumber.ALPHANUMERIC;
+            TypeOfNumber destTon = r.destTon() >= 0 ? TypeOfNumber.valueOf((byte) r.destTon())
+                : numeric(r.to()) ? TypeOfNumber.INTERNATIONAL : TypeOfNumber.ALPHANUMERIC;
             NumberingPlanIndicator destNpi = numeric(r.to()) ? NumberingPlanIndicator.ISDN : NumberingPlanIndicator.UNKNOWN;
             if ("data_sm".equals(r.command())) {
                 target.sendDataSm(sequence, sourceTon, sourceNpi, digits(r.from()), destTon, destNpi, digits(r.to()), esm,
@@ -280,9 +281,11 @@ final class MoSender {
         int ref = b.get("ref") instanceof Number n ? n.intValue() : 1;
         int esmClass = b.get("esmClass") instanceof Number n ? n.intValue() : 0;
         long waitMs = b.get("waitMs") instanceof Number n ? n.longValue() : 5_000;
+        // -1: by the address, as before (numeric TON 1, else TON 5).
+        int destTon = b.get("destTon") instanceof Number n ? n.intValue() : -1;
         boolean resend = Boolean.TRUE.equals(b.get("resend"));
         return new MoRequest(command, from, to, dc, esmClass, bytes, concat, ref, integers(b, "cuts"),
-            integers(b, "order"), resend, string(b, "systemId", false), waitMs);
+            integers(b, "order"), resend, string(b, "systemId", false), waitMs, destTon);
     }
 
     private static List<Integer> integers(Map<String, Object> b, String key) {
