@@ -5,9 +5,10 @@
  * is sent, so only one instance sends it (src/scheduling/claims.ts for the mechanics).
  * Claims are taken by account lane (`FairLanes`, queue "notify"): each round takes turns on the due
  * lanes least recently served first, on every instance alike, splits the round's capacity between
- * them and claims each lane's share in due order; a lane that gives less than its share is settled
- * (idle, or due when its next work is). An account with 10000 due notifications thus gets no more
- * turns than an account with one.
+ * them and claims each lane's share, dealt between the account's groups (notify-turns.ts); a lane
+ * that gives less than its share is settled (idle, or due when its next work is). An account with
+ * 10000 due notifications thus gets no more turns than an account with one, and within an account
+ * a batch's notifications get no more turns than a small batch's, a single send's or a retry's.
  *
  * Every claimed message is held by a `LeaseKeeper` until its outcome is recorded, so work that
  * waits its turn in this process, or a slow receiver, never lets the claim run out and another
@@ -34,6 +35,7 @@ import { LeaseKeeper } from "../scheduling/lease-keeper.ts";
 import { BatchCommits } from "../store/batch-commits.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc, LaneQueue, MessageDoc } from "../store/documents.ts";
+import { NotifyTurns } from "./notify-turns.ts";
 
 export type NotifyingMessage = Pick<
   MessageDoc,
@@ -112,16 +114,25 @@ export interface NotificationSource<
   claim(accountId: string, options: LaneClaim): Promise<T[]>;
 }
 
-/** The status notifications of messages, on the `notify` lanes. */
+/**
+ * The status notifications of messages, on the `notify` lanes; within an account's turn its groups
+ * (batches, classes and receivers of single sends, retries) take turns (notify-turns.ts).
+ */
 export function statusNotifications(
   store: Store,
   commits: BatchCommits,
 ): NotificationSource<NotifyingMessage, MessageDoc> {
+  const turns = new NotifyTurns(store.messages);
   return {
     collection: store.messages,
     lane: "notify",
     claim: (accountId, options) =>
-      claimDueNotifications(store.messages, { ...options, commits, filter: { accountId } }),
+      claimDueNotifications(store.messages, {
+        ...options,
+        commits,
+        filter: { accountId },
+        candidates: (read) => turns.candidates(accountId, read),
+      }),
   };
 }
 

@@ -9,6 +9,7 @@
  */
 import type { AnyBulkWriteOperation, Collection, UpdateFilter } from "mongodb";
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
+import { retryGroupOf } from "../domain/notify-groups.ts";
 import type {
   MessageDoc,
   NotificationDoc,
@@ -21,6 +22,11 @@ export interface NotificationOutcome {
   messageId: number;
   /** The message's class: its next notification is ranked by it (domain/delivery-priority.ts). */
   deliveryClass?: DeliveryClass;
+  /**
+   * The message's group (domain/notify-groups.ts): its next notification takes turns in it, a retry
+   * in its retries' group; absent: the group stored is left as it is (removed with a final status).
+   */
+  group?: string;
   /** The claim token the message was claimed with: the outcome is recorded only while it holds. */
   claim: string;
   /** Index of the notification handled; `length` when none was pending. */
@@ -93,19 +99,28 @@ export async function recordNotificationOutcomes(
     // The next notification is due now, ranked in its account's queue by the message's class.
     const nextDue = deliveryRank(now, o.deliveryClass);
     let unlessNext: number | undefined;
+    // The group its next notification takes turns in: its own; a retry, its retries' group; after
+    // a final status none (no notification can follow, and the groups' index keeps only the live).
+    if (o.group !== undefined) set.notifyGroup = o.group;
     if (o.keepLease) {
       delete unset.notifyLease;
       fields.nextAttemptAt = undefined;
     } else if (o.state === "pending") {
       const at = o.nextAttemptAt ?? now;
       set.notifyAt = at;
-      if (!o.deferred) fields.nextAttemptAt = at;
+      if (!o.deferred) {
+        fields.nextAttemptAt = at;
+        if (o.group !== undefined) set.notifyGroup = retryGroupOf(o.group);
+      } else delete set.notifyGroup; // put back as it was: its group stays
     } else {
       fields.nextAttemptAt = undefined;
       const next = handled ? o.index + 1 : o.length;
       if (next < o.length) set.notifyAt = nextDue;
-      else if (handled && o.last) unset.notifyAt = "";
-      else unlessNext = next;
+      else if (handled && o.last) {
+        unset.notifyAt = "";
+        unset.notifyGroup = "";
+        delete set.notifyGroup;
+      } else unlessNext = next;
     }
     if (o.notification && handled) {
       const whole: Record<string, unknown> = { ...o.notification };

@@ -6,6 +6,7 @@
  * sends and records.
  */
 import type { StatusName } from "../domain/message-status.ts";
+import { notifyGroupOf } from "../domain/notify-groups.ts";
 import type { WebhookAttemptDoc } from "../store/documents.ts";
 import { checkCallbackUrl } from "./address-guard.ts";
 import type { NotifyingMessage, WebhookAccount } from "./claiming.ts";
@@ -190,11 +191,15 @@ export function hasNextPending(message: NotifyingMessage, index: number): boolea
   return message.notifications[index + 1]?.state === "pending";
 }
 
-/** An outcome's message: its id and its class, which ranks its next notification. */
+/**
+ * An outcome's message: its id, its class, which ranks its next notification, and its group, which
+ * its next notification (or its retry's group) takes turns in.
+ */
 function ofMessage(
   message: NotifyingMessage,
-): Pick<NotificationOutcome, "messageId" | "deliveryClass"> {
+): Pick<NotificationOutcome, "messageId" | "deliveryClass" | "group"> {
+  const group = notifyGroupOf(message);
   return message.deliveryClass === undefined
-    ? { messageId: message._id }
-    : { messageId: message._id, deliveryClass: message.deliveryClass };
+    ? { messageId: message._id, group }
+    : { messageId: message._id, deliveryClass: message.deliveryClass, group };
 }

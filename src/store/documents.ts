@@ -123,6 +123,12 @@ export interface MessageDoc {
   /** Lease of the notifier instance sending the first pending notification. */
   notifyLease?: Lease;
   /**
+   * The group its notifications take turns in within its account (domain/notify-groups.ts): set
+   * at acceptance, its retries' group while a retry waits, removed once its final status is
+   * notified. Indexed with `notifyAt`.
+   */
+  notifyGroup?: string;
+  /**
    * Due time of the next delivery step, absent once final: while ACCEPTED its rank in the
    * account's queue (accepted time minus its class's head start), while SENT its expiry. A claim
    * pushes it to the lease's end. Indexed with the account.

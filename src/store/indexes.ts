@@ -22,6 +22,12 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // A lane's claims and its next due time: an account's due work in due order.
     store.messages.createIndex({ accountId: 1, deliveryAt: 1 }, { name: "account_delivery_due" }),
     store.messages.createIndex({ accountId: 1, notifyAt: 1 }, { name: "account_notify_due" }),
+    // The groups an account's notifications take turns between, and each group's due work in
+    // due order (notifier/notify-turns.ts). Only messages with a notification to come have a group.
+    store.messages.createIndex(
+      { notifyGroup: 1, notifyAt: 1 },
+      { name: "notify_groups", sparse: true },
+    ),
     ...(["delivery", "notify", "inbound"] as const).flatMap((queue) => [
       store.lanes.createIndex({ [`${queue}.dueAt`]: 1 }, { name: `${queue}_due`, sparse: true }),
       store.lanes.createIndex({ [`${queue}.servedAt`]: 1 }, { name: `${queue}_served` }),

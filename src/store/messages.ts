@@ -1,4 +1,5 @@
 import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
+import { notifyGroupOf } from "../domain/notify-groups.ts";
 import type { MessageDoc, SegmentDoc, StoredRoute } from "./documents.ts";
 
 export interface NewMessage {
@@ -47,6 +48,7 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     expiresAt: new Date(now.getTime() + message.ttl * 1000),
     notifications: [{ status: "ACCEPTED", state: "pending", createdAt: now, attempts: [] }],
     notifyAt: deliveryRank(now, deliveryClass),
+    notifyGroup: notifyGroupOf({ ...message, deliveryClass }),
     deliveryAt: deliveryRank(now, deliveryClass),
     deliveryClass,
   };

@@ -1,0 +1,172 @@
+/**
+ * Turns within an account's notify turn (docs/design.md "Status webhooks" and "Scheduling: fair and
+ * prioritized"). A lane's claim took its account's due notifications in `notifyAt` order, so
+ * everything the account did after a 10000-message batch (a small batch, a single send to another
+ * receiver, a retry due now) waited behind that batch's 30000 notifications.
+ *
+ * Every message carries its group's key while a notification of it may come (`notifyGroup`,
+ * domain/notify-groups.ts): its batch, or its class of single sends and its receiver, and beside
+ * each a group of its retries. A turn reads, at once, the account's head (its first due
+ * notifications in rank order, as before: class head starts put OTP and single sends first) and
+ * its first and last group keys. When the head holds all the account's due work, or the account
+ * has one group, the head is the turn: one round trip, as before. Otherwise the account's groups
+ * are found one index seek each (at most `MAX_GROUPS` a turn, in rotation from the group after the
+ * one last served), the head's first group joins them, and the turn is dealt between them round
+ * robin: a group takes its share from the head when the head holds that much of it, else by one
+ * read of its own due work in due order (reads in parallel). What groups leave of the turn goes to
+ * the head's work in rank order. The claim interleaves the groups, the head's first first.
+ *
+ * Only the next pending notification of a message is ever due, so order per message stands; a
+ * group only decides when a message's turn comes.
+ */
+import type { Collection, Filter } from "mongodb";
+import { nextGroupKey, notifyGroupRange } from "../domain/notify-groups.ts";
+import type { CandidateRead } from "../scheduling/claims.ts";
+import type { MessageDoc } from "../store/documents.ts";
+
+/** Groups found by seeks in one turn at most: an account with more has them in rotation. */
+export const MAX_GROUPS = 8;
+/** Accounts whose rotation is remembered at most. */
+const MAX_CURSORS = 10_000;
+/** The head's messages without a group (stored before groups were): served from the head only. */
+const UNGROUPED = "";
+
+export class NotifyTurns {
+  /** Per account: the last group found in the rotation of its last turn that was cut short. */
+  private readonly cursors = new Map<string, string>();
+
+  constructor(private readonly messages: Collection<MessageDoc>) {}
+
+  /** The candidates of a turn of `account`'s notify lane, in the order they go out. */
+  async candidates(account: string, read: CandidateRead): Promise<MessageDoc[]> {
+    const range = notifyGroupRange(account);
+    const projection = { ...read.projection, notifyGroup: 1 };
+    const dueNow = { ...read.filter, notifyAt: { $lte: read.now } } as Filter<MessageDoc>;
+    const [head, first, last] = await Promise.all([
+      this.messages.find(dueNow, { projection }).sort({ notifyAt: 1 }).limit(read.limit).toArray(),
+      this.seek(account, range.from, range.to, 1),
+      this.seek(account, range.from, range.to, -1),
+    ]);
+    if (head.length < read.limit || first === undefined || last === undefined || first === last) {
+      this.cursors.delete(account);
+      return head;
+    }
+    const { found, cut } = await this.rotation(account, first, last, range.to);
+    const lastFound = found.at(-1);
+    if (cut && lastFound !== undefined) this.remember(account, lastFound);
+    else this.cursors.delete(account);
+
+    const byGroup = new Map<string, MessageDoc[]>();
+    for (const doc of head) {
+      const key = doc.notifyGroup ?? UNGROUPED;
+      const docs = byGroup.get(key) ?? [];
+      docs.push(doc);
+      byGroup.set(key, docs);
+    }
+    const urgent = head[0]?.notifyGroup ?? UNGROUPED;
+    const served = [...new Set([urgent, ...found, ...(byGroup.has(UNGROUPED) ? [UNGROUPED] : [])])];
+    const shares = served.map(
+      (_, i) => Math.floor(read.limit / served.length) + (i < read.limit % served.length ? 1 : 0),
+    );
+    const taken = await Promise.all(
+      served.map((group, i) => {
+        const share = shares[i] ?? 0;
+        const inHead = byGroup.get(group) ?? [];
+        if (share === 0) return Promise.resolve([]);
+        if (inHead.length >= share || group === UNGROUPED)
+          return Promise.resolve(inHead.slice(0, share));
+        return this.messages
+          .find(
+            {
+              ...read.filter,
+              notifyGroup: group,
+              notifyAt: { $lte: read.now },
+            } as Filter<MessageDoc>,
+            {
+              projection,
+            },
+          )
+          .sort({ notifyGroup: 1, notifyAt: 1 })
+          .limit(share)
+          .toArray();
+      }),
+    );
+    // What the groups left of the turn: the head's work not taken yet, in rank order.
+    const lists = new Map<string, MessageDoc[]>(served.map((group, i) => [group, taken[i] ?? []]));
+    const chosen = new Set<number>();
+    for (const docs of lists.values()) for (const doc of docs) chosen.add(doc._id);
+    let left = read.limit - chosen.size;
+    for (const doc of head) {
+      if (left <= 0) break;
+      if (chosen.has(doc._id)) continue;
+      const key = doc.notifyGroup ?? UNGROUPED;
+      const docs = lists.get(key) ?? [];
+      docs.push(doc);
+      lists.set(key, docs);
+      chosen.add(doc._id);
+      left--;
+    }
+    return interleave([...lists.values()]);
+  }
+
+  /**
+   * The account's group keys in rotation, at most MAX_GROUPS: those after the cursor up to `last`,
+   * then from `first` up to the cursor. `cut`: there may be more.
+   */
+  private async rotation(
+    account: string,
+    first: string,
+    last: string,
+    to: string,
+  ): Promise<{ found: string[]; cut: boolean }> {
+    const found: string[] = [];
+    const cursor = this.cursors.get(account);
+    /** `start` (a key) and each next key, while at most `upTo`. */
+    const walk = async (start: string | undefined, upTo: string) => {
+      let key = start;
+      while (key !== undefined && key <= upTo && found.length < MAX_GROUPS) {
+        found.push(key);
+        if (key >= upTo) break;
+        key = await this.seek(account, nextGroupKey(key), to, 1);
+      }
+    };
+    if (cursor !== undefined && cursor >= first && cursor < last) {
+      await walk(await this.seek(account, nextGroupKey(cursor), to, 1), last);
+      await walk(first, cursor);
+    } else {
+      await walk(first, last);
+    }
+    return { found, cut: found.length >= MAX_GROUPS };
+  }
+
+  /** The first (`direction` 1) or last (-1) group key of the account in [from, to). */
+  private async seek(
+    account: string,
+    from: string,
+    to: string,
+    direction: 1 | -1,
+  ): Promise<string | undefined> {
+    const [doc] = await this.messages
+      .find({ accountId: account, notifyGroup: { $gte: from, $lt: to } } as Filter<MessageDoc>, {
+        projection: { _id: 0, notifyGroup: 1 },
+      })
+      .sort({ notifyGroup: direction })
+      .limit(1)
+      .toArray();
+    return doc?.notifyGroup;
+  }
+
+  private remember(account: string, group: string): void {
+    if (this.cursors.size >= MAX_CURSORS && !this.cursors.has(account)) this.cursors.clear();
+    this.cursors.set(account, group);
+  }
+}
+
+/** The lists taking turns, one item each, in their order. */
+function interleave<T>(lists: readonly T[][]): T[] {
+  const out: T[] = [];
+  const longest = Math.max(0, ...lists.map((l) => l.length));
+  for (let i = 0; i < longest; i++)
+    for (const list of lists) if (list[i] !== undefined) out.push(list[i] as T);
+  return out;
+}
