@@ -1,4 +1,9 @@
 import type { ReasonName } from "../domain/message-status.ts";
+import type {
+  MultipartReceipts,
+  ReceiptIdMatching,
+  CarrierStatus as ReceiptStatus,
+} from "../domain/receipt-ids.ts";
 /**
  * The carrier port (docs/design.md "Message lifecycle"): how the delivery worker hands message parts to an
  * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and, later,
@@ -64,7 +69,15 @@ export interface CarrierReceipt {
   status: "DELIVERED" | "DELIVERY_ERROR";
   /** With DELIVERY_ERROR. */
   reason?: ReasonName;
+  /** What the carrier said, as written (SMPP: stat, err, network_error_code, done date). */
+  carrierStatus?: ReceiptStatus;
   at: Date;
+}
+
+/** How the worker matches this carrier's receipts to parts (docs/design.md "Carrier-grade SMPP"). */
+export interface ReceiptRules {
+  ids: ReceiptIdMatching;
+  multipart: MultipartReceipts;
 }
 
 export interface ReceiptHandlerResult {
@@ -108,6 +121,8 @@ export interface Carrier {
   start(onReceipts: ReceiptHandler): Promise<void>;
   /** Stops delivering receipts, waits for the handler calls in flight, disconnects. */
   stop(): Promise<void>;
+  /** How its receipts are matched; undefined: ids exactly, a receipt for every part. */
+  readonly receiptRules?: ReceiptRules;
   /** Its connection state, for `/health` (optional). */
   status?(): CarrierStatus;
 }

@@ -7,7 +7,7 @@
 import type { LaneMarker } from "../scheduling/lanes.ts";
 import type { Store } from "../store/database.ts";
 import { applyReceipts, type ReceiptUpdate } from "../store/receipts.ts";
-import type { CarrierReceipt, ReceiptHandlerResult } from "./carrier.ts";
+import type { CarrierReceipt, ReceiptHandlerResult, ReceiptRules } from "./carrier.ts";
 
 export class ReceiptHandler {
   /** Messages this instance submitted, by id, with the promise of their submission's record. */
@@ -16,10 +16,19 @@ export class ReceiptHandler {
   constructor(
     private readonly store: Store,
     private readonly marks: LaneMarker,
-    private readonly counters: { receipts: number; receiptChanges: number },
-    private readonly logger: { debug(obj: unknown, msg?: string): void },
+    private readonly counters: {
+      receipts: number;
+      receiptChanges: number;
+      receiptsAmbiguous?: number;
+    },
+    private readonly logger: {
+      debug(obj: unknown, msg?: string): void;
+      warn?(obj: unknown, msg?: string): void;
+    },
     /** The carrier's name when the plan has several: its receipts match only its own parts. */
     private readonly carrier?: string,
+    /** How the carrier's ids and multi-part receipts are matched; default exact, each. */
+    private readonly rules?: ReceiptRules,
   ) {}
 
   /** Receipts of `messages` wait for `recorded` rather than be offered again. */
@@ -62,14 +71,23 @@ export class ReceiptHandler {
       const update: ReceiptUpdate = { carrierId: r.carrierId, status: r.status };
       if (r.reason) update.reason = r.reason;
       if (r.messageId !== undefined) update.messageId = r.messageId;
+      if (r.carrierStatus) update.carrierStatus = r.carrierStatus;
       return update;
     });
     const now = this.store.clock.now();
-    const result = await applyReceipts(this.store.messages, updates, now, this.carrier);
+    const result = await applyReceipts(this.store.messages, updates, now, this.carrier, this.rules);
     this.counters.receipts += receipts.length;
     this.counters.receiptChanges += result.changed;
     for (const accountId of result.accounts) this.marks.mark(accountId, "notify", now);
     await this.marks.flush();
+    if (result.ambiguous.length > 0) {
+      this.counters.receiptsAmbiguous =
+        (this.counters.receiptsAmbiguous ?? 0) + result.ambiguous.length;
+      this.logger.warn?.(
+        { count: result.ambiguous.length, carrierIds: result.ambiguous.slice(0, 20) },
+        "receipts whose id matches several parts in another form: not guessed, dropped",
+      );
+    }
     if (result.retry.length > 0) {
       this.logger.debug(
         { count: result.retry.length },

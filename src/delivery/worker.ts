@@ -187,6 +187,7 @@ export class DeliveryWorker {
       this.counters,
       this.logger,
       planCarrier?.name,
+      options.carrier.receiptRules,
     );
     this.rounds = new DeliveryRounds({
       store: options.store,

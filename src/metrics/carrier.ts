@@ -163,6 +163,7 @@ export function measuredCarrier(
   const measured: Carrier = {
     name: carrier.name,
     limits: carrier.limits,
+    ...(carrier.receiptRules && { receiptRules: carrier.receiptRules }),
     start: (onReceipts) => carrier.start(onReceipts),
     stop: () => carrier.stop(),
     async submit(given: readonly CarrierPart[]): Promise<SubmitResult[]> {

@@ -27,6 +27,10 @@ export interface ReceiptInfo {
   stat: string;
   /** The `err:` of the text, as written; "" when absent. */
   err: string;
+  /** The network_error_code TLV (type and code), as hex; undefined when absent. */
+  networkErrorCode?: string;
+  /** The `done date:` of the text, as written; "" when absent. */
+  doneTime: string;
 }
 
 export type ReceiptOutcome =
@@ -86,7 +90,10 @@ export function parseReceipt(pdu: SmppPdu): ReceiptInfo | undefined {
   if (err === "" && Buffer.isBuffer(network) && network.length === 3 && network[0] === 3) {
     err = String(network.readUInt16BE(1)).padStart(3, "0");
   }
-  return { carrierId, stat, err };
+  const info: ReceiptInfo = { carrierId, stat, err, doneTime: fields["done date"] ?? "" };
+  if (Buffer.isBuffer(network) && network.length > 0)
+    info.networkErrorCode = network.toString("hex");
+  return info;
 }
 
 /** The spec's status and reason for a receipt's `stat` and `err`; undefined for a state that is not final. */

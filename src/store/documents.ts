@@ -149,6 +149,11 @@ export interface MessageDoc {
   carrier?: string;
   /** Carrier ids of the parts with a DELIVERED receipt so far (multi-part messages only). */
   deliveredParts?: string[];
+  /**
+   * What the carrier said in each receipt applied while the message was SENT (SMPP: stat, err,
+   * network_error_code, done date, as written), with the part's carrier id, in the order applied.
+   */
+  partReceipts?: PartReceiptDoc[];
   /** The carrier's refusal, recorded with SEND_ERROR. */
   sendError?: string;
   /**
@@ -170,6 +175,14 @@ export interface MessageDoc {
  * flags, trace id, span id), or the W3C headers when the trace carries a `tracestate`.
  */
 export type StoredTrace = Binary | { traceparent: string; tracestate?: string };
+
+export interface PartReceiptDoc {
+  carrierId: string;
+  stat: string;
+  err: string;
+  networkErrorCode?: string;
+  doneTime: string;
+}
 
 export interface Lease {
   owner: string;

@@ -4,9 +4,15 @@
  * same single-document update (see status-changes.ts).
  */
 
-import type { AnyBulkWriteOperation, Collection } from "mongodb";
+import type { AnyBulkWriteOperation, Collection, WithId } from "mongodb";
 import type { DeliveryClass } from "../domain/delivery-priority.ts";
 import type { ReasonName } from "../domain/message-status.ts";
+import {
+  type CarrierStatus,
+  type MultipartReceipts,
+  type ReceiptIdMatching,
+  receiptIdForms,
+} from "../domain/receipt-ids.ts";
 import type { MessageDoc } from "./documents.ts";
 import { changeStatus } from "./status-changes.ts";
 
@@ -16,7 +22,17 @@ export interface ReceiptUpdate {
   messageId?: number;
   status: "DELIVERED" | "DELIVERY_ERROR";
   reason?: ReasonName;
+  /** What the carrier said, kept on the message with the part's id (`partReceipts`). */
+  carrierStatus?: CarrierStatus;
 }
+
+/** How a carrier's receipts are matched (docs/design.md "Carrier-grade SMPP"). */
+export interface ReceiptMatching {
+  ids: ReceiptIdMatching;
+  multipart: MultipartReceipts;
+}
+
+const EXACT_EACH: ReceiptMatching = { ids: "exact", multipart: "each" };
 
 export interface ReceiptsResult {
   /**
@@ -28,6 +44,8 @@ export interface ReceiptsResult {
   changed: number;
   /** Accounts of the messages the receipts were for (their notification lanes may have work). */
   accounts: string[];
+  /** Carrier ids that match several parts awaiting a receipt in another form: dropped. */
+  ambiguous: string[];
 }
 
 /**
@@ -43,8 +61,9 @@ export async function applyReceipts(
   now: Date,
   /** The carrier the receipts came from, when the plan has several (its ids are its own). */
   carrier?: string,
+  matching: ReceiptMatching = EXACT_EACH,
 ): Promise<ReceiptsResult> {
-  if (receipts.length === 0) return { retry: [], changed: 0, accounts: [] };
+  if (receipts.length === 0) return { retry: [], changed: 0, accounts: [], ambiguous: [] };
   const projection = {
     _id: 1,
     accountId: 1,
@@ -52,6 +71,7 @@ export async function applyReceipts(
     carrierIds: 1,
     deliveryClass: 1,
     carrier: 1,
+    deliveredParts: 1,
   } as const;
   const hinted = [
     ...new Set(receipts.flatMap((r) => (r.messageId === undefined ? [] : [r.messageId]))),
@@ -89,10 +109,26 @@ export async function applyReceipts(
         )
         .toArray(),
     );
+  // `auto`: an id written in another form than the part's (hex for decimal, leading zeros, case)
+  // is looked up among the carrier's parts still awaiting a receipt, after the exact lookups.
+  const otherForm =
+    matching.ids === "auto"
+      ? await matchOtherForms(
+          messages,
+          // A hinted receipt named its part in the id's own form: it waits for that part's record.
+          receipts.filter((r) => r.messageId === undefined && !byCarrierId.has(r.carrierId)),
+          carrier,
+          projection,
+        )
+      : { found: new Map<string, { message: Found; carrierId: string }>(), ambiguous: [] };
   const retry: string[] = [];
   const perMessage = new Map<number, { message: Found; receipts: ReceiptUpdate[] }>();
-  for (const receipt of receipts) {
-    const message = byCarrierId.get(receipt.carrierId);
+  for (const given of receipts) {
+    if (otherForm.ambiguous.includes(given.carrierId)) continue;
+    const alias = otherForm.found.get(given.carrierId);
+    // Applied under the part's own id (deliveredParts counts the parts' ids).
+    const receipt = alias ? { ...given, carrierId: alias.carrierId } : given;
+    const message = byCarrierId.get(receipt.carrierId) ?? alias?.message;
     if (!message) {
       // Not recorded yet: offer again. With a hint, a message past ACCEPTED that does not know this
       // carrier id has been submitted again since (after a crash); this receipt is an orphan.
@@ -127,7 +163,8 @@ export async function applyReceipts(
       continue;
     }
     const parts = message.carrierIds?.length ?? 1;
-    if (parts <= 1) {
+    // `any`: SENT means every part was accepted; the first final receipt of any part settles all.
+    if (parts <= 1 || matching.multipart === "any") {
       deliveredSingle.push(message._id);
       continue;
     }
@@ -142,6 +179,21 @@ export async function applyReceipts(
     multiByParts.set(parts, [...(multiByParts.get(parts) ?? []), message._id]);
   }
   const finalUnset: (keyof MessageDoc)[] = ["deliveryAt", "deliveryLease"];
+  // What the carrier said of each part, kept while the message is SENT (a receipt after its
+  // final status changes nothing), in the same write as the delivered parts.
+  for (const { message, receipts: mine } of perMessage.values()) {
+    const said = mine.flatMap((r) =>
+      r.carrierStatus ? [{ carrierId: r.carrierId, ...r.carrierStatus }] : [],
+    );
+    if (said.length === 0) continue;
+    addParts.push({
+      updateOne: {
+        filter: { _id: message._id, status: "SENT" },
+        update: { $push: { partReceipts: { $each: said } } },
+      },
+    });
+  }
+  if (addParts.length > 0) await messages.bulkWrite(addParts, { ordered: false });
   let changed = 0;
   for (const [reason, messageIds] of failedByReason) {
     changed += await changeStatus(
@@ -163,8 +215,7 @@ export async function applyReceipts(
       { classes },
     );
   }
-  if (addParts.length > 0) {
-    await messages.bulkWrite(addParts, { ordered: false });
+  if (multiByParts.size > 0) {
     for (const [parts, messageIds] of multiByParts) {
       changed += await changeStatus(
         messages,
@@ -181,5 +232,44 @@ export async function applyReceipts(
     }
   }
   const accounts = [...new Set([...perMessage.values()].map((e) => e.message.accountId))];
-  return { retry, changed, accounts };
+  return { retry, changed, accounts, ambiguous: otherForm.ambiguous };
+}
+
+/**
+ * The parts whose id is `receipts`' ids in another form, among the carrier's SENT messages and
+ * their parts not yet delivered; an id that matches more than one part is `ambiguous`.
+ */
+async function matchOtherForms<P extends Record<string, 1>>(
+  messages: Collection<MessageDoc>,
+  receipts: readonly ReceiptUpdate[],
+  carrier: string | undefined,
+  projection: P,
+) {
+  type Found = WithId<MessageDoc>;
+  const found = new Map<string, { message: Found; carrierId: string }>();
+  const ambiguous: string[] = [];
+  if (receipts.length === 0) return { found, ambiguous };
+  const formsOf = new Map(receipts.map((r) => [r.carrierId, receiptIdForms(r.carrierId)]));
+  const candidates = await messages
+    .find(
+      {
+        carrierIds: { $in: [...new Set([...formsOf.values()].flat())] },
+        status: "SENT",
+        ...(carrier !== undefined && { carrier }),
+      },
+      { projection },
+    )
+    .toArray();
+  for (const [id, forms] of formsOf) {
+    const wanted = new Set(forms);
+    const hits: { message: Found; carrierId: string }[] = [];
+    for (const message of candidates) {
+      const delivered = new Set(message.deliveredParts ?? []);
+      for (const cid of message.carrierIds ?? [])
+        if (wanted.has(cid) && !delivered.has(cid)) hits.push({ message, carrierId: cid });
+    }
+    if (hits.length === 1) found.set(id, hits[0] as { message: Found; carrierId: string });
+    else if (hits.length > 1) ambiguous.push(id);
+  }
+  return { found, ambiguous };
 }

@@ -132,7 +132,12 @@ describe("receipts", () => {
       short_message: Buffer.from(text("ignored", "DELIVRD")),
       receipted_message_id: "Ab_12$x@",
     });
-    expect(parseReceipt(withTlv)).toEqual({ carrierId: "Ab_12$x@", stat: "DELIVRD", err: "000" });
+    expect(parseReceipt(withTlv)).toEqual({
+      carrierId: "Ab_12$x@",
+      stat: "DELIVRD",
+      err: "000",
+      doneTime: "2501011201",
+    });
     const fromText = deliverSm({
       short_message: Buffer.from(text("0a1B_c$d@e", "UNDELIV", "027")),
     });
@@ -140,6 +145,7 @@ describe("receipts", () => {
       carrierId: "0a1B_c$d@e",
       stat: "UNDELIV",
       err: "027",
+      doneTime: "2501011201",
     });
   });
 
@@ -160,7 +166,7 @@ describe("receipts", () => {
 
   it("reads stat from message_state when the text has none", () => {
     const pdu = deliverSm({ receipted_message_id: "abc", message_state: 3 });
-    expect(parseReceipt(pdu)).toEqual({ carrierId: "abc", stat: "EXPIRED", err: "" });
+    expect(parseReceipt(pdu)).toEqual({ carrierId: "abc", stat: "EXPIRED", err: "", doneTime: "" });
   });
 
   it("maps stat and err to the design's statuses and reasons", () => {

@@ -23,6 +23,13 @@ export interface RawSmsc {
   readonly closed: number;
   /** Every PDU the client sent, in order. */
   readonly seen: SeenPdu[];
+  /** submit_sm received and answered, in order, with the destination and the message_id given. */
+  readonly submits: { destination: string; messageId: string }[];
+  /**
+   * The message_id of a submit_sm_resp, from the destination and how many submit_sm went to it
+   * before (0 for the first). Default `raw1`, `raw2`...
+   */
+  messageIdFor: ((destination: string, nth: number) => string) | undefined;
   /** Writes bytes on the newest connection. */
   write(bytes: Buffer): void;
   /** The next sequence number for a request the SMSC sends. */
@@ -112,6 +119,29 @@ export function dataSmBody(f: DeliverFields & { payload: Buffer }): Buffer {
   ]);
 }
 
+/** A submit_sm's destination_addr: after service_type, source TON, NPI, address, dest TON, NPI. */
+function destinationOf(body: Buffer): string {
+  let offset = body.indexOf(0) + 3;
+  offset = body.indexOf(0, offset) + 3;
+  return body.toString("latin1", offset, body.indexOf(0, offset));
+}
+
+/** A delivery receipt (esm_class 0x04) for `id`, its text as SMPP 3.4 appendix B writes it. */
+export function receiptBody(
+  id: string,
+  stat: string,
+  err = "000",
+  extra: { networkErrorCode?: Buffer; doneDate?: string } = {},
+): Buffer {
+  const text = `id:${id} sub:001 dlvrd:${stat === "DELIVRD" ? "001" : "000"} submit date:2501011200 done date:${extra.doneDate ?? "2501011201"} stat:${stat} err:${err} text:hello`;
+  return deliverSmBody({
+    esmClass: 0x04,
+    dataCoding: 0,
+    message: Buffer.from(text, "latin1"),
+    tlvs: extra.networkErrorCode ? [tlv(0x0423, extra.networkErrorCode)] : [],
+  });
+}
+
 export async function startRawSmsc(): Promise<RawSmsc> {
   const seen: SeenPdu[] = [];
   const sockets: Socket[] = [];
@@ -124,6 +154,10 @@ export async function startRawSmsc(): Promise<RawSmsc> {
     for (const waiter of waiters) waiter();
   };
 
+  const submits: { destination: string; messageId: string }[] = [];
+  const self = {
+    messageIdFor: undefined as ((destination: string, nth: number) => string) | undefined,
+  };
   const server: Server = createServer((socket) => {
     const connection = sockets.push(socket);
     let buffered = Buffer.alloc(0);
@@ -159,7 +193,11 @@ export async function startRawSmsc(): Promise<RawSmsc> {
     } else if (got.commandId === ENQUIRE_LINK) socket.write(pdu(0x80000015, got.sequence));
     else if (got.commandId === SUBMIT_SM) {
       messageIds++;
-      socket.write(pdu(0x80000004, got.sequence, cstring(`raw${messageIds}`)));
+      const destination = destinationOf(got.body);
+      const nth = submits.filter((s) => s.destination === destination).length;
+      const messageId = self.messageIdFor?.(destination, nth) ?? `raw${messageIds}`;
+      submits.push({ destination, messageId });
+      socket.write(pdu(0x80000004, got.sequence, cstring(messageId)));
     } else if (got.commandId === 0x00000006) {
       socket.write(pdu(0x80000006, got.sequence));
       socket.end();
@@ -196,6 +234,13 @@ export async function startRawSmsc(): Promise<RawSmsc> {
       return closed;
     },
     seen,
+    submits,
+    get messageIdFor() {
+      return self.messageIdFor;
+    },
+    set messageIdFor(f) {
+      self.messageIdFor = f;
+    },
     write: (bytes) => sockets.at(-1)?.write(bytes),
     nextSequence: () => ++sequence,
     answerTo: async (seq, timeoutMs = 10_000) =>

@@ -124,6 +124,7 @@ export function healthTracked(carrier: Carrier, health: CarrierHealth): Carrier 
   return {
     name: carrier.name,
     limits: carrier.limits,
+    ...(carrier.receiptRules && { receiptRules: carrier.receiptRules }),
     submit: async (parts) => {
       const results = await carrier.submit(parts);
       const accepted = results.filter((r) => r.ok).length;

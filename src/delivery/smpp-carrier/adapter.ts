@@ -43,6 +43,7 @@ import type {
   CarrierPart,
   CarrierStatus,
   ReceiptHandler,
+  ReceiptRules,
   SubmitFailure,
   SubmitResult,
 } from "../carrier.ts";
@@ -82,6 +83,7 @@ export class CarrierUnavailable extends Error implements SubmitFailure {
 export class SmppCarrier implements Carrier {
   readonly name = "smpp";
   readonly limits: CarrierLimits;
+  readonly receiptRules: ReceiptRules;
   private readonly binds: SmppBind[];
   private readonly queue: Job[] = [];
   private readonly calls = new Set<Call>();
@@ -113,6 +115,10 @@ export class SmppCarrier implements Carrier {
     this.limits = { window: window * binds };
     if (options.tps !== undefined) this.limits.partsPerSecond = options.tps * binds;
     this.concatenation = options.concatenation ?? "sar";
+    this.receiptRules = {
+      ids: options.receiptIds ?? "auto",
+      multipart: options.multipartReceipts ?? "any",
+    };
     this.unboundWaitMs = options.unboundWaitMs ?? 10_000;
     this.maxLostPerPart = options.maxLostPerPart ?? 3;
     this.now = options.now ?? Date.now;

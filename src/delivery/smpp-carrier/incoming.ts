@@ -143,8 +143,12 @@ export class IncomingPdus {
     const receipt: CarrierReceipt = {
       carrierId: info.carrierId,
       status: outcome.status,
+      carrierStatus: { stat: info.stat, err: info.err, doneTime: info.doneTime },
       at: new Date(),
     };
+    if (info.networkErrorCode !== undefined)
+      (receipt.carrierStatus as { networkErrorCode?: string }).networkErrorCode =
+        info.networkErrorCode;
     if (outcome.status === "DELIVERY_ERROR") receipt.reason = outcome.reason;
     const hint = this.hints.get(info.carrierId);
     if (hint) receipt.messageId = hint.messageId;

@@ -33,7 +33,8 @@ const log = recordingLogger();
 beforeAll(async () => {
   smsc = await startSmsc({ config: { receiptDelayMs: 50 } });
   receiver = await startWebhookReceiver();
-  carrier = smppCarrier(smsc, { logger: log });
+  // A receipt for every part (the test SMSC sends one each), as `each` asks.
+  carrier = smppCarrier(smsc, { logger: log, multipartReceipts: "each" });
   service = deliveryService(fixture.store, carrier, "outcomes");
   await service.start();
 });
