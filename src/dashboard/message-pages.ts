@@ -158,6 +158,7 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
           message: messageRow(message),
           statusMeaning: STATUS_MEANINGS[status as StatusName] ?? "",
           reason: reasonOf(message.nonDeliveryReason),
+          carrierStatus: message.carrierStatus,
           ttlSeconds: message.ttlSeconds,
           statusCallback: message.statusCallback,
           updated: timeText(message.updateTime),

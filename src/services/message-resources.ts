@@ -10,7 +10,13 @@ import {
 } from "../../gen/sms/v1/types_pb.ts";
 import type { BatchCounters } from "../domain/message-status.ts";
 import { REASON_TO_PROTO, STATUS_TO_PROTO } from "../domain/status-codes.ts";
-import type { BatchDoc, MessageDoc, NotificationDoc, SegmentDoc } from "../store/documents.ts";
+import type {
+  BatchDoc,
+  MessageDoc,
+  NotificationDoc,
+  PartReceiptDoc,
+  SegmentDoc,
+} from "../store/documents.ts";
 
 // Stored documents as the contract's resources: the same Message for SendMessage, GetMessage and
 // every list, the same Batch for SendBatch, GetBatch and ListBatches.
@@ -96,12 +102,36 @@ export function messageResource(
     ...(doc.pricePerPartMicros !== undefined && {
       pricePerPartMicros: BigInt(doc.pricePerPartMicros),
     }),
+    ...carrierStatusOf(doc),
     notifications: (doc.notifications ?? []).map((n) => ({
       status: STATUS_TO_PROTO[n.status],
       createTime: timestampFromDate(n.createdAt),
       ...webhookProgress(n),
     })),
   });
+}
+
+/**
+ * What the carrier said (docs/design.md "Carrier-grade SMPP"): the first failing part's receipt
+ * (by the part's place), else the last one applied.
+ */
+function carrierStatusOf(doc: Pick<MessageDoc, "partReceipts" | "carrierIds">) {
+  const receipts = doc.partReceipts ?? [];
+  if (receipts.length === 0) return {};
+  const place = (r: PartReceiptDoc) => doc.carrierIds?.indexOf(r.carrierId) ?? 0;
+  const failing = receipts.filter((r) => r.stat.toUpperCase() !== "DELIVRD");
+  const shown =
+    failing.length > 0
+      ? failing.reduce((first, r) => (place(r) < place(first) ? r : first))
+      : (receipts.at(-1) as PartReceiptDoc);
+  return {
+    carrierStatus: {
+      stat: shown.stat,
+      err: shown.err,
+      ...(shown.networkErrorCode !== undefined && { networkErrorCode: shown.networkErrorCode }),
+      doneTime: shown.doneTime,
+    },
+  };
 }
 
 /** The Batch resource; `progress` only when the caller has read the batch's messages for it. */

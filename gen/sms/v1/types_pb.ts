@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file sms/v1/types.proto.
  */
 export const file_sms_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAkivwQKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSFAoGc2VuZGVyGAMgASgJUgRmcm9tEgwKBHRleHQYBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSIQoIc2VnbWVudHMYBiADKAsyDy5zbXMudjEuU2VnbWVudBIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgHIAEoA0gAiAEBEhUKCGJhdGNoX2lkGAggASgDSAGIAQESNgoTbm9uX2RlbGl2ZXJ5X3JlYXNvbhgJIAEoDjIZLnNtcy52MS5Ob25EZWxpdmVyeVJlYXNvbhITCgt0dGxfc2Vjb25kcxgKIAEoBRIXCg9zdGF0dXNfY2FsbGJhY2sYCyABKAkSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1ub3RpZmljYXRpb25zGA4gAygLMhouc21zLnYxLlN0YXR1c05vdGlmaWNhdGlvbhIPCgdjb3VudHJ5GA8gASgJEiIKFXByaWNlX3Blcl9wYXJ0X21pY3JvcxgQIAEoA0gCiAEBQhoKGF9jcmVkaXRfcmVtYWluaW5nX21pY3Jvc0ILCglfYmF0Y2hfaWRCGAoWX3ByaWNlX3Blcl9wYXJ0X21pY3JvcyKEAgoSU3RhdHVzTm90aWZpY2F0aW9uEiUKBnN0YXR1cxgBIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEigKBXN0YXRlGAIgASgOMhkuc21zLnYxLk5vdGlmaWNhdGlvblN0YXRlEgsKA3VybBgDIAEoCRIoCghhdHRlbXB0cxgEIAMoCzIWLnNtcy52MS5XZWJob29rQXR0ZW1wdBI1ChFuZXh0X2F0dGVtcHRfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInsKDldlYmhvb2tBdHRlbXB0EjAKDGF0dGVtcHRfdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLaHR0cF9zdGF0dXMYAiABKAUSDQoFZXJyb3IYAyABKAkSEwoLZHVyYXRpb25fbXMYBCABKAUi0gEKClNlbmRlck5hbWUSDAoEbmFtZRgBIAEoCRIPCgdwZW5kaW5nGAIgASgIEhAKCHJlbGlhYmxlGAMgASgIEhIKCmlzX2RlZmF1bHQYBCABKAgSKgoHcHVycG9zZRgFIAEoDjIZLnNtcy52MS5TZW5kZXJOYW1lUHVycG9zZRIvCgpvd25lcl90eXBlGAYgASgOMhsuc21zLnYxLlNlbmRlck5hbWVPd25lclR5cGUSDQoFb3duZXIYByABKAkSEwoLZXhhbXBsZV9tc2cYCCABKAki9AEKDkluYm91bmRNZXNzYWdlEgoKAmlkGAEgASgDEhQKBnNlbmRlchgCIAEoCVIEZnJvbRIKCgJ0bxgDIAEoCRIMCgR0ZXh0GAQgASgJEg0KBXBhcnRzGAUgASgFEjAKDHJlY2VpdmVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKAoMb3B0X291dF90eXBlGAcgASgOMhIuc21zLnYxLk9wdE91dFR5cGUSEgoKaW5jb21wbGV0ZRgIIAEoCBInCgd3ZWJob29rGAkgASgLMhYuc21zLnYxLkluYm91bmRXZWJob29rIqgBCg5JbmJvdW5kV2ViaG9vaxIoCgVzdGF0ZRgBIAEoDjIZLnNtcy52MS5Ob3RpZmljYXRpb25TdGF0ZRILCgN1cmwYAiABKAkSKAoIYXR0ZW1wdHMYAyADKAsyFi5zbXMudjEuV2ViaG9va0F0dGVtcHQSNQoRbmV4dF9hdHRlbXB0X3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrgBCgZPcHRPdXQSDgoGbnVtYmVyGAEgASgJEiQKBnNvdXJjZRgCIAEoDjIULnNtcy52MS5PcHRPdXRTb3VyY2USDwoHa2V5d29yZBgDIAEoCRIfChJpbmJvdW5kX21lc3NhZ2VfaWQYBCABKANIAIgBARIvCgtjcmVhdGVfdGltZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX2luYm91bmRfbWVzc2FnZV9pZCLkAQoMT3B0T3V0Q2hhbmdlEg4KBm51bWJlchgBIAEoCRIkCgZhY3Rpb24YAiABKA4yFC5zbXMudjEuT3B0T3V0QWN0aW9uEiQKBnNvdXJjZRgDIAEoDjIULnNtcy52MS5PcHRPdXRTb3VyY2USDwoHa2V5d29yZBgEIAEoCRIfChJpbmJvdW5kX21lc3NhZ2VfaWQYBSABKANIAIgBARIvCgtjaGFuZ2VfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCFQoTX2luYm91bmRfbWVzc2FnZV9pZCrFAQoNTWVzc2FnZVN0YXR1cxIeChpNRVNTQUdFX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF01FU1NBR0VfU1RBVFVTX0FDQ0VQVEVEEAESFwoTTUVTU0FHRV9TVEFUVVNfU0VOVBACEhwKGE1FU1NBR0VfU1RBVFVTX0RFTElWRVJFRBADEh0KGU1FU1NBR0VfU1RBVFVTX1NFTkRfRVJST1IQBBIhCh1NRVNTQUdFX1NUQVRVU19ERUxJVkVSWV9FUlJPUhAFKu4BChFOb25EZWxpdmVyeVJlYXNvbhIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOU1BFQ0lGSUVEEAASIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTkRFTElWRVJFRBABEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5SRUFDSEFCTEUQAhIfChtOT05fREVMSVZFUllfUkVBU09OX0VYUElSRUQQAxIlCiFOT05fREVMSVZFUllfUkVBU09OX1NJTV9DQVJEX0ZVTEwQBBIiCh5OT05fREVMSVZFUllfUkVBU09OX1VOUk9VVEFCTEUQBSpaCgtNZXNzYWdlVmlldxIcChhNRVNTQUdFX1ZJRVdfVU5TUEVDSUZJRUQQABIWChJNRVNTQUdFX1ZJRVdfQkFTSUMQARIVChFNRVNTQUdFX1ZJRVdfRlVMTBACKrkBChFOb3RpZmljYXRpb25TdGF0ZRIiCh5OT1RJRklDQVRJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIeChpOT1RJRklDQVRJT05fU1RBVEVfUEVORElORxABEiAKHE5PVElGSUNBVElPTl9TVEFURV9ERUxJVkVSRUQQAhIeChpOT1RJRklDQVRJT05fU1RBVEVfR0FWRV9VUBADEh4KGk5PVElGSUNBVElPTl9TVEFURV9TS0lQUEVEEAQqngEKEVNlbmRlck5hbWVQdXJwb3NlEiMKH1NFTkRFUl9OQU1FX1BVUlBPU0VfVU5TUEVDSUZJRUQQABIbChdTRU5ERVJfTkFNRV9QVVJQT1NFX09UUBABEiQKIFNFTkRFUl9OQU1FX1BVUlBPU0VfTk9USUZJQ0FUSU9OEAISIQodU0VOREVSX05BTUVfUFVSUE9TRV9NQVJLRVRJTkcQAyqmAQoTU2VuZGVyTmFtZU93bmVyVHlwZRImCiJTRU5ERVJfTkFNRV9PV05FUl9UWVBFX1VOU1BFQ0lGSUVEEAASIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9DT01QQU5ZEAESHwobU0VOREVSX05BTUVfT1dORVJfVFlQRV9OQU1FEAISIgoeU0VOREVSX05BTUVfT1dORVJfVFlQRV9XRUJTSVRFEAMqcAoKT3B0T3V0VHlwZRIcChhPUFRfT1VUX1RZUEVfVU5TUEVDSUZJRUQQABIVChFPUFRfT1VUX1RZUEVfU1RPUBABEhYKEk9QVF9PVVRfVFlQRV9TVEFSVBACEhUKEU9QVF9PVVRfVFlQRV9IRUxQEAMqfwoMT3B0T3V0U291cmNlEh4KGk9QVF9PVVRfU09VUkNFX1VOU1BFQ0lGSUVEEAASGgoWT1BUX09VVF9TT1VSQ0VfS0VZV09SRBABEhYKEk9QVF9PVVRfU09VUkNFX0FQSRACEhsKF09QVF9PVVRfU09VUkNFX09QRVJBVE9SEAMqZAoMT3B0T3V0QWN0aW9uEh4KGk9QVF9PVVRfQUNUSU9OX1VOU1BFQ0lGSUVEEAASGAoUT1BUX09VVF9BQ1RJT05fQURERUQQARIaChZPUFRfT1VUX0FDVElPTl9SRU1PVkVEEAJCRwoSY29tLmV4YW1wbGUuc21zLnYxQgpUeXBlc1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChJzbXMvdjEvdHlwZXMucHJvdG8SBnNtcy52MSIjCgdTZWdtZW50EgoKAmlkGAEgASgDEgwKBHRleHQYAiABKAki7gQKB01lc3NhZ2USCgoCaWQYASABKAMSCgoCdG8YAiABKAkSFAoGc2VuZGVyGAMgASgJUgRmcm9tEgwKBHRleHQYBCABKAkSJQoGc3RhdHVzGAUgASgOMhUuc21zLnYxLk1lc3NhZ2VTdGF0dXMSIQoIc2VnbWVudHMYBiADKAsyDy5zbXMudjEuU2VnbWVudBIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgHIAEoA0gAiAEBEhUKCGJhdGNoX2lkGAggASgDSAGIAQESNgoTbm9uX2RlbGl2ZXJ5X3JlYXNvbhgJIAEoDjIZLnNtcy52MS5Ob25EZWxpdmVyeVJlYXNvbhITCgt0dGxfc2Vjb25kcxgKIAEoBRIXCg9zdGF0dXNfY2FsbGJhY2sYCyABKAkSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIxCg1ub3RpZmljYXRpb25zGA4gAygLMhouc21zLnYxLlN0YXR1c05vdGlmaWNhdGlvbhIPCgdjb3VudHJ5GA8gASgJEiIKFXByaWNlX3Blcl9wYXJ0X21pY3JvcxgQIAEoA0gCiAEBEi0KDmNhcnJpZXJfc3RhdHVzGBEgASgLMhUuc21zLnYxLkNhcnJpZXJTdGF0dXNCGgoYX2NyZWRpdF9yZW1haW5pbmdfbWljcm9zQgsKCV9iYXRjaF9pZEIYChZfcHJpY2VfcGVyX3BhcnRfbWljcm9zInUKDUNhcnJpZXJTdGF0dXMSDAoEc3RhdBgBIAEoCRILCgNlcnIYAiABKAkSHwoSbmV0d29ya19lcnJvcl9jb2RlGAMgASgJSACIAQESEQoJZG9uZV90aW1lGAQgASgJQhUKE19uZXR3b3JrX2Vycm9yX2NvZGUihAIKElN0YXR1c05vdGlmaWNhdGlvbhIlCgZzdGF0dXMYASABKA4yFS5zbXMudjEuTWVzc2FnZVN0YXR1cxIoCgVzdGF0ZRgCIAEoDjIZLnNtcy52MS5Ob3RpZmljYXRpb25TdGF0ZRILCgN1cmwYAyABKAkSKAoIYXR0ZW1wdHMYBCADKAsyFi5zbXMudjEuV2ViaG9va0F0dGVtcHQSNQoRbmV4dF9hdHRlbXB0X3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ7Cg5XZWJob29rQXR0ZW1wdBIwCgxhdHRlbXB0X3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2h0dHBfc3RhdHVzGAIgASgFEg0KBWVycm9yGAMgASgJEhMKC2R1cmF0aW9uX21zGAQgASgFItIBCgpTZW5kZXJOYW1lEgwKBG5hbWUYASABKAkSDwoHcGVuZGluZxgCIAEoCBIQCghyZWxpYWJsZRgDIAEoCBISCgppc19kZWZhdWx0GAQgASgIEioKB3B1cnBvc2UYBSABKA4yGS5zbXMudjEuU2VuZGVyTmFtZVB1cnBvc2USLwoKb3duZXJfdHlwZRgGIAEoDjIbLnNtcy52MS5TZW5kZXJOYW1lT3duZXJUeXBlEg0KBW93bmVyGAcgASgJEhMKC2V4YW1wbGVfbXNnGAggASgJIvQBCg5JbmJvdW5kTWVzc2FnZRIKCgJpZBgBIAEoAxIUCgZzZW5kZXIYAiABKAlSBGZyb20SCgoCdG8YAyABKAkSDAoEdGV4dBgEIAEoCRINCgVwYXJ0cxgFIAEoBRIwCgxyZWNlaXZlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEigKDG9wdF9vdXRfdHlwZRgHIAEoDjISLnNtcy52MS5PcHRPdXRUeXBlEhIKCmluY29tcGxldGUYCCABKAgSJwoHd2ViaG9vaxgJIAEoCzIWLnNtcy52MS5JbmJvdW5kV2ViaG9vayKoAQoOSW5ib3VuZFdlYmhvb2sSKAoFc3RhdGUYASABKA4yGS5zbXMudjEuTm90aWZpY2F0aW9uU3RhdGUSCwoDdXJsGAIgASgJEigKCGF0dGVtcHRzGAMgAygLMhYuc21zLnYxLldlYmhvb2tBdHRlbXB0EjUKEW5leHRfYXR0ZW1wdF90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCK4AQoGT3B0T3V0Eg4KBm51bWJlchgBIAEoCRIkCgZzb3VyY2UYAiABKA4yFC5zbXMudjEuT3B0T3V0U291cmNlEg8KB2tleXdvcmQYAyABKAkSHwoSaW5ib3VuZF9tZXNzYWdlX2lkGAQgASgDSACIAQESLwoLY3JlYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhUKE19pbmJvdW5kX21lc3NhZ2VfaWQi5AEKDE9wdE91dENoYW5nZRIOCgZudW1iZXIYASABKAkSJAoGYWN0aW9uGAIgASgOMhQuc21zLnYxLk9wdE91dEFjdGlvbhIkCgZzb3VyY2UYAyABKA4yFC5zbXMudjEuT3B0T3V0U291cmNlEg8KB2tleXdvcmQYBCABKAkSHwoSaW5ib3VuZF9tZXNzYWdlX2lkGAUgASgDSACIAQESLwoLY2hhbmdlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQhUKE19pbmJvdW5kX21lc3NhZ2VfaWQqxQEKDU1lc3NhZ2VTdGF0dXMSHgoaTUVTU0FHRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdNRVNTQUdFX1NUQVRVU19BQ0NFUFRFRBABEhcKE01FU1NBR0VfU1RBVFVTX1NFTlQQAhIcChhNRVNTQUdFX1NUQVRVU19ERUxJVkVSRUQQAxIdChlNRVNTQUdFX1NUQVRVU19TRU5EX0VSUk9SEAQSIQodTUVTU0FHRV9TVEFUVVNfREVMSVZFUllfRVJST1IQBSruAQoRTm9uRGVsaXZlcnlSZWFzb24SIwofTk9OX0RFTElWRVJZX1JFQVNPTl9VTlNQRUNJRklFRBAAEiMKH05PTl9ERUxJVkVSWV9SRUFTT05fVU5ERUxJVkVSRUQQARIjCh9OT05fREVMSVZFUllfUkVBU09OX1VOUkVBQ0hBQkxFEAISHwobTk9OX0RFTElWRVJZX1JFQVNPTl9FWFBJUkVEEAMSJQohTk9OX0RFTElWRVJZX1JFQVNPTl9TSU1fQ0FSRF9GVUxMEAQSIgoeTk9OX0RFTElWRVJZX1JFQVNPTl9VTlJPVVRBQkxFEAUqWgoLTWVzc2FnZVZpZXcSHAoYTUVTU0FHRV9WSUVXX1VOU1BFQ0lGSUVEEAASFgoSTUVTU0FHRV9WSUVXX0JBU0lDEAESFQoRTUVTU0FHRV9WSUVXX0ZVTEwQAiq5AQoRTm90aWZpY2F0aW9uU3RhdGUSIgoeTk9USUZJQ0FUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASHgoaTk9USUZJQ0FUSU9OX1NUQVRFX1BFTkRJTkcQARIgChxOT1RJRklDQVRJT05fU1RBVEVfREVMSVZFUkVEEAISHgoaTk9USUZJQ0FUSU9OX1NUQVRFX0dBVkVfVVAQAxIeChpOT1RJRklDQVRJT05fU1RBVEVfU0tJUFBFRBAEKp4BChFTZW5kZXJOYW1lUHVycG9zZRIjCh9TRU5ERVJfTkFNRV9QVVJQT1NFX1VOU1BFQ0lGSUVEEAASGwoXU0VOREVSX05BTUVfUFVSUE9TRV9PVFAQARIkCiBTRU5ERVJfTkFNRV9QVVJQT1NFX05PVElGSUNBVElPThACEiEKHVNFTkRFUl9OQU1FX1BVUlBPU0VfTUFSS0VUSU5HEAMqpgEKE1NlbmRlck5hbWVPd25lclR5cGUSJgoiU0VOREVSX05BTUVfT1dORVJfVFlQRV9VTlNQRUNJRklFRBAAEiIKHlNFTkRFUl9OQU1FX09XTkVSX1RZUEVfQ09NUEFOWRABEh8KG1NFTkRFUl9OQU1FX09XTkVSX1RZUEVfTkFNRRACEiIKHlNFTkRFUl9OQU1FX09XTkVSX1RZUEVfV0VCU0lURRADKnAKCk9wdE91dFR5cGUSHAoYT1BUX09VVF9UWVBFX1VOU1BFQ0lGSUVEEAASFQoRT1BUX09VVF9UWVBFX1NUT1AQARIWChJPUFRfT1VUX1RZUEVfU1RBUlQQAhIVChFPUFRfT1VUX1RZUEVfSEVMUBADKn8KDE9wdE91dFNvdXJjZRIeChpPUFRfT1VUX1NPVVJDRV9VTlNQRUNJRklFRBAAEhoKFk9QVF9PVVRfU09VUkNFX0tFWVdPUkQQARIWChJPUFRfT1VUX1NPVVJDRV9BUEkQAhIbChdPUFRfT1VUX1NPVVJDRV9PUEVSQVRPUhADKmQKDE9wdE91dEFjdGlvbhIeChpPUFRfT1VUX0FDVElPTl9VTlNQRUNJRklFRBAAEhgKFE9QVF9PVVRfQUNUSU9OX0FEREVEEAESGgoWT1BUX09VVF9BQ1RJT05fUkVNT1ZFRBACQkcKEmNvbS5leGFtcGxlLnNtcy52MUIKVHlwZXNQcm90b1ABWiNleGFtcGxlLmNvbS9zbXMvZ2VuL2dvL3Ntcy92MTtzbXN2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * One part of a message whose text was split: Latin-1-only text is split into parts of at most
@@ -169,6 +169,15 @@ export type Message = Message$1<"sms.v1.Message"> & {
    * @generated from field: optional int64 price_per_part_micros = 16;
    */
   pricePerPartMicros?: bigint | undefined;
+
+  /**
+   * What the carrier said in its receipt, as written (SMPP: stat, err, network_error_code, done
+   * date): the first failing part's, else the last part's; unset before any receipt, and for
+   * carriers that say nothing more than the status (the simulator).
+   *
+   * @generated from field: sms.v1.CarrierStatus carrier_status = 17;
+   */
+  carrierStatus?: CarrierStatus | undefined;
 };
 
 /**
@@ -177,6 +186,49 @@ export type Message = Message$1<"sms.v1.Message"> & {
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
   messageDesc(file_sms_v1_types, 1);
+
+/**
+ * A carrier's own words about a message's delivery, beside the spec's status and reason, so a
+ * failure can be taken up with the carrier.
+ *
+ * @generated from message sms.v1.CarrierStatus
+ */
+export type CarrierStatus = Message$1<"sms.v1.CarrierStatus"> & {
+  /**
+   * The receipt's state, e.g. DELIVRD, UNDELIV, EXPIRED, REJECTD.
+   *
+   * @generated from field: string stat = 1;
+   */
+  stat: string;
+
+  /**
+   * The receipt's `err:` as written (a GSM MAP error, e.g. 027); empty when absent.
+   *
+   * @generated from field: string err = 2;
+   */
+  err: string;
+
+  /**
+   * The network_error_code TLV as hex (type octet, then the 2-octet code), when present.
+   *
+   * @generated from field: optional string network_error_code = 3;
+   */
+  networkErrorCode?: string | undefined;
+
+  /**
+   * The receipt's `done date:` as written (YYMMDDhhmm or YYMMDDhhmmss); empty when absent.
+   *
+   * @generated from field: string done_time = 4;
+   */
+  doneTime: string;
+};
+
+/**
+ * Describes the message sms.v1.CarrierStatus.
+ * Use `create(CarrierStatusSchema)` to create a new message.
+ */
+export const CarrierStatusSchema: GenMessage<CarrierStatus> = /*@__PURE__*/
+  messageDesc(file_sms_v1_types, 2);
 
 /**
  * One status notification of a message: `GET <url>?id=<id>&status=<STATUS>[&batch_id=<id>]`,
@@ -233,7 +285,7 @@ export type StatusNotification = Message$1<"sms.v1.StatusNotification"> & {
  * Use `create(StatusNotificationSchema)` to create a new message.
  */
 export const StatusNotificationSchema: GenMessage<StatusNotification> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 2);
+  messageDesc(file_sms_v1_types, 3);
 
 /**
  * One HTTP request of a status notification.
@@ -275,7 +327,7 @@ export type WebhookAttempt = Message$1<"sms.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 3);
+  messageDesc(file_sms_v1_types, 4);
 
 /**
  * A sender name of an account: the alphanumeric sender shown on the recipient's handset.
@@ -349,7 +401,7 @@ export type SenderName = Message$1<"sms.v1.SenderName"> & {
  * Use `create(SenderNameSchema)` to create a new message.
  */
 export const SenderNameSchema: GenMessage<SenderName> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 4);
+  messageDesc(file_sms_v1_types, 5);
 
 /**
  * A message a handset sent to a number of the account (mobile-originated): the resource
@@ -432,7 +484,7 @@ export type InboundMessage = Message$1<"sms.v1.InboundMessage"> & {
  * Use `create(InboundMessageSchema)` to create a new message.
  */
 export const InboundMessageSchema: GenMessage<InboundMessage> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 5);
+  messageDesc(file_sms_v1_types, 6);
 
 /**
  * The inbound webhook of an inbound message: a signed JSON POST to the account's inbound URL,
@@ -477,7 +529,7 @@ export type InboundWebhook = Message$1<"sms.v1.InboundWebhook"> & {
  * Use `create(InboundWebhookSchema)` to create a new message.
  */
 export const InboundWebhookSchema: GenMessage<InboundWebhook> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 6);
+  messageDesc(file_sms_v1_types, 7);
 
 /**
  * A number on an account's opt-out list: sends of the account to it are refused
@@ -528,7 +580,7 @@ export type OptOut = Message$1<"sms.v1.OptOut"> & {
  * Use `create(OptOutSchema)` to create a new message.
  */
 export const OptOutSchema: GenMessage<OptOut> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 7);
+  messageDesc(file_sms_v1_types, 8);
 
 /**
  * One change of an account's opt-out list, kept for good: who changed what, when, and which
@@ -585,7 +637,7 @@ export type OptOutChange = Message$1<"sms.v1.OptOutChange"> & {
  * Use `create(OptOutChangeSchema)` to create a new message.
  */
 export const OptOutChangeSchema: GenMessage<OptOutChange> = /*@__PURE__*/
-  messageDesc(file_sms_v1_types, 8);
+  messageDesc(file_sms_v1_types, 9);
 
 /**
  * Status of a message. One status per message: a multi-part message is DELIVERED when every
