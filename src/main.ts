@@ -45,7 +45,7 @@ async function start(config: Config): Promise<void> {
   const database = await startStep(source, () =>
     startDatabase({ dataDir: config.dataDir, logger: (msg) => console.error(msg) }),
   );
-  // Stopped last of all: in its own process group (store/java-tool.ts), a terminal's Ctrl-C
+  // Stopped last of all: in its own process group (dev-database/java-tool.ts), a terminal's Ctrl-C
   // reaches only the service, which drains on the database before it stops it.
   shutdown.add("database", () => database.stop());
   const client = await startStep(source, () => connect(database.uri));

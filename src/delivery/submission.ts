@@ -82,7 +82,7 @@ export interface SubmissionDeps {
   submitting?: (messages: readonly ClaimedMessage[], recorded: Promise<void>) => void;
   /**
    * The last check before the carrier, after the claim: answers the ids of claimed messages it
-   * withdrew (their recipient opted out: SEND_ERROR, refunded; services/opt-out-rules.ts).
+   * withdrew (their recipient opted out: SEND_ERROR, refunded; opt-outs/rules.ts).
    */
   screen?: (messages: readonly ClaimedMessage[]) => Promise<ReadonlySet<number>>;
   /**

@@ -8,7 +8,7 @@
  *   claim picks the best next work, instead of queueing in this process behind work claimed
  *   earlier. Claims stream through the carrier's window in runs (submission.ts), and each run's
  *   parts are free for the next round once its outcome is recorded.
- * - Fairness: each claim round (scheduling/delivery-rounds.ts) takes turns on the due account lanes
+ * - Fairness: each claim round (delivery/delivery-rounds.ts) takes turns on the due account lanes
  *   least recently served first (scheduling/lanes.ts) and gives each an equal share of the round;
  *   within an account, messages are taken in `deliveryAt` order, which ranks OTP, then single
  *   sends, then batches (domain/delivery-priority.ts), and its batches take turns

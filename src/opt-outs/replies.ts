@@ -53,7 +53,7 @@ export async function replyToKeyword(
   );
   if (!account) return;
   const text = keywordReply(type, account.name, account.keywordReplies);
-  // Own texts are checked when set, and the defaults fit (domain/keyword-replies.ts).
+  // Own texts are checked when set, and the defaults fit (opt-outs/keyword-replies.ts).
   const segmented = segmentText(text, KEYWORD_REPLY_MAX_PARTS);
   if (!segmented.ok) return;
   const count = segmented.parts.length;

@@ -78,7 +78,7 @@ export class OptOutRules {
     const key = optOutKey(accountId, number);
     const added = await addOptOut(this.deps.optOuts, key, cause, this.deps.store.clock.now());
     // After the entry is stored, and also when nothing changed (a retry after a crash in between):
-    // sends that found the list empty are held to its version (store/opt-out-reads.ts).
+    // sends that found the list empty are held to its version (opt-outs/list-reads.ts).
     await this.deps.store.accounts.updateOne({ _id: accountId }, { $inc: { optOutsVersion: 1 } });
     // Also when nothing changed: a redelivered STOP finishes what a crash cut short. Only a
     // handset's STOP waits for the messages workers hold: its acknowledgment is the promise.

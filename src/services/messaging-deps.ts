@@ -38,7 +38,7 @@ export interface MessagingDeps {
   intake?: IntakeMetrics;
   /**
    * The canonical (`+`) numbers among `numbers` on the account's opt-out list, which are refused
-   * before anything is stored or charged (services/opt-out-rules.ts); none refused when absent.
+   * before anything is stored or charged (opt-outs/rules.ts); none refused when absent.
    */
   optedOut?: OptedOutCheck;
   /** A single send's check of the list, which reads nothing while it is empty. */

@@ -276,7 +276,7 @@ export async function settleAbandonedCharges(
 }
 
 /**
- * Settles a pending refund (store/withdrawals.ts): gives back the price of the messages that it
+ * Settles a pending refund (opt-outs/withdrawals.ts): gives back the price of the messages that it
  * withdrew (marked with its `ref`), nothing for the others (they were sent, or withdrawn by
  * another refund), and removes it. Applies once, like every settlement. Returns the withdrawn
  * ids, or undefined when the refund was settled already.

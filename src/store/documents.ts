@@ -8,7 +8,7 @@ export interface AccountDoc {
   /** The apiKey. */
   _id: string;
   name: string;
-  /** SHA-256 digest of the apiSecret: `sha256$<digest b64>` (store/credentials.ts). */
+  /** SHA-256 digest of the apiSecret: `sha256$<digest b64>` (domain/credentials.ts). */
   secretHash: string;
   /** Standard Webhooks secret (`whsec_...`), needed in clear to sign. */
   webhookSecret: string;
@@ -24,7 +24,7 @@ export interface AccountDoc {
   pendingCharges: PendingCharge[];
   /**
    * Raised after every addition to the account's opt-out list (absent: 0). A single send that found
-   * the list empty debits only while it is unchanged (store/opt-out-reads.ts).
+   * the list empty debits only while it is unchanged (opt-outs/list-reads.ts).
    */
   optOutsVersion?: number;
   createdAt: Date;
@@ -34,7 +34,7 @@ export interface AccountDoc {
  * One debit not yet confirmed: a batch, or the single sends of one account written together (one
  * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account. A
  * "refund" is the other way round: credit to give back for accepted messages withdrawn before
- * submission (their recipient opted out), settled by store/withdrawals.ts.
+ * submission (their recipient opted out), settled by opt-outs/withdrawals.ts.
  */
 export interface PendingCharge {
   /** Batch id for a batch; for single sends, the first message id of the group; a refund's own. */
@@ -158,7 +158,7 @@ export interface MessageDoc {
   sendError?: string;
   /**
    * The refund that withdrew it (SEND_ERROR before submission, its recipient opted out): the
-   * `ref` of the account's pending refund that gives its credit back (store/withdrawals.ts).
+   * `ref` of the account's pending refund that gives its credit back (opt-outs/withdrawals.ts).
    */
   withdrawal?: number;
   /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */

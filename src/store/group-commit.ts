@@ -1,7 +1,7 @@
 // Group commit: what is asked for while `maxInFlight` groups are in flight waits, and goes out
 // together as the next group, so heavy load pays one round trip per group instead of one per
 // item, and a lone item is a group of one (no wait). The message writer's sends and the opt-out
-// reads of single sends use it (store/message-writer.ts, store/opt-out-reads.ts).
+// reads of single sends use it (store/message-writer.ts, opt-outs/list-reads.ts).
 
 export interface GroupCommitOptions<T> {
   maxInFlight: number;

@@ -26,7 +26,7 @@ interface PendingWrite {
   amountMicros: number;
   doc: MessageDoc;
   deadline: Deadline;
-  /** The account's opt-out list version its send found the list empty at (store/opt-out-reads.ts). */
+  /** The account's opt-out list version its send found the list empty at (opt-outs/list-reads.ts). */
   listVersion: number | undefined;
   resolve: (result: WriteResult) => void;
   reject: (error: unknown) => void;

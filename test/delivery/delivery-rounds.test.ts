@@ -1,5 +1,5 @@
 /**
- * Claim rounds (delivery/scheduling/delivery-rounds.ts) on a real database: rounds side by side in
+ * Claim rounds (delivery/delivery-rounds.ts) on a real database: rounds side by side in
  * one process on the same account's lane take different messages, none comes back empty.
  */
 import { describe, expect, it } from "vitest";

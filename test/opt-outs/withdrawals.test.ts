@@ -1,5 +1,5 @@
 /**
- * Withdrawals of accepted messages whose recipient opted out (store/withdrawals.ts): the credit
+ * Withdrawals of accepted messages whose recipient opted out (opt-outs/withdrawals.ts): the credit
  * comes back exactly once, also when a crash cuts the withdrawal short and the settler finishes
  * it, and also when two withdrawals of one message race.
  */
