@@ -112,6 +112,8 @@ export interface NotificationSource<
   lane: LaneQueue;
   /** Claims up to `options.limit` of the account's due notifications. */
   claim(accountId: string, options: LaneClaim): Promise<T[]>;
+  /** Whether the account's last claim was dealt between groups of its work (notify-turns.ts). */
+  takesTurns?(accountId: string): boolean;
 }
 
 /**
@@ -133,6 +135,7 @@ export function statusNotifications(
         filter: { accountId },
         candidates: (read) => turns.candidates(accountId, read),
       }),
+    takesTurns: (accountId) => turns.takesTurns(accountId),
   };
 }
 
@@ -261,6 +264,11 @@ export class NotificationClaimer<
       accounts = new Map();
     }
     return { token, messages, accounts, lanes: turns.length, more };
+  }
+
+  /** Whether the account's last claim was dealt between groups of its work (see the source). */
+  takesTurns(accountId: string): boolean {
+    return this.source.takesTurns?.(accountId) ?? false;
   }
 
   /** Stops renewing a message's claim (its outcome is recorded, or its claim is given up). */

@@ -231,7 +231,7 @@ export class Notifier {
   private async claimRound(
     kind: StatusNotifications | InboundNotifications,
   ): Promise<boolean | undefined> {
-    const room = this.budget.round();
+    const room = this.budget.round((accountId) => kind.takesTurns(accountId));
     if (!room) return undefined;
     const started = Date.now();
     const round = await kind.claimRound(room.limit, room.room, room.skip);

@@ -50,6 +50,11 @@ export class NotifyTurns {
 
   constructor(private readonly messages: Collection<MessageDoc>) {}
 
+  /** Whether the account's last turn was dealt between groups (it has several with due work). */
+  takesTurns(account: string): boolean {
+    return this.known.has(account);
+  }
+
   /** The candidates of a turn of `account`'s notify lane, in the order they go out. */
   async candidates(account: string, read: CandidateRead): Promise<MessageDoc[]> {
     const range = notifyGroupRange(account);

@@ -170,6 +170,11 @@ export abstract class WebhookQueue<
     return { ...this.counters };
   }
 
+  /** Whether the account's last claim was dealt between groups of its work (claiming.ts). */
+  takesTurns(accountId: string): boolean {
+    return this.claimer.takesTurns(accountId);
+  }
+
   /** The overdue sweep of this kind's lanes (see claiming.ts); answers how many were marked. */
   async repairLanes(graceMs: number): Promise<number> {
     const marked = await this.claimer.repairLanes(graceMs);

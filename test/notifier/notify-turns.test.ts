@@ -4,11 +4,13 @@
  * retries) and interleaved, the head's first group first; an account with one group costs one
  * round trip as before; with more groups than a turn takes they have turns in rotation; and a
  * message moves into its retries' group while a retry waits, back after it, and out of every group
- * once its final status is notified.
+ * once its final status is notified; such an account is claimed for again sooner than one whose
+ * work is one group (a sixteenth of its claim limit free, not a quarter).
  */
 import { type CommandStartedEvent, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { notifyGroupOf, retryGroupOf } from "../../src/domain/notify-groups.ts";
+import { ClaimBudget } from "../../src/notifier/claim-budget.ts";
 import { claimDueNotifications, type NotifyingMessage } from "../../src/notifier/claiming.ts";
 import { recordNotificationOutcomes } from "../../src/notifier/notification-records.ts";
 import { MAX_GROUPS, NotifyTurns } from "../../src/notifier/notify-turns.ts";
@@ -214,5 +216,46 @@ describe("a message's group", () => {
     const done = await stored(id as number);
     expect(done.notifyGroup).toBeUndefined();
     expect(done.notifyAt).toBeUndefined();
+  });
+});
+
+describe("the claim budget of an account whose work takes turns", () => {
+  const budget = () =>
+    new ClaimBudget({ maxInFlight: 4096, chunkSize: 512, accountClaimLimit: 512 });
+  const holding = (b: ClaimBudget, account: string, n: number) => {
+    for (let i = 0; i < n; i++) b.take(account);
+  };
+
+  it("is claimed for again once a sixteenth of its limit is free, others once a quarter is", () => {
+    const b = budget();
+    holding(b, "turns", 512 - 100);
+    holding(b, "plain", 512 - 100);
+    const room = b.round((account) => account === "turns");
+    expect([...(room?.skip ?? [])]).toEqual(["plain"]);
+    expect(room?.room("turns")).toBe(100);
+    holding(b, "turns", 90);
+    expect([...(b.round((account) => account === "turns")?.skip ?? [])].sort()).toEqual([
+      "plain",
+      "turns",
+    ]);
+  });
+
+  it("an account found with several groups is one whose work takes turns, one with one group is not", async () => {
+    const account = `nturns-${++runs}`;
+    const collection = fixture.store.messages;
+    const turns = new NotifyTurns(collection);
+    await batch(account, 10, 2_000);
+    const read = (limit: number) =>
+      turns.candidates(account, {
+        filter: { accountId: account },
+        projection: { _id: 1 },
+        limit,
+        now: fixture.store.clock.now(),
+      });
+    await read(5);
+    expect(turns.takesTurns(account)).toBe(false);
+    await batch(account, 2, 1_000);
+    await read(5);
+    expect(turns.takesTurns(account)).toBe(true);
   });
 });
