@@ -20,6 +20,7 @@ import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs/list.ts";
 import { OptOutReads } from "./opt-outs/list-reads.ts";
 import { OptOutRules } from "./opt-outs/rules.ts";
+import { StopFeed } from "./opt-outs/stop-feed.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
@@ -120,6 +121,13 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // Two-way messaging: the opt-out list and its rules, and the intake of inbound messages.
   const optOuts = openOptOuts(store.db);
   const optOutReads = new OptOutReads(optOuts, store.accounts);
+  const instanceId = randomUUID();
+  // A handset's STOP told to every delivering instance: it waits only for claims not yet told.
+  const stops = new StopFeed({
+    db: store.db,
+    instanceId,
+    logger: log.child({ component: "opt-outs" }),
+  });
   const optOutRules = new OptOutRules({
     store,
     optOuts,
@@ -127,6 +135,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     messageIds: new IdAllocator(store.counters, "message", 20),
     pricePerPartMicros: config.pricePerPartMicros,
     onQueued: schedule,
+    stops,
   });
   const inboundLog = log.child({ component: "inbound" });
   const inbound = new InboundIntake({
@@ -147,10 +156,11 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const background = new BackgroundControl({
     config,
     store,
-    instanceId: randomUUID(),
+    instanceId,
     logger: log,
     metrics,
     screen: (messages) => optOutRules.screen(messages),
+    stops,
     inbound,
   });
 
@@ -217,8 +227,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     // What reaches a Connect path on PORT without being a Connect call is answered like REST.
     registerErrorHandler(rpc);
     refuseForeignRequests(rpc);
-    fastifyAdapter(rpc, rpcOptions(), (request, response) =>
-      rpcRequest(request, response, request.socket.remoteAddress),
+    fastifyAdapter(
+      rpc,
+      rpcOptions(),
+      (request, response) => rpcRequest(request, response, request.socket.remoteAddress),
+      {
+        call: (request, response) =>
+          rpcRequest.jsonCall(request, response, request.socket.remoteAddress),
+      },
     );
   });
   await app.register(async (rest) => {

@@ -31,7 +31,22 @@ export type SubmitResult =
        * was accepted, so with several carriers the message may go to the next of its route.
        */
       carrierFault?: boolean;
+      /**
+       * Not written: `SubmitOptions.mayWrite` said no (its recipient sent STOP after the claim's
+       * screen). The carrier has nothing of it; the worker gives the message back to its queue.
+       */
+      heldBack?: true;
     };
+
+/** What a submit call is told besides its parts. */
+export interface SubmitOptions {
+  /**
+   * Asked right before the first part of each message is written (a carrier that queues parts
+   * asks when it takes them from its queue): false leaves the message's parts unwritten, answered
+   * `heldBack`. Once one part of a message is written, its others are written too.
+   */
+  mayWrite?: (part: CarrierPart) => boolean;
+}
 
 /**
  * What a `submit` that throws may tell: the parts the carrier accepted before the call failed, by
@@ -104,7 +119,7 @@ export interface Carrier {
    * Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot
    * be reached at all (with `SubmitFailure.acceptedParts` when it had accepted some before).
    */
-  submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]>;
+  submit(parts: readonly CarrierPart[], options?: SubmitOptions): Promise<SubmitResult[]>;
   /** Connects and starts delivering receipts to `onReceipts`. */
   start(onReceipts: ReceiptHandler): Promise<void>;
   /** Stops delivering receipts, waits for the handler calls in flight, disconnects. */

@@ -78,6 +78,11 @@ export interface DeliveryWorkerOptions {
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
   /**
+   * The STOPs this instance has seen (opt-outs/stop-feed.ts): a message whose recipient sent STOP
+   * after its claim's screen is not written (SubmissionDeps.stops).
+   */
+  stops?: SubmissionDeps["stops"];
+  /**
    * With several carriers (docs/design.md "Routing, failover and prices"), one worker runs per carrier:
    * this carrier's name in the plan and which messages it claims now (those whose route's current
    * carrier it is, routing/carrier-health.ts). The worker records its name beside the parts' ids
@@ -124,6 +129,7 @@ export class DeliveryWorker {
   private readonly pacing: ClaimPacing;
   private readonly recorder: SubmissionRecorder;
   private readonly screen: SubmissionDeps["screen"];
+  private readonly stops: SubmissionDeps["stops"];
   private readonly planCarrier: DeliveryWorkerOptions["planCarrier"];
   private readonly receipts: ReceiptHandler;
   private running = false;
@@ -155,6 +161,7 @@ export class DeliveryWorker {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
     this.screen = options.screen;
+    this.stops = options.stops;
     this.pacing = new ClaimPacing(this.carrier.limits, options.claimAheadParts);
     const planCarrier = options.planCarrier;
     this.planCarrier = planCarrier;
@@ -337,6 +344,7 @@ export class DeliveryWorker {
           recorded.then(runDone(submitted), runDone(submitted));
         },
         ...(this.screen && { screen: this.screen }),
+        ...(this.stops && { stops: this.stops }),
         ...(this.planCarrier && { planCarrier: this.planCarrier.name }),
         ...(this.planCarrier?.failedOver && { failedOver: this.planCarrier.failedOver }),
       },
