@@ -34,7 +34,7 @@ import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
 import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
-import { ReceiptHandler } from "./receipts.ts";
+import { ReceiptHandler, type UnmatchedReceiptOptions } from "./receipts.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
 
@@ -77,6 +77,8 @@ export interface DeliveryWorkerOptions {
   overdueSweepMs?: number;
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
+  /** How receipts that matched no part are kept and matched again (receipts.ts). */
+  unmatchedReceipts?: UnmatchedReceiptOptions;
   /**
    * The STOPs this instance has seen (opt-outs/stop-feed.ts): a message whose recipient sent STOP
    * after its claim's screen is not written (SubmissionDeps.stops).
@@ -103,6 +105,10 @@ export interface DeliveryWorkerStats {
   expired: number;
   receipts: number;
   receiptChanges: number;
+  /** Receipts that matched no part when they came, kept to be matched later. */
+  receiptsKept: number;
+  /** Kept receipts that matched no part within the hold (10 minutes): dropped. */
+  receiptsUnmatchedDropped: number;
   /**
    * Parts claimed again after a claim of them was cut off (a crash or a lost lease): at most the
    * claimed parts per crash, of which at most the window's had reached the carrier.
@@ -149,6 +155,8 @@ export class DeliveryWorker {
     expired: 0,
     receipts: 0,
     receiptChanges: 0,
+    receiptsKept: 0,
+    receiptsUnmatchedDropped: 0,
     resubmittedParts: 0,
   };
 
@@ -195,6 +203,7 @@ export class DeliveryWorker {
       this.logger,
       planCarrier?.name,
       options.carrier.receiptRules,
+      options.unmatchedReceipts,
     );
     this.rounds = new DeliveryRounds({
       store: options.store,
@@ -218,6 +227,7 @@ export class DeliveryWorker {
     if (this.running) return;
     this.running = true;
     await this.carrier.start((receipts) => this.receipts.handle(receipts));
+    this.receipts.start();
     this.leases.start();
     this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
     this.pollTimer.unref();
@@ -246,6 +256,7 @@ export class DeliveryWorker {
     await this.leases.stop();
     await this.marks.flush();
     await this.carrier.stop();
+    await this.receipts.stop();
     this.logger.info({ instanceId: this.instanceId, ...this.counters }, "delivery worker stopped");
   }
 
