@@ -24,6 +24,7 @@ export const STATUS_MEANINGS: Record<StatusName, string> = {
   DELIVERED: "The message has been delivered",
   SEND_ERROR: "An error occurred while sending",
   DELIVERY_ERROR: "The message was sent but cannot reach the receiver",
+  CANCELED: "The message was canceled before it was sent; its price was refunded",
 };
 
 export const REASON_MEANINGS: Record<ReasonName, string> = {

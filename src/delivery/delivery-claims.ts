@@ -32,6 +32,7 @@ export type ClaimedMessage = Pick<
   | "pricePerPartMicros"
   | "status"
   | "createdAt"
+  | "sendAt"
   | "expiresAt"
   | "deliveryAt"
   | "deliveryClass"
@@ -43,9 +44,14 @@ export type ClaimedMessage = Pick<
   | "keywordReply"
 >;
 
-/** A claimed message's own place in its account's queue, where it goes back when given back unsent. */
-export function placeInQueue(message: Pick<ClaimedMessage, "createdAt" | "deliveryClass">): Date {
-  return deliveryRank(message.createdAt, message.deliveryClass ?? "single");
+/**
+ * A claimed message's own place in its account's queue, where it goes back when given back unsent:
+ * ranked from when it became due (its sendAt when scheduled, which has passed once it was claimed).
+ */
+export function placeInQueue(
+  message: Pick<ClaimedMessage, "createdAt" | "sendAt" | "deliveryClass">,
+): Date {
+  return deliveryRank(message.sendAt ?? message.createdAt, message.deliveryClass ?? "single");
 }
 
 /** Claims up to `limit` messages due for a delivery step, earliest `deliveryAt` first. */
@@ -74,6 +80,7 @@ const CLAIMED_FIELDS = {
   pricePerPartMicros: 1,
   status: 1,
   createdAt: 1,
+  sendAt: 1,
   expiresAt: 1,
   deliveryAt: 1,
   deliveryClass: 1,

@@ -27,6 +27,8 @@ export interface LaneClaim {
   turn: Turn;
   token: string;
   messages: ClaimedMessage[];
+  /** When the claim was written (server clock): its lease ends `leaseMs` after. */
+  claimedAt: Date;
   /** The lane had at least the share asked for: it may have more. */
   full: boolean;
 }
@@ -102,22 +104,25 @@ export class DeliveryRounds {
   private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
     const { store, instanceId, leaseMs } = this.options;
     const token = `${instanceId}:${++this.claimSeq}`;
-    const messages = await this.laneClaims.inTurn(turn.key, () =>
-      claimDueDeliveries(store.messages, {
-        now: store.clock.now(),
+    let claimedAt = store.clock.now();
+    const messages = await this.laneClaims.inTurn(turn.key, () => {
+      claimedAt = store.clock.now();
+      return claimDueDeliveries(store.messages, {
+        now: claimedAt,
         limit: share,
         leaseMs,
         token,
         commits: this.commits,
         filter: { ...this.options.filter?.(), accountId: turn.key },
         candidates: (read) => this.batchTurns.candidates(turn.key, read),
-      }),
-    );
+      });
+    });
     // A lane with less work than its share is settled beside the round, not in its way.
     if (messages.length < share) this.options.track(this.settle(turn));
     return {
       turn,
       token,
+      claimedAt,
       messages: await this.withinParts(messages, share),
       full: messages.length >= share,
     };

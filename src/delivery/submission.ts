@@ -115,7 +115,13 @@ type BackOptions = Pick<Release, "pinTo" | "leave">;
 
 export async function workClaim(
   deps: SubmissionDeps,
-  claim: { token: string; messages: ClaimedMessage[]; now: Date },
+  claim: {
+    token: string;
+    messages: ClaimedMessage[];
+    now: Date;
+    /** Whether the claim still surely holds a message: false keeps it off the wire. */
+    live?: (id: number) => boolean;
+  },
   logger: { warn(obj: unknown, msg?: string): void },
 ): Promise<ClaimOutcome> {
   const { now } = claim;
@@ -155,7 +161,7 @@ export async function workClaim(
   const seen = deps.stops?.seen();
   const withdrawn = toSubmit.length > 0 && deps.screen ? await deps.screen(toSubmit) : undefined;
   const submitting = withdrawn?.size ? toSubmit.filter((m) => !withdrawn.has(m._id)) : toSubmit;
-  const mayGo = mayGoAfter(deps.stops, seen);
+  const mayGo = withLiveClaim(mayGoAfter(deps.stops, seen), claim.live);
   if (submitting.length > 0) await submit(deps, submitting, outcome, release, logger, mayGo);
   await releaseDeliveries(deps.messages, releases);
   return outcome;
@@ -218,8 +224,22 @@ async function submit(
 /** Puts a claimed message back in its place in the queue. */
 type GiveBack = (message: ClaimedMessage, attempted: boolean, options?: BackOptions) => void;
 
-/** Whether a claimed message may still be written (no STOP of its recipient since its screen). */
-type MayGo = (message: Pick<ClaimedMessage, "accountId" | "to" | "keywordReply">) => boolean;
+/**
+ * Whether a claimed message may still be written: its claim still holds it, and no STOP of its
+ * recipient came since its screen.
+ */
+type MayGo = (
+  message: Pick<ClaimedMessage, "_id" | "accountId" | "to" | "keywordReply">,
+) => boolean;
+
+/** `mayGo` that also asks whether the claim still holds the message (worker.ts, a cancel's race). */
+function withLiveClaim(
+  mayGo: MayGo | undefined,
+  live: ((id: number) => boolean) | undefined,
+): MayGo | undefined {
+  if (!live) return mayGo;
+  return (m) => live(m._id) && (mayGo === undefined || mayGo(m));
+}
 
 function mayGoAfter(stops: StopChecks | undefined, seen: number | undefined): MayGo | undefined {
   if (!stops || seen === undefined) return undefined;

@@ -342,7 +342,11 @@ export class DeliveryWorker {
       this.wake();
     };
     this.counters.claimed += messages.length;
-    for (const message of messages) this.leases.hold(message._id, token);
+    const leaseEnd = claim.claimedAt.getTime() + this.leaseMs;
+    for (const message of messages) this.leases.hold(message._id, token, leaseEnd);
+    // A part is written only while the claim surely holds its message (a third of the lease to
+    // spare): a cancel takes a message only once its lease ended (services/cancel.ts).
+    const margin = this.leaseMs / 3;
     const work: Promise<void> = workClaim(
       {
         messages: this.store.messages,
@@ -359,7 +363,12 @@ export class DeliveryWorker {
         ...(this.planCarrier && { planCarrier: this.planCarrier.name }),
         ...(this.planCarrier?.failedOver && { failedOver: this.planCarrier.failedOver }),
       },
-      { token, messages, now: this.store.clock.now() },
+      {
+        token,
+        messages,
+        now: this.store.clock.now(),
+        live: (id) => this.leases.isLive(token, id, margin),
+      },
       this.logger,
     )
       .then((outcome) => this.recordOutcome(messages, outcome))

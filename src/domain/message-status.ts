@@ -10,6 +10,7 @@ export const STATUS_NAMES = [
   "DELIVERED",
   "SEND_ERROR",
   "DELIVERY_ERROR",
+  "CANCELED",
 ] as const;
 export type StatusName = (typeof STATUS_NAMES)[number];
 
@@ -45,11 +46,15 @@ export function isRetryableReason(reason: ReasonName): boolean {
  * DELIVERED, SEND_ERROR and DELIVERY_ERROR are final.
  */
 const TRANSITIONS: Readonly<Record<StatusName, readonly StatusName[]>> = {
-  ACCEPTED: ["SENT", "SEND_ERROR", "DELIVERY_ERROR"],
+  // CANCELED (docs/design.md "Message reads, client references, scheduled sends and cancel") is a
+  // sixth status beyond the spec's five: only an account's cancel moves a message there, and only
+  // while no carrier took it and no worker holds its claim.
+  ACCEPTED: ["SENT", "SEND_ERROR", "DELIVERY_ERROR", "CANCELED"],
   SENT: ["DELIVERED", "DELIVERY_ERROR"],
   DELIVERED: [],
   SEND_ERROR: [],
   DELIVERY_ERROR: [],
+  CANCELED: [],
 };
 
 export function canTransition(from: StatusName, to: StatusName): boolean {
@@ -108,6 +113,8 @@ export interface BatchCounters {
   sentCount: number;
   deliveredCount: number;
   undeliveredCount: number;
+  /** CANCELED messages, counted in undeliveredCount too. */
+  canceledCount: number;
   isActive: boolean;
 }
 
@@ -115,23 +122,30 @@ export interface BatchCounters {
  * Batch counters over the statuses of its accepted messages (docs/design.md "Batch counters"):
  * sentCount = at SENT or later (SENT, DELIVERED, DELIVERY_ERROR; SEND_ERROR was never sent);
  * deliveredCount = DELIVERED; undeliveredCount = DELIVERY_ERROR + SEND_ERROR;
- * isActive while delivered + undelivered < accepted.
+ * CANCELED counts as undelivered (and in canceledCount); isActive while delivered + undelivered
+ * < accepted.
  */
 export function batchCounters(acceptedStatuses: Iterable<StatusName>): BatchCounters {
   let accepted = 0;
   let sentCount = 0;
   let deliveredCount = 0;
   let undeliveredCount = 0;
+  let canceledCount = 0;
   for (const s of acceptedStatuses) {
     accepted++;
     if (s === "SENT" || s === "DELIVERED" || s === "DELIVERY_ERROR") sentCount++;
     if (s === "DELIVERED") deliveredCount++;
     else if (s === "DELIVERY_ERROR" || s === "SEND_ERROR") undeliveredCount++;
+    else if (s === "CANCELED") {
+      undeliveredCount++;
+      canceledCount++;
+    }
   }
   return {
     sentCount,
     deliveredCount,
     undeliveredCount,
+    canceledCount,
     isActive: deliveredCount + undeliveredCount < accepted,
   };
 }

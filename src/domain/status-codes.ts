@@ -11,6 +11,7 @@ export const STATUS_TO_PROTO: Record<StatusName, MessageStatus> = {
   DELIVERED: MessageStatus.DELIVERED,
   SEND_ERROR: MessageStatus.SEND_ERROR,
   DELIVERY_ERROR: MessageStatus.DELIVERY_ERROR,
+  CANCELED: MessageStatus.CANCELED,
 };
 
 export const REASON_TO_PROTO: Record<ReasonName, NonDeliveryReason> = {

@@ -52,7 +52,8 @@ export type Reason =
   | "NUMBER_NOT_FOUND"
   | "NUMBER_ASSIGNED_ELSEWHERE"
   | "SIMULATOR_ONLY"
-  | "LARGE_BODIES_LIMITED";
+  | "LARGE_BODIES_LIMITED"
+  | "MESSAGE_ALREADY_SUBMITTED";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */
 const REASON_BY_CODE: Partial<Record<Code, Reason>> = {

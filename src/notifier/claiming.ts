@@ -44,6 +44,8 @@ export type NotifyingMessage = Pick<
   | "batchId"
   | "statusCallback"
   | "notifications"
+  | "reason"
+  | "clientRef"
   | "deliveryClass"
   | "traceContext"
 >;
@@ -78,6 +80,9 @@ export function claimDueNotifications(
       batchId: 1,
       statusCallback: 1,
       notifications: 1,
+      // The webhook's `reason` and `client_ref` parameters.
+      reason: 1,
+      clientRef: 1,
       deliveryClass: 1,
       traceContext: 1,
     },

@@ -19,6 +19,7 @@ const FINAL_STATUSES: ReadonlySet<StatusName> = new Set([
   "DELIVERED",
   "SEND_ERROR",
   "DELIVERY_ERROR",
+  "CANCELED",
 ]);
 
 /** A notification to send, under the claim it was taken with. */
@@ -72,7 +73,10 @@ export function planNotification(
   if (!callback) return { record: { ...handled, state: "skipped", last }, because: "no-url" };
   let url: URL;
   try {
-    url = notificationUrl(callback, message._id, notification.status, message.batchId);
+    url = notificationUrl(callback, message._id, notification.status, message.batchId, {
+      reason: notification.status === "DELIVERY_ERROR" ? message.reason : undefined,
+      clientRef: message.clientRef,
+    });
     checkCallbackUrl(url, allowPrivate);
   } catch (error) {
     return {

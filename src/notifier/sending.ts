@@ -43,15 +43,25 @@ const callbackBase = cachePerKey(10_000, (callback) => {
   return `${url.href}?${query}`;
 });
 
-/** `<callback>?…&id=<id>&status=<STATUS>[&batch_id=<id>]`, keeping the callback's own query. */
+/**
+ * `<callback>?…&id=<id>&status=<STATUS>[&batch_id=<id>][&reason=<reason>][&client_ref=<ref>]`,
+ * keeping the callback's own query; `reason` on DELIVERY_ERROR only, `client_ref` when the message
+ * has one, each encoded as encodeURIComponent does (docs/design.md "Message reads, client
+ * references, scheduled sends and cancel").
+ */
 export function notificationUrl(
   callback: string,
   messageId: number,
   status: string,
   batchId?: number,
+  extra: { reason?: string | undefined; clientRef?: string | undefined } = {},
 ): URL {
   const batch = batchId === undefined ? "" : `&batch_id=${batchId}`;
-  return new URL(`${callbackBase(callback)}id=${messageId}&status=${status}${batch}`);
+  const reason = extra.reason ? `&reason=${encodeURIComponent(extra.reason)}` : "";
+  const ref = extra.clientRef ? `&client_ref=${encodeURIComponent(extra.clientRef)}` : "";
+  return new URL(
+    `${callbackBase(callback)}id=${messageId}&status=${status}${batch}${reason}${ref}`,
+  );
 }
 
 /**

@@ -32,13 +32,44 @@ export interface Withdrawable {
  * refunds them what they were charged (`pricePerPartMicros` per part for messages that do not
  * keep their price). Returns the ids withdrawn.
  */
-export async function withdrawMessages(
+export function withdrawMessages(
   collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
   accountId: string,
   messages: readonly Withdrawable[],
   pricePerPartMicros: number,
   now: Date,
   filter: Filter<MessageDoc> = {},
+): Promise<number[]> {
+  return refundUnsent(collections, accountId, messages, pricePerPartMicros, now, {
+    status: "SEND_ERROR",
+    set: { sendError: OPTED_OUT_ERROR },
+    filter,
+  });
+}
+
+/** What becomes of the messages `refundUnsent` takes back. */
+export interface UnsentChange {
+  /** SEND_ERROR for a withdrawal, CANCELED for a cancel. */
+  status: "SEND_ERROR" | "CANCELED";
+  set?: Partial<MessageDoc>;
+  /** Further conditions a message must meet (e.g. no live claim). */
+  filter?: Filter<MessageDoc>;
+}
+
+/**
+ * The one refund of messages that never left (a withdrawal after an opt-out, a cancel): those of
+ * `messages` still ACCEPTED and matching `change.filter` take `change.status`, each with its
+ * webhook, and their price is credited back exactly once, crash-safe in the order above (pending
+ * refund, marks, settlement; the settler finishes what a crash leaves). Returns the ids taken.
+ * The money side is `settleWithdrawal` (store/charges.ts): the place to route it through a ledger.
+ */
+export async function refundUnsent(
+  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  accountId: string,
+  messages: readonly Withdrawable[],
+  pricePerPartMicros: number,
+  now: Date,
+  change: UnsentChange,
 ): Promise<number[]> {
   if (messages.length === 0) return [];
   const priced = messages.map((m) => ({
@@ -64,12 +95,12 @@ export async function withdrawMessages(
     priced.map((m) => m.id),
     ["ACCEPTED"],
     {
-      status: "SEND_ERROR",
-      set: { sendError: OPTED_OUT_ERROR, withdrawal: refund.ref },
+      status: change.status,
+      set: { ...change.set, withdrawal: refund.ref },
       unset: ["deliveryAt", "deliveryLease"],
     },
     now,
-    { filter: { keywordReply: { $exists: false }, ...filter } },
+    { filter: { keywordReply: { $exists: false }, ...change.filter } },
   );
   return (await settleWithdrawal(collections, accountId, refund)) ?? [];
 }

@@ -44,6 +44,8 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
 export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {
   RECIPIENT_OPTED_OUT: 400,
   OPT_OUT_NOT_REMOVABLE: 409,
+  // A cancel of a message a carrier or a worker already has.
+  MESSAGE_ALREADY_SUBMITTED: 409,
 };
 
 /** The HTTP status of a service refusal (REST and the dashboard); undefined for a failure. */

@@ -1,15 +1,30 @@
+import { type Timestamp, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Batch, SendBatchResponse } from "../../gen/sms/v1/messaging_pb.ts";
-import type { Message } from "../../gen/sms/v1/types_pb.ts";
-import { type BatchCounters, batchCounters as countersOf } from "../domain/message-status.ts";
-import { statusNameOf } from "../domain/status-codes.ts";
+import { type Message, MessageStatus, MessageView } from "../../gen/sms/v1/types_pb.ts";
+import {
+  type BatchCounters,
+  batchCounters as countersOf,
+  isStatusName,
+} from "../domain/message-status.ts";
+import { reasonNameOf, STATUS_TO_PROTO, statusNameOf } from "../domain/status-codes.ts";
+import { invalidArgument } from "../errors/api-errors.ts";
 import { COUNTED_REQUEST } from "../services/call-guards.ts";
 import { BATCH_SUMMARY } from "../services/message-lists.ts";
 import { BATCH_MESSAGE_PAGES } from "../services/page-tokens.ts";
 import { MICROS } from "../store/accounts.ts";
 import { FORM, RequestParseError } from "./body-parsers.ts";
 import { serviceCall } from "./call-options.ts";
-import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
+import {
+  cancelBatchSchema,
+  cancelMessageSchema,
+  getBatchSchema,
+  getMessageSchema,
+  listMessagesSchema,
+  sendBatchSchema,
+  sendMessageSchema,
+} from "./message-schemas.ts";
+import { type PageQuery, pageRequest, restPage } from "./paging.ts";
 import { quoteRoutes } from "./quotes.ts";
 import type { ServiceClients } from "./service-clients.ts";
 
@@ -24,14 +39,50 @@ interface SendMessageBody extends Credentials {
   text: string;
   ttl?: number;
   statusCallback?: string;
+  clientRef?: string | null;
+  sendAt?: string | null;
 }
 
 interface SendBatchBody extends Credentials {
-  messages: { to?: string; from?: string; text?: string }[];
+  messages: { to?: string; from?: string; text?: string; clientRef?: string | null }[];
   from?: string;
   statusCallback?: string;
   name?: string;
+  clientRef?: string | null;
+  sendAt?: string | null;
 }
+
+interface ListQuery extends Credentials, PageQuery {
+  to?: string;
+  status?: string;
+  batchId?: string;
+  clientRef?: string;
+  since?: string;
+  until?: string;
+  pageSize?: string;
+}
+
+/** RFC 3339 with an offset: what sendAt must be (a bare date or a local time is ambiguous). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** sendAt as the contract's Timestamp; a malformed one is the service's field error. */
+function sendTimeOf(sendAt: string | null | undefined): { sendTime?: Timestamp } {
+  if (sendAt === undefined || sendAt === null || sendAt === "") return {};
+  const at = RFC3339.test(sendAt) ? new Date(sendAt) : new Date(Number.NaN);
+  if (Number.isNaN(at.getTime())) throw sendAtError();
+  return { sendTime: timestampFromDate(at) };
+}
+
+const sendAtError = () =>
+  invalidArgument({
+    send_time: "sendAt must be an RFC 3339 time with offset, such as 2026-12-01T09:00:00+01:00",
+  });
+
+/** An optional string parameter: null and "" are absent. */
+const given = (value: string | null | undefined) =>
+  value === null || value === undefined || value === "" ? undefined : value;
+
+const isoTime = (time: Timestamp | undefined) => (time ? timestampDate(time).toISOString() : "");
 
 /** Form values are text: a ttl of digits becomes the integer the schema expects; "" is absent. */
 async function formTtlToInteger(request: FastifyRequest): Promise<void> {
@@ -65,6 +116,57 @@ export function renderMessage(message: Message) {
       segments: message.segments.map((s) => ({ id: Number(s.id), text: s.text })),
     }),
     creditRemaining: units(message.creditRemainingMicros),
+    ...(message.clientRef && { clientRef: message.clientRef }),
+    ...(message.sendTime && { sendAt: isoTime(message.sendTime) }),
+  };
+}
+
+/** A message as GET /sms lists it (docs/design.md "Message reads, ..."). */
+export function renderMessageRead(message: Message) {
+  const parts = Math.max(1, message.segments.length);
+  const reason = reasonNameOf(message.nonDeliveryReason);
+  return {
+    id: Number(message.id),
+    to: message.to,
+    from: message.sender,
+    text: message.text,
+    status: statusNameOf(message.status) ?? "ACCEPTED",
+    ...(reason && { reason }),
+    parts,
+    ...(message.segments.length > 0 && {
+      segments: message.segments.map((s) => ({ id: Number(s.id), text: s.text })),
+    }),
+    ...(message.batchId !== undefined && { batchId: Number(message.batchId) }),
+    ...(message.clientRef && { clientRef: message.clientRef }),
+    price: units((message.pricePerPartMicros ?? 0n) * BigInt(parts)),
+    createTime: isoTime(message.createTime),
+    ...(message.sendTime && { sendAt: isoTime(message.sendTime) }),
+  };
+}
+
+/** GET /sms/{id}: the listed fields, every status it took with its time, the carrier's words. */
+function renderMessageDetail(message: Message) {
+  const reason = reasonNameOf(message.nonDeliveryReason);
+  return {
+    ...renderMessageRead(message),
+    statusHistory: message.notifications.map((n) => {
+      const status = statusNameOf(n.status) ?? "ACCEPTED";
+      return {
+        status,
+        time: isoTime(n.createTime),
+        ...(status === "DELIVERY_ERROR" && reason && { reason }),
+      };
+    }),
+    ...(message.carrierStatus && {
+      carrierStatus: {
+        stat: message.carrierStatus.stat,
+        err: message.carrierStatus.err,
+        ...(message.carrierStatus.networkErrorCode !== undefined && {
+          networkErrorCode: message.carrierStatus.networkErrorCode,
+        }),
+        doneTime: message.carrierStatus.doneTime,
+      },
+    }),
   };
 }
 
@@ -100,6 +202,7 @@ export function batchCounters(
     sentCount: progress?.sentCount ?? 0,
     deliveredCount: progress?.deliveredCount ?? 0,
     undeliveredCount: progress?.undeliveredCount ?? 0,
+    canceledCount: progress?.canceledCount ?? 0,
   };
 }
 
@@ -129,9 +232,18 @@ export function messageRoutes(
     "/sms",
     { schema: sendMessageSchema, preValidation: formTtlToInteger },
     async (request, reply) => {
-      const { to, from, text, ttl, statusCallback } = request.body;
+      const { to, from, text, ttl, statusCallback, clientRef, sendAt } = request.body;
+      const ref = given(clientRef);
       const { message } = await clients.messaging.sendMessage(
-        { to, sender: from, text, ttlSeconds: ttl, statusCallback },
+        {
+          to,
+          sender: from,
+          text,
+          ttlSeconds: ttl,
+          statusCallback,
+          ...(ref !== undefined && { clientRef: ref }),
+          ...sendTimeOf(sendAt),
+        },
         serviceCall(request, reply, request.body),
       );
       if (!message) throw new Error("SendMessage returned no message");
@@ -148,13 +260,24 @@ export function messageRoutes(
       config: { stringErrors: true },
     },
     async (request, reply) => {
-      const { messages, from, statusCallback, name } = request.body;
+      const { messages, from, statusCallback, name, clientRef, sendAt } = request.body;
+      const ref = given(clientRef);
       const answer = await clients.messaging.sendBatch(
         {
-          messages: messages.map((m) => ({ to: m.to ?? "", sender: m.from, text: m.text ?? "" })),
+          messages: messages.map((m) => {
+            const own = given(m.clientRef);
+            return {
+              to: m.to ?? "",
+              sender: m.from,
+              text: m.text ?? "",
+              ...(own !== undefined && { clientRef: own }),
+            };
+          }),
           sender: from,
           statusCallback,
           name,
+          ...(ref !== undefined && { clientRef: ref }),
+          ...sendTimeOf(sendAt),
         },
         serviceCall(request, reply, request.body),
       );
@@ -187,6 +310,72 @@ export function messageRoutes(
         pageToken = page.nextPageToken;
       } while (pageToken !== "");
       return renderBatchInfo(batch, messages);
+    },
+  );
+
+  app.get<{ Querystring: ListQuery }>(
+    "/sms",
+    { schema: listMessagesSchema },
+    async (request, reply) => {
+      const q = request.query;
+      const status = q.status && isStatusName(q.status) ? STATUS_TO_PROTO[q.status] : undefined;
+      const page = await clients.messaging.listMessages(
+        {
+          to: q.to ?? "",
+          status: status ?? MessageStatus.UNSPECIFIED,
+          ...(q.batchId && { batchId: BigInt(q.batchId) }),
+          clientRef: q.clientRef ?? "",
+          ...(q.since && { startTime: timestampFromDate(new Date(q.since)) }),
+          ...(q.until && { endTime: timestampFromDate(new Date(q.until)) }),
+          pageSize: q.pageSize ? Number(q.pageSize) : 100,
+          view: MessageView.BASIC,
+          ...pageRequest(q),
+        },
+        serviceCall(request, reply, q),
+      );
+      return restPage("messages", page.messages.map(renderMessageRead), page);
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: Credentials }>(
+    "/sms/:id",
+    { schema: getMessageSchema },
+    async (request, reply) => {
+      const { message } = await clients.messaging.getMessage(
+        { id: BigInt(request.params.id) },
+        serviceCall(request, reply, request.query),
+      );
+      if (!message) throw new Error("GetMessage returned no message");
+      return renderMessageDetail(message);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: Credentials }>(
+    "/sms/:id/cancel",
+    { schema: cancelMessageSchema },
+    async (request, reply) => {
+      const { message } = await clients.messaging.cancelMessage(
+        { id: BigInt(request.params.id) },
+        serviceCall(request, reply, request.body),
+      );
+      if (!message) throw new Error("CancelMessage returned no message");
+      return renderMessageRead(message);
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: Credentials }>(
+    "/sms-batch/:id/cancel",
+    { schema: cancelBatchSchema },
+    async (request, reply) => {
+      const answer = await clients.messaging.cancelBatch(
+        { id: BigInt(request.params.id) },
+        serviceCall(request, reply, request.body),
+      );
+      return {
+        id: Number(answer.id),
+        canceledCount: answer.canceledCount,
+        notCanceledCount: answer.notCanceledCount,
+      };
     },
   );
 

@@ -32,13 +32,25 @@ export interface LeaseKeeperOptions<D extends QueuedDoc = MessageDoc> {
 export class LeaseKeeper<D extends QueuedDoc = MessageDoc> {
   /** Held message ids by claim token. */
   private readonly held = new Map<string, Set<number>>();
+  /**
+   * Per claim token: until when (server clock, ms) its lease is known to be held in the database,
+   * and the ids a renewal found no longer its own (given back elsewhere, canceled, recorded).
+   * `isLive` reads them: work is done under a claim only while it is surely still held.
+   */
+  private readonly confirmed = new Map<string, { untilMs: number; lost: Set<number> }>();
   private timer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
 
   constructor(private readonly options: LeaseKeeperOptions<D>) {}
 
-  /** Keeps renewing the claim `token` of message `id` until `release`. */
-  hold(id: number, token: string): void {
+  /**
+   * Keeps renewing the claim `token` of message `id` until `release`; `untilMs`, the lease's end
+   * as the claim wrote it, lets `isLive` answer for it.
+   */
+  hold(id: number, token: string, untilMs?: number): void {
+    if (untilMs !== undefined && !this.confirmed.has(token)) {
+      this.confirmed.set(token, { untilMs, lost: new Set() });
+    }
     let ids = this.held.get(token);
     if (!ids) {
       ids = new Set();
@@ -51,7 +63,22 @@ export class LeaseKeeper<D extends QueuedDoc = MessageDoc> {
     const ids = this.held.get(token);
     if (!ids) return;
     ids.delete(id);
-    if (ids.size === 0) this.held.delete(token);
+    if (ids.size === 0) {
+      this.held.delete(token);
+      this.confirmed.delete(token);
+    }
+  }
+
+  /**
+   * Whether the claim `token` surely still holds message `id` for at least `marginMs` more: its
+   * lease was last written to end more than `marginMs` from now and no renewal found it gone. A
+   * claim held without `untilMs` is taken as live. A cancel (services/cancel.ts) takes a message
+   * only once its lease has ended in the database, so work checked here never follows one.
+   */
+  isLive(token: string, id: number, marginMs: number): boolean {
+    const known = this.confirmed.get(token);
+    if (!known) return true;
+    return !known.lost.has(id) && known.untilMs - this.options.clock.nowMs() > marginMs;
   }
 
   /** Message ids held now. */
@@ -88,11 +115,27 @@ export class LeaseKeeper<D extends QueuedDoc = MessageDoc> {
     await Promise.all(
       [...this.held].map(async ([token, ids]) => {
         if (ids.size === 0) return;
+        const asked = [...ids];
+        const owned = { [`${queue.lease}.owner`]: token };
         try {
-          await messages.updateMany(
-            { _id: idsIn([...ids]), [`${queue.lease}.owner`]: token } as Filter<D>,
+          const { matchedCount } = await messages.updateMany(
+            { _id: idsIn(asked), ...owned } as Filter<D>,
             { $set: { [queue.due]: until, [`${queue.lease}.until`]: until } } as UpdateFilter<D>,
           );
+          const known = this.confirmed.get(token);
+          if (!known) return;
+          if (matchedCount < asked.length) {
+            // Some are no longer this claim's: which, so that none of them is worked on.
+            const still = new Set<number>(
+              (
+                await messages
+                  .find({ _id: idsIn(asked), ...owned } as Filter<D>, { projection: { _id: 1 } })
+                  .toArray()
+              ).map((d) => d._id as number),
+            );
+            for (const id of asked) if (!still.has(id)) known.lost.add(id);
+          }
+          known.untilMs = until.getTime();
         } catch (error) {
           this.options.onError?.(error);
         }

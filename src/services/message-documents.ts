@@ -18,6 +18,10 @@ export interface DocumentFields {
   /** Omitted when empty. */
   statusCallback: string | undefined;
   traceContext: StoredTrace | undefined;
+  /** The caller's reference; omitted when absent. */
+  clientRef?: string | undefined;
+  /** When it is to go, if later than now. */
+  sendAt?: Date | undefined;
 }
 
 /** Ids a message takes: its own, then one per part. */
@@ -48,6 +52,8 @@ export function acceptedDocument(
       deliveryClass: deliveryClass(message.from, account.otpSenders, batchId !== undefined),
       ...(segments && { segments }),
       ...(statusCallback && { statusCallback }),
+      ...(fields.clientRef && { clientRef: fields.clientRef }),
+      ...(fields.sendAt && { sendAt: fields.sendAt }),
       ...(traceContext && { traceContext }),
       routing: routingOf(policy, message, id),
     },

@@ -23,6 +23,8 @@ export interface CheckedMessage {
   partCount: number;
   /** Its country and price per part; the route is resolved with its id. */
   destination: PricedDestination;
+  /** A batch message's clientRef (its own, else the batch's), set once checked. */
+  clientRef?: string;
 }
 
 export type SenderCheck = { sender: string } | { error: string };

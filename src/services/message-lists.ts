@@ -146,6 +146,7 @@ function messageFilter(accountId: string, req: ListMessagesRequest): MessageFilt
     filter.status = status;
   }
   if (req.to !== "") filter.to = req.to;
+  if (req.clientRef !== "") filter.clientRef = req.clientRef;
   if (req.batchId !== undefined) filter.batchId = Number(req.batchId);
   if (req.startTime) filter.start = timestampDate(req.startTime);
   if (req.endTime) filter.end = timestampDate(req.endTime);

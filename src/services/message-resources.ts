@@ -103,6 +103,8 @@ export function messageResource(
       pricePerPartMicros: BigInt(doc.pricePerPartMicros),
     }),
     ...carrierStatusOf(doc),
+    clientRef: doc.clientRef ?? "",
+    ...(doc.sendAt && { sendTime: timestampFromDate(doc.sendAt) }),
     notifications: (doc.notifications ?? []).map((n) => ({
       status: STATUS_TO_PROTO[n.status],
       createTime: timestampFromDate(n.createdAt),

@@ -1,6 +1,7 @@
 import { batchCounters } from "../domain/message-status.ts";
 import { notFound } from "../errors/api-errors.ts";
 import { authenticateAccount } from "./authentication.ts";
+import { cancels } from "./cancel.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import { BATCH_SUMMARY, batchNotFound, messageLists } from "./message-lists.ts";
 import { quoteMessage } from "./message-quotes.ts";
@@ -16,6 +17,7 @@ export function createMessagingService(deps: MessagingDeps): MessagingImpl {
 
   return {
     ...messageLists({ store, directory, requestMs: timeouts.requestMs }),
+    ...cancels(deps),
     sendMessage: sendMessage(deps),
     sendBatch: sendBatch(deps),
 

@@ -1,5 +1,7 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { BatchMessageError } from "../../gen/sms/v1/messaging_pb.ts";
 import { BATCH_MAX_MESSAGES, isValidBatchName, TTL_DEFAULT_SECONDS } from "../domain/limits.ts";
+import { checkSendAt, clientRefError } from "../domain/scheduled-sends.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
@@ -41,7 +43,13 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       ? checkCallbackUrl("statusCallback", req.statusCallback)
       : undefined;
     if (callbackError) requestErrors.status_callback = callbackError;
-    if (Object.keys(requestErrors).length > 0) {
+    const refError = req.clientRef !== undefined ? clientRefError(req.clientRef) : undefined;
+    if (refError) requestErrors.client_ref = refError;
+    const when = req.sendTime
+      ? checkSendAt(timestampDate(req.sendTime), store.clock.now())
+      : ({ ok: true, sendAt: undefined } as const);
+    if (!when.ok) requestErrors.send_time = when.error;
+    if (Object.keys(requestErrors).length > 0 || !when.ok) {
       deps.intake?.rejected("invalid", req.messages.length, 0);
       throw invalidArgument(requestErrors);
     }
@@ -69,11 +77,16 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         account,
         policy,
       );
-      if ("errors" in checked) {
-        rejected.push(rejection(index, checked.errors));
+      const ownRefError =
+        input.clientRef !== undefined ? clientRefError(input.clientRef) : undefined;
+      if ("errors" in checked || ownRefError) {
+        const errors = "errors" in checked ? checked.errors : {};
+        if (ownRefError) errors.client_ref = ownRefError;
+        rejected.push(rejection(index, errors));
         continue;
       }
-      accepted.push(checked.message);
+      const clientRef = input.clientRef ?? req.clientRef;
+      accepted.push(clientRef === undefined ? checked.message : { ...checked.message, clientRef });
       acceptedAt.push(index);
       idCount += idsTaken(checked.message);
     }
@@ -120,7 +133,15 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
           const id = nextId;
           nextId += idsTaken(message);
           const { statusCallback } = req;
-          const fields = { id, batchId, ttl: TTL_DEFAULT_SECONDS, statusCallback, traceContext };
+          const fields = {
+            id,
+            batchId,
+            ttl: TTL_DEFAULT_SECONDS,
+            statusCallback,
+            traceContext,
+            clientRef: message.clientRef,
+            sendAt: when.sendAt,
+          };
           return acceptedDocument(message, account, policy, fields, now);
         },
         slices,

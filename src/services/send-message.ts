@@ -1,4 +1,6 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { validateTtl } from "../domain/limits.ts";
+import { checkSendAt, clientRefError } from "../domain/scheduled-sends.ts";
 import { type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import { recipientOptedOut } from "../opt-outs/resources.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
@@ -28,7 +30,13 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       ? checkCallbackUrl("statusCallback", req.statusCallback)
       : undefined;
     if (callbackError) errors.status_callback = callbackError;
-    if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok) {
+    const refError = req.clientRef !== undefined ? clientRefError(req.clientRef) : undefined;
+    if (refError) errors.client_ref = refError;
+    const when = req.sendTime
+      ? checkSendAt(timestampDate(req.sendTime), store.clock.now())
+      : ({ ok: true, sendAt: undefined } as const);
+    if (!when.ok) errors.send_time = when.error;
+    if (Object.keys(errors).length > 0 || !("message" in checked) || !ttl.ok || !when.ok) {
       deps.intake?.rejected("invalid", 1, "message" in checked ? checked.message.partCount : 0);
       throw invalidArgument(errors);
     }
@@ -55,6 +63,8 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
         ttl: ttl.ttl,
         statusCallback: req.statusCallback,
         traceContext: currentTraceCarrier(),
+        clientRef: req.clientRef,
+        sendAt: when.sendAt,
       },
       now,
     );

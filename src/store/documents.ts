@@ -110,11 +110,18 @@ export interface MessageDoc {
   pricePerPartMicros?: number;
   ttl: number;
   statusCallback?: string;
+  /** The caller's own reference (1 to 128 characters), carried by reads and webhooks. */
+  clientRef?: string;
+  /**
+   * When it was scheduled to go (sendAt): it is not handed to a carrier before, and its ttl counts
+   * from it. Absent for a message sent at once.
+   */
+  sendAt?: Date;
   status: StatusName;
   reason?: ReasonName;
   createdAt: Date;
   updatedAt: Date;
-  /** createdAt + ttl: not DELIVERED by then means DELIVERY_ERROR / Expired. */
+  /** (sendAt ?? createdAt) + ttl: not DELIVERED by then means DELIVERY_ERROR / Expired. */
   expiresAt: Date;
   /** Status history notifications, in order; one per status change, ACCEPTED included. */
   notifications: NotificationDoc[];
@@ -157,8 +164,9 @@ export interface MessageDoc {
   /** The carrier's refusal, recorded with SEND_ERROR. */
   sendError?: string;
   /**
-   * The refund that withdrew it (SEND_ERROR before submission, its recipient opted out): the
-   * `ref` of the account's pending refund that gives its credit back (opt-outs/withdrawals.ts).
+   * The refund that withdrew it (SEND_ERROR before submission, its recipient opted out) or
+   * canceled it (CANCELED): the `ref` of the account's pending refund that gives its credit back
+   * (opt-outs/withdrawals.ts refundUnsent).
    */
   withdrawal?: number;
   /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */

@@ -14,6 +14,8 @@ export interface MessageFilter {
   status?: StatusName;
   to?: string;
   batchId?: number;
+  /** The caller's own reference, compared exactly. */
+  clientRef?: string;
   /** Inclusive. */
   start?: Date;
   /** Exclusive. */
@@ -32,6 +34,10 @@ export const LISTING_INDEXES: Record<"messages" | "batches" | "senderNames", Nam
     { name: "account_batch_created", key: { accountId: 1, batchId: 1, createdAt: -1, _id: -1 } },
     { name: "account_to_created", key: { accountId: 1, to: 1, createdAt: -1, _id: -1 } },
     { name: "account_status_created", key: { accountId: 1, status: 1, createdAt: -1, _id: -1 } },
+    {
+      name: "account_client_ref_created",
+      key: { accountId: 1, clientRef: 1, createdAt: -1, _id: -1 },
+    },
   ],
   batches: [{ name: "account_batches_created", key: { accountId: 1, createdAt: -1, _id: -1 } }],
   senderNames: [
@@ -48,10 +54,11 @@ export async function ensureListingIndexes(store: Store): Promise<void> {
 }
 
 /**
- * The index a message list reads: the one of its most selective set filter (a batch, then a
- * recipient, then a status); other filters are checked on the documents it reads.
+ * The index a message list reads: the one of its most selective set filter (a client reference,
+ * a batch, then a recipient, then a status); other filters are checked on the documents it reads.
  */
 export function messageIndexFor(filter: MessageFilter): string {
+  if (filter.clientRef !== undefined) return "account_client_ref_created";
   if (filter.batchId !== undefined) return "account_batch_created";
   if (filter.to !== undefined) return "account_to_created";
   if (filter.status !== undefined) return "account_status_created";
@@ -93,6 +100,7 @@ export function messagePageQuery(
   if (filter.batchId !== undefined) query.batchId = filter.batchId;
   if (filter.to !== undefined) query.to = filter.to;
   if (filter.status !== undefined) query.status = filter.status;
+  if (filter.clientRef !== undefined) query.clientRef = filter.clientRef;
   Object.assign(query, newestFirst("createdAt", filter, after));
   return {
     query,

@@ -13,6 +13,10 @@ export interface NewMessage {
   parts: number;
   ttl: number;
   statusCallback?: string;
+  /** The caller's own reference. */
+  clientRef?: string;
+  /** Not handed to a carrier before this (a time after `now`); its ttl counts from it. */
+  sendAt?: Date;
   /** Its place in the account's delivery queue (src/domain/delivery-priority.ts); by default batch or single. */
   deliveryClass?: DeliveryClass;
   /** The accepting request's trace context, when tracing is on. */
@@ -29,11 +33,17 @@ export interface NewMessage {
 /**
  * The document of a freshly accepted message: status ACCEPTED with its ACCEPTED notification
  * pending, due for delivery now, ranked in its account's queue by its class. A batch's messages wait for their batch to commit (see
- * batch-commits.ts) before anyone works them.
+ * batch-commits.ts) before anyone works them. A scheduled message (`sendAt` after `now`) is due
+ * at `sendAt` itself: its class's head start never makes it leave early. Its ttl counts from then.
  */
 export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
   const deliveryClass =
     message.deliveryClass ?? (message.batchId === undefined ? "single" : "batch");
+  const scheduled =
+    message.sendAt !== undefined && message.sendAt.getTime() > now.getTime()
+      ? message.sendAt
+      : undefined;
+  const start = scheduled ?? now;
   const doc: MessageDoc = {
     _id: message.id,
     accountId: message.accountId,
@@ -45,13 +55,15 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     status: "ACCEPTED",
     createdAt: now,
     updatedAt: now,
-    expiresAt: new Date(now.getTime() + message.ttl * 1000),
+    expiresAt: new Date(start.getTime() + message.ttl * 1000),
     notifications: [{ status: "ACCEPTED", state: "pending", createdAt: now, attempts: [] }],
     notifyAt: deliveryRank(now, deliveryClass),
     notifyGroup: notifyGroupOf({ ...message, deliveryClass }),
-    deliveryAt: deliveryRank(now, deliveryClass),
+    deliveryAt: scheduled ?? deliveryRank(now, deliveryClass),
     deliveryClass,
   };
+  if (scheduled) doc.sendAt = scheduled;
+  if (message.clientRef !== undefined) doc.clientRef = message.clientRef;
   if (message.batchId !== undefined) doc.batchId = message.batchId;
   if (message.segments) doc.segments = message.segments;
   if (message.statusCallback !== undefined) doc.statusCallback = message.statusCallback;

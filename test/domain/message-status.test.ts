@@ -15,8 +15,15 @@ import {
 } from "../../src/domain/message-status.ts";
 
 describe("statuses and reasons", () => {
-  it("are the five statuses and five reasons of the spec", () => {
-    expect(STATUS_NAMES).toEqual(["ACCEPTED", "SENT", "DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
+  it("are the five statuses and five reasons of the spec, and CANCELED beyond them", () => {
+    expect(STATUS_NAMES).toEqual([
+      "ACCEPTED",
+      "SENT",
+      "DELIVERED",
+      "SEND_ERROR",
+      "DELIVERY_ERROR",
+      "CANCELED",
+    ]);
     expect(REASON_NAMES).toEqual([
       "Undelivered",
       "Unreachable",
@@ -45,6 +52,7 @@ describe("lifecycle: ACCEPTED → SENT → DELIVERED | DELIVERY_ERROR; ACCEPTED 
     "ACCEPTED>SENT",
     "ACCEPTED>SEND_ERROR",
     "ACCEPTED>DELIVERY_ERROR", // ttl ran out before sending (Expired)
+    "ACCEPTED>CANCELED", // its account canceled it before any carrier took it
     "SENT>DELIVERED",
     "SENT>DELIVERY_ERROR",
   ]);
@@ -55,14 +63,21 @@ describe("lifecycle: ACCEPTED → SENT → DELIVERED | DELIVERY_ERROR; ACCEPTED 
       }
     }
   });
-  it("DELIVERED, SEND_ERROR and DELIVERY_ERROR are final", () => {
-    expect(STATUS_NAMES.filter(isFinal)).toEqual(["DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]);
+  it("DELIVERED, SEND_ERROR, DELIVERY_ERROR and CANCELED are final", () => {
+    expect(STATUS_NAMES.filter(isFinal)).toEqual([
+      "DELIVERED",
+      "SEND_ERROR",
+      "DELIVERY_ERROR",
+      "CANCELED",
+    ]);
   });
 });
 
 describe("multi-part: one status per message", () => {
   it("a single part's status is the message's", () => {
-    for (const s of STATUS_NAMES) expect(combinePartStatuses([s])).toBe(s);
+    // A part is never CANCELED: only a whole message is.
+    for (const s of STATUS_NAMES.filter((s) => s !== "CANCELED"))
+      expect(combinePartStatuses([s])).toBe(s);
   });
   it("DELIVERED only when every part is", () => {
     expect(combinePartStatuses(["DELIVERED", "DELIVERED", "DELIVERED"])).toBe("DELIVERED");
@@ -125,8 +140,19 @@ describe("batch counters", () => {
       sentCount: 3,
       deliveredCount: 1,
       undeliveredCount: 2,
+      canceledCount: 0,
       isActive: true,
     });
+  });
+  it("CANCELED counts as undelivered and in canceledCount; a batch all final is inactive", () => {
+    expect(batchCounters(["CANCELED", "DELIVERED", "CANCELED"])).toEqual({
+      sentCount: 1,
+      deliveredCount: 1,
+      undeliveredCount: 2,
+      canceledCount: 2,
+      isActive: false,
+    });
+    expect(batchCounters(["CANCELED", "ACCEPTED"]).isActive).toBe(true);
   });
   it("inactive once every accepted message is delivered or undelivered", () => {
     expect(batchCounters(["DELIVERED", "SEND_ERROR", "DELIVERY_ERROR"]).isActive).toBe(false);

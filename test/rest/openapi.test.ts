@@ -54,12 +54,16 @@ describe("the document", () => {
       "GET /opt-outs",
       "GET /opt-outs/changes",
       "GET /sender_names",
+      "GET /sms",
       "GET /sms-batch/{id}",
       "GET /sms/quote",
+      "GET /sms/{id}",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
       "POST /sms-batch",
+      "POST /sms-batch/{id}/cancel",
+      "POST /sms/{id}/cancel",
     ]);
   });
 
@@ -209,7 +213,24 @@ describe("responses", () => {
       "status",
       "segments",
       "creditRemaining",
+      "clientRef",
+      "sendAt",
     ]);
+    const read = doc.paths["/sms/{id}"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(read.required).toEqual([
+      "id",
+      "to",
+      "from",
+      "text",
+      "status",
+      "parts",
+      "price",
+      "createTime",
+      "statusHistory",
+    ]);
+    const messages = doc.paths["/sms"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(messages.required).toEqual(["messages", "nextPageToken"]);
+    expect(messages.properties.messages.items.properties.statusHistory).toBeUndefined();
     const list = doc.paths["/sender_names"].get.responses["200"].content[JSON_TYPE].schema;
     expect(list.properties.sender_names.items.required).toEqual([
       "name",

@@ -16,7 +16,105 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/v1/messaging.proto.
  */
 export const file_sms_v1_messaging: GenFile = /*@__PURE__*/
-  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEitQEKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJEh0KC3R0bF9zZWNvbmRzGAQgASgFSAFSA3R0bIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBAUIJCgdfc2VuZGVyQg4KDF90dGxfc2Vjb25kc0ISChBfc3RhdHVzX2NhbGxiYWNrIjcKE1NlbmRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIq4BChBTZW5kQmF0Y2hSZXF1ZXN0EiYKCG1lc3NhZ2VzGAEgAygLMhQuc21zLnYxLkJhdGNoTWVzc2FnZRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIcCg9zdGF0dXNfY2FsbGJhY2sYAyABKAlIAYgBARIRCgRuYW1lGAQgASgJSAKIAQFCCQoHX3NlbmRlckISChBfc3RhdHVzX2NhbGxiYWNrQgcKBV9uYW1lIk4KDEJhdGNoTWVzc2FnZRIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJQgkKB19zZW5kZXIingEKEVNlbmRCYXRjaFJlc3BvbnNlEhwKBWJhdGNoGAEgASgLMg0uc21zLnYxLkJhdGNoEikKBmVycm9ycxgCIAMoCzIZLnNtcy52MS5CYXRjaE1lc3NhZ2VFcnJvchIkChdjcmVkaXRfcmVtYWluaW5nX21pY3JvcxgDIAEoA0gAiAEBQhoKGF9jcmVkaXRfcmVtYWluaW5nX21pY3JvcyKBAQoRQmF0Y2hNZXNzYWdlRXJyb3ISDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCRI/ChBmaWVsZF92aW9sYXRpb25zGAMgAygLMiUuZ29vZ2xlLnJwYy5CYWRSZXF1ZXN0LkZpZWxkVmlvbGF0aW9uEg4KBnJlYXNvbhgEIAEoCSLAAQoFQmF0Y2gSCgoCaWQYASABKAMSDAoEbmFtZRgCIAEoCRITCgt0b3RhbF9jb3VudBgDIAEoBRIWCg5hY2NlcHRlZF9jb3VudBgEIAEoBRIWCg5yZWplY3RlZF9jb3VudBgFIAEoBRIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJwoIcHJvZ3Jlc3MYByABKAsyFS5zbXMudjEuQmF0Y2hQcm9ncmVzcyJqCg1CYXRjaFByb2dyZXNzEhIKCnNlbnRfY291bnQYASABKAUSFwoPZGVsaXZlcmVkX2NvdW50GAIgASgFEhkKEXVuZGVsaXZlcmVkX2NvdW50GAMgASgFEhEKCWlzX2FjdGl2ZRgEIAEoCCIdCg9HZXRCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiMAoQR2V0QmF0Y2hSZXNwb25zZRIcCgViYXRjaBgBIAEoCzINLnNtcy52MS5CYXRjaCIfChFHZXRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoAyI2ChJHZXRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIpQCChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEgoKAnRvGAQgASgJEhUKCGJhdGNoX2lkGAUgASgDSACIAQESLgoKc3RhcnRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBHZpZXcYCCABKA4yEy5zbXMudjEuTWVzc2FnZVZpZXdCCwoJX2JhdGNoX2lkIlIKFExpc3RNZXNzYWdlc1Jlc3BvbnNlEiEKCG1lc3NhZ2VzGAEgAygLMg8uc21zLnYxLk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjsKEkxpc3RCYXRjaGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJOChNMaXN0QmF0Y2hlc1Jlc3BvbnNlEh4KB2JhdGNoZXMYASADKAsyDS5zbXMudjEuQmF0Y2gSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInYKGExpc3RCYXRjaE1lc3NhZ2VzUmVxdWVzdBIQCghiYXRjaF9pZBgBIAEoAxIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCRIhCgR2aWV3GAQgASgOMhMuc21zLnYxLk1lc3NhZ2VWaWV3Ii8KE1F1b3RlTWVzc2FnZVJlcXVlc3QSCgoCdG8YASABKAkSDAoEdGV4dBgCIAEoCSLIAQoUUXVvdGVNZXNzYWdlUmVzcG9uc2USCgoCdG8YASABKAkSDwoHY291bnRyeRgCIAEoCRInCgtudW1iZXJfdHlwZRgDIAEoDjISLnNtcy52MS5OdW1iZXJUeXBlEg0KBXBhcnRzGAQgASgFEiYKCGVuY29kaW5nGAUgASgOMhQuc21zLnYxLlRleHRFbmNvZGluZxIdChVwcmljZV9wZXJfcGFydF9taWNyb3MYBiABKAMSFAoMcHJpY2VfbWljcm9zGAcgASgDIlcKGUxpc3RCYXRjaE1lc3NhZ2VzUmVzcG9uc2USIQoIbWVzc2FnZXMYASADKAsyDy5zbXMudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkq1wIKCk51bWJlclR5cGUSGwoXTlVNQkVSX1RZUEVfVU5TUEVDSUZJRUQQABIWChJOVU1CRVJfVFlQRV9NT0JJTEUQARIaChZOVU1CRVJfVFlQRV9GSVhFRF9MSU5FEAISJAogTlVNQkVSX1RZUEVfRklYRURfTElORV9PUl9NT0JJTEUQAxIZChVOVU1CRVJfVFlQRV9UT0xMX0ZSRUUQBBIcChhOVU1CRVJfVFlQRV9QUkVNSVVNX1JBVEUQBRIbChdOVU1CRVJfVFlQRV9TSEFSRURfQ09TVBAGEhQKEE5VTUJFUl9UWVBFX1ZPSVAQBxIfChtOVU1CRVJfVFlQRV9QRVJTT05BTF9OVU1CRVIQCBIVChFOVU1CRVJfVFlQRV9QQUdFUhAJEhMKD05VTUJFUl9UWVBFX1VBThAKEhkKFU5VTUJFUl9UWVBFX1ZPSUNFTUFJTBALKmIKDFRleHRFbmNvZGluZxIdChlURVhUX0VOQ09ESU5HX1VOU1BFQ0lGSUVEEAASGAoUVEVYVF9FTkNPRElOR19MQVRJTjEQARIZChVURVhUX0VOQ09ESU5HX1VOSUNPREUQAjL2BAoQTWVzc2FnaW5nU2VydmljZRJGCgtTZW5kTWVzc2FnZRIaLnNtcy52MS5TZW5kTWVzc2FnZVJlcXVlc3QaGy5zbXMudjEuU2VuZE1lc3NhZ2VSZXNwb25zZRJACglTZW5kQmF0Y2gSGC5zbXMudjEuU2VuZEJhdGNoUmVxdWVzdBoZLnNtcy52MS5TZW5kQmF0Y2hSZXNwb25zZRJCCghHZXRCYXRjaBIXLnNtcy52MS5HZXRCYXRjaFJlcXVlc3QaGC5zbXMudjEuR2V0QmF0Y2hSZXNwb25zZSIDkAIBEkgKCkdldE1lc3NhZ2USGS5zbXMudjEuR2V0TWVzc2FnZVJlcXVlc3QaGi5zbXMudjEuR2V0TWVzc2FnZVJlc3BvbnNlIgOQAgESTgoMTGlzdE1lc3NhZ2VzEhsuc21zLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaHC5zbXMudjEuTGlzdE1lc3NhZ2VzUmVzcG9uc2UiA5ACARJLCgtMaXN0QmF0Y2hlcxIaLnNtcy52MS5MaXN0QmF0Y2hlc1JlcXVlc3QaGy5zbXMudjEuTGlzdEJhdGNoZXNSZXNwb25zZSIDkAIBEl0KEUxpc3RCYXRjaE1lc3NhZ2VzEiAuc21zLnYxLkxpc3RCYXRjaE1lc3NhZ2VzUmVxdWVzdBohLnNtcy52MS5MaXN0QmF0Y2hNZXNzYWdlc1Jlc3BvbnNlIgOQAgESTgoMUXVvdGVNZXNzYWdlEhsuc21zLnYxLlF1b3RlTWVzc2FnZVJlcXVlc3QaHC5zbXMudjEuUXVvdGVNZXNzYWdlUmVzcG9uc2UiA5ACAUJLChJjb20uZXhhbXBsZS5zbXMudjFCDk1lc3NhZ2luZ1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp, file_google_rpc_error_details, file_sms_v1_types]);
+  fileDesc("ChZzbXMvdjEvbWVzc2FnaW5nLnByb3RvEgZzbXMudjEiIgoUQ2FuY2VsTWVzc2FnZVJlcXVlc3QSCgoCaWQYASABKAMiOQoVQ2FuY2VsTWVzc2FnZVJlc3BvbnNlEiAKB21lc3NhZ2UYASABKAsyDy5zbXMudjEuTWVzc2FnZSIgChJDYW5jZWxCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiVQoTQ2FuY2VsQmF0Y2hSZXNwb25zZRIKCgJpZBgBIAEoAxIWCg5jYW5jZWxlZF9jb3VudBgCIAEoBRIaChJub3RfY2FuY2VsZWRfY291bnQYAyABKAUilAIKElNlbmRNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIZCgZzZW5kZXIYAiABKAlIAFIEZnJvbYgBARIMCgR0ZXh0GAMgASgJEh0KC3R0bF9zZWNvbmRzGAQgASgFSAFSA3R0bIgBARIcCg9zdGF0dXNfY2FsbGJhY2sYBSABKAlIAogBARIXCgpjbGllbnRfcmVmGCggASgJSAOIAQESNQoJc2VuZF90aW1lGCkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIGc2VuZEF0QgkKB19zZW5kZXJCDgoMX3R0bF9zZWNvbmRzQhIKEF9zdGF0dXNfY2FsbGJhY2tCDQoLX2NsaWVudF9yZWYiNwoTU2VuZE1lc3NhZ2VSZXNwb25zZRIgCgdtZXNzYWdlGAEgASgLMg8uc21zLnYxLk1lc3NhZ2UijQIKEFNlbmRCYXRjaFJlcXVlc3QSJgoIbWVzc2FnZXMYASADKAsyFC5zbXMudjEuQmF0Y2hNZXNzYWdlEhkKBnNlbmRlchgCIAEoCUgAUgRmcm9tiAEBEhwKD3N0YXR1c19jYWxsYmFjaxgDIAEoCUgBiAEBEhEKBG5hbWUYBCABKAlIAogBARIXCgpjbGllbnRfcmVmGCggASgJSAOIAQESNQoJc2VuZF90aW1lGCkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcFIGc2VuZEF0QgkKB19zZW5kZXJCEgoQX3N0YXR1c19jYWxsYmFja0IHCgVfbmFtZUINCgtfY2xpZW50X3JlZiJ2CgxCYXRjaE1lc3NhZ2USCgoCdG8YASABKAkSGQoGc2VuZGVyGAIgASgJSABSBGZyb22IAQESDAoEdGV4dBgDIAEoCRIXCgpjbGllbnRfcmVmGCggASgJSAGIAQFCCQoHX3NlbmRlckINCgtfY2xpZW50X3JlZiKeAQoRU2VuZEJhdGNoUmVzcG9uc2USHAoFYmF0Y2gYASABKAsyDS5zbXMudjEuQmF0Y2gSKQoGZXJyb3JzGAIgAygLMhkuc21zLnYxLkJhdGNoTWVzc2FnZUVycm9yEiQKF2NyZWRpdF9yZW1haW5pbmdfbWljcm9zGAMgASgDSACIAQFCGgoYX2NyZWRpdF9yZW1haW5pbmdfbWljcm9zIoEBChFCYXRjaE1lc3NhZ2VFcnJvchINCgVpbmRleBgBIAEoBRIMCgR0ZXh0GAIgASgJEj8KEGZpZWxkX3Zpb2xhdGlvbnMYAyADKAsyJS5nb29nbGUucnBjLkJhZFJlcXVlc3QuRmllbGRWaW9sYXRpb24SDgoGcmVhc29uGAQgASgJIsABCgVCYXRjaBIKCgJpZBgBIAEoAxIMCgRuYW1lGAIgASgJEhMKC3RvdGFsX2NvdW50GAMgASgFEhYKDmFjY2VwdGVkX2NvdW50GAQgASgFEhYKDnJlamVjdGVkX2NvdW50GAUgASgFEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBInCghwcm9ncmVzcxgHIAEoCzIVLnNtcy52MS5CYXRjaFByb2dyZXNzIoIBCg1CYXRjaFByb2dyZXNzEhIKCnNlbnRfY291bnQYASABKAUSFwoPZGVsaXZlcmVkX2NvdW50GAIgASgFEhkKEXVuZGVsaXZlcmVkX2NvdW50GAMgASgFEhEKCWlzX2FjdGl2ZRgEIAEoCBIWCg5jYW5jZWxlZF9jb3VudBgoIAEoBSIdCg9HZXRCYXRjaFJlcXVlc3QSCgoCaWQYASABKAMiMAoQR2V0QmF0Y2hSZXNwb25zZRIcCgViYXRjaBgBIAEoCzINLnNtcy52MS5CYXRjaCIfChFHZXRNZXNzYWdlUmVxdWVzdBIKCgJpZBgBIAEoAyI2ChJHZXRNZXNzYWdlUmVzcG9uc2USIAoHbWVzc2FnZRgBIAEoCzIPLnNtcy52MS5NZXNzYWdlIqgCChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEiUKBnN0YXR1cxgDIAEoDjIVLnNtcy52MS5NZXNzYWdlU3RhdHVzEgoKAnRvGAQgASgJEhUKCGJhdGNoX2lkGAUgASgDSACIAQESLgoKc3RhcnRfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiEKBHZpZXcYCCABKA4yEy5zbXMudjEuTWVzc2FnZVZpZXcSEgoKY2xpZW50X3JlZhgoIAEoCUILCglfYmF0Y2hfaWQiUgoUTGlzdE1lc3NhZ2VzUmVzcG9uc2USIQoIbWVzc2FnZXMYASADKAsyDy5zbXMudjEuTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOwoSTGlzdEJhdGNoZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIk4KE0xpc3RCYXRjaGVzUmVzcG9uc2USHgoHYmF0Y2hlcxgBIAMoCzINLnNtcy52MS5CYXRjaBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkidgoYTGlzdEJhdGNoTWVzc2FnZXNSZXF1ZXN0EhAKCGJhdGNoX2lkGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEiEKBHZpZXcYBCABKA4yEy5zbXMudjEuTWVzc2FnZVZpZXciLwoTUXVvdGVNZXNzYWdlUmVxdWVzdBIKCgJ0bxgBIAEoCRIMCgR0ZXh0GAIgASgJIsgBChRRdW90ZU1lc3NhZ2VSZXNwb25zZRIKCgJ0bxgBIAEoCRIPCgdjb3VudHJ5GAIgASgJEicKC251bWJlcl90eXBlGAMgASgOMhIuc21zLnYxLk51bWJlclR5cGUSDQoFcGFydHMYBCABKAUSJgoIZW5jb2RpbmcYBSABKA4yFC5zbXMudjEuVGV4dEVuY29kaW5nEh0KFXByaWNlX3Blcl9wYXJ0X21pY3JvcxgGIAEoAxIUCgxwcmljZV9taWNyb3MYByABKAMiVwoZTGlzdEJhdGNoTWVzc2FnZXNSZXNwb25zZRIhCghtZXNzYWdlcxgBIAMoCzIPLnNtcy52MS5NZXNzYWdlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSrXAgoKTnVtYmVyVHlwZRIbChdOVU1CRVJfVFlQRV9VTlNQRUNJRklFRBAAEhYKEk5VTUJFUl9UWVBFX01PQklMRRABEhoKFk5VTUJFUl9UWVBFX0ZJWEVEX0xJTkUQAhIkCiBOVU1CRVJfVFlQRV9GSVhFRF9MSU5FX09SX01PQklMRRADEhkKFU5VTUJFUl9UWVBFX1RPTExfRlJFRRAEEhwKGE5VTUJFUl9UWVBFX1BSRU1JVU1fUkFURRAFEhsKF05VTUJFUl9UWVBFX1NIQVJFRF9DT1NUEAYSFAoQTlVNQkVSX1RZUEVfVk9JUBAHEh8KG05VTUJFUl9UWVBFX1BFUlNPTkFMX05VTUJFUhAIEhUKEU5VTUJFUl9UWVBFX1BBR0VSEAkSEwoPTlVNQkVSX1RZUEVfVUFOEAoSGQoVTlVNQkVSX1RZUEVfVk9JQ0VNQUlMEAsqYgoMVGV4dEVuY29kaW5nEh0KGVRFWFRfRU5DT0RJTkdfVU5TUEVDSUZJRUQQABIYChRURVhUX0VOQ09ESU5HX0xBVElOMRABEhkKFVRFWFRfRU5DT0RJTkdfVU5JQ09ERRACMpYGChBNZXNzYWdpbmdTZXJ2aWNlEkYKC1NlbmRNZXNzYWdlEhouc21zLnYxLlNlbmRNZXNzYWdlUmVxdWVzdBobLnNtcy52MS5TZW5kTWVzc2FnZVJlc3BvbnNlEkAKCVNlbmRCYXRjaBIYLnNtcy52MS5TZW5kQmF0Y2hSZXF1ZXN0Ghkuc21zLnYxLlNlbmRCYXRjaFJlc3BvbnNlEkIKCEdldEJhdGNoEhcuc21zLnYxLkdldEJhdGNoUmVxdWVzdBoYLnNtcy52MS5HZXRCYXRjaFJlc3BvbnNlIgOQAgESSAoKR2V0TWVzc2FnZRIZLnNtcy52MS5HZXRNZXNzYWdlUmVxdWVzdBoaLnNtcy52MS5HZXRNZXNzYWdlUmVzcG9uc2UiA5ACARJOCgxMaXN0TWVzc2FnZXMSGy5zbXMudjEuTGlzdE1lc3NhZ2VzUmVxdWVzdBocLnNtcy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZSIDkAIBEksKC0xpc3RCYXRjaGVzEhouc21zLnYxLkxpc3RCYXRjaGVzUmVxdWVzdBobLnNtcy52MS5MaXN0QmF0Y2hlc1Jlc3BvbnNlIgOQAgESXQoRTGlzdEJhdGNoTWVzc2FnZXMSIC5zbXMudjEuTGlzdEJhdGNoTWVzc2FnZXNSZXF1ZXN0GiEuc21zLnYxLkxpc3RCYXRjaE1lc3NhZ2VzUmVzcG9uc2UiA5ACARJOCgxRdW90ZU1lc3NhZ2USGy5zbXMudjEuUXVvdGVNZXNzYWdlUmVxdWVzdBocLnNtcy52MS5RdW90ZU1lc3NhZ2VSZXNwb25zZSIDkAIBElEKDUNhbmNlbE1lc3NhZ2USHC5zbXMudjEuQ2FuY2VsTWVzc2FnZVJlcXVlc3QaHS5zbXMudjEuQ2FuY2VsTWVzc2FnZVJlc3BvbnNlIgOQAgISSwoLQ2FuY2VsQmF0Y2gSGi5zbXMudjEuQ2FuY2VsQmF0Y2hSZXF1ZXN0Ghsuc21zLnYxLkNhbmNlbEJhdGNoUmVzcG9uc2UiA5ACAkJLChJjb20uZXhhbXBsZS5zbXMudjFCDk1lc3NhZ2luZ1Byb3RvUAFaI2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL3YxO3Ntc3YxYgZwcm90bzM", [file_google_protobuf_timestamp, file_google_rpc_error_details, file_sms_v1_types]);
+
+/**
+ * Cancels one message.
+ *
+ * @generated from message sms.v1.CancelMessageRequest
+ */
+export type CancelMessageRequest = Message<"sms.v1.CancelMessageRequest"> & {
+  /**
+   * Required. The message id (not a part's id).
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+};
+
+/**
+ * Describes the message sms.v1.CancelMessageRequest.
+ * Use `create(CancelMessageRequestSchema)` to create a new message.
+ */
+export const CancelMessageRequestSchema: GenMessage<CancelMessageRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 0);
+
+/**
+ * The answer of CancelMessage.
+ *
+ * @generated from message sms.v1.CancelMessageResponse
+ */
+export type CancelMessageResponse = Message<"sms.v1.CancelMessageResponse"> & {
+  /**
+   * The message as it now is, CANCELED (MESSAGE_VIEW_BASIC).
+   *
+   * @generated from field: sms.v1.Message message = 1;
+   */
+  message?: Message$1 | undefined;
+};
+
+/**
+ * Describes the message sms.v1.CancelMessageResponse.
+ * Use `create(CancelMessageResponseSchema)` to create a new message.
+ */
+export const CancelMessageResponseSchema: GenMessage<CancelMessageResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 1);
+
+/**
+ * Cancels the messages of one batch.
+ *
+ * @generated from message sms.v1.CancelBatchRequest
+ */
+export type CancelBatchRequest = Message<"sms.v1.CancelBatchRequest"> & {
+  /**
+   * Required. The batch id.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+};
+
+/**
+ * Describes the message sms.v1.CancelBatchRequest.
+ * Use `create(CancelBatchRequestSchema)` to create a new message.
+ */
+export const CancelBatchRequestSchema: GenMessage<CancelBatchRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 2);
+
+/**
+ * The answer of CancelBatch.
+ *
+ * @generated from message sms.v1.CancelBatchResponse
+ */
+export type CancelBatchResponse = Message<"sms.v1.CancelBatchResponse"> & {
+  /**
+   * The batch id.
+   *
+   * @generated from field: int64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * Messages of the batch CANCELED by this call or an earlier one.
+   *
+   * @generated from field: int32 canceled_count = 2;
+   */
+  canceledCount: number;
+
+  /**
+   * Messages of the batch not canceled: a carrier had taken them or a worker had claimed them.
+   *
+   * @generated from field: int32 not_canceled_count = 3;
+   */
+  notCanceledCount: number;
+};
+
+/**
+ * Describes the message sms.v1.CancelBatchResponse.
+ * Use `create(CancelBatchResponseSchema)` to create a new message.
+ */
+export const CancelBatchResponseSchema: GenMessage<CancelBatchResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_messaging, 3);
 
 /**
  * A single send.
@@ -62,6 +160,24 @@ export type SendMessageRequest = Message<"sms.v1.SendMessageRequest"> & {
    * @generated from field: optional string status_callback = 5;
    */
   statusCallback?: string | undefined;
+
+  /**
+   * The caller's own reference, 1 to 128 characters without control characters; stored,
+   * returned by every read, filterable and carried by every status webhook (`client_ref`).
+   * `clientRef` in JSON.
+   *
+   * @generated from field: optional string client_ref = 40;
+   */
+  clientRef?: string | undefined;
+
+  /**
+   * Hand the message to a carrier no earlier than this (at most 180 days ahead; up to 60 s in
+   * the past counts as now). It is accepted and charged at once; its ttl counts from it.
+   * `sendAt` in JSON.
+   *
+   * @generated from field: google.protobuf.Timestamp send_time = 41 [json_name = "sendAt"];
+   */
+  sendTime?: Timestamp | undefined;
 };
 
 /**
@@ -69,7 +185,7 @@ export type SendMessageRequest = Message<"sms.v1.SendMessageRequest"> & {
  * Use `create(SendMessageRequestSchema)` to create a new message.
  */
 export const SendMessageRequestSchema: GenMessage<SendMessageRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 0);
+  messageDesc(file_sms_v1_messaging, 4);
 
 /**
  * The answer of SendMessage.
@@ -90,7 +206,7 @@ export type SendMessageResponse = Message<"sms.v1.SendMessageResponse"> & {
  * Use `create(SendMessageResponseSchema)` to create a new message.
  */
 export const SendMessageResponseSchema: GenMessage<SendMessageResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 1);
+  messageDesc(file_sms_v1_messaging, 5);
 
 /**
  * A batch send. At most the batch body limit in bytes (8 MiB by default).
@@ -126,6 +242,20 @@ export type SendBatchRequest = Message<"sms.v1.SendBatchRequest"> & {
    * @generated from field: optional string name = 4;
    */
   name?: string | undefined;
+
+  /**
+   * The client reference of every message that names none; see SendMessageRequest.client_ref.
+   *
+   * @generated from field: optional string client_ref = 40;
+   */
+  clientRef?: string | undefined;
+
+  /**
+   * When every message of the batch is to be sent; see SendMessageRequest.send_time.
+   *
+   * @generated from field: google.protobuf.Timestamp send_time = 41 [json_name = "sendAt"];
+   */
+  sendTime?: Timestamp | undefined;
 };
 
 /**
@@ -133,7 +263,7 @@ export type SendBatchRequest = Message<"sms.v1.SendBatchRequest"> & {
  * Use `create(SendBatchRequestSchema)` to create a new message.
  */
 export const SendBatchRequestSchema: GenMessage<SendBatchRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 2);
+  messageDesc(file_sms_v1_messaging, 6);
 
 /**
  * One message of a batch. Its ttl is 21600 seconds.
@@ -161,6 +291,13 @@ export type BatchMessage = Message<"sms.v1.BatchMessage"> & {
    * @generated from field: string text = 3;
    */
   text: string;
+
+  /**
+   * Overrides the batch's client_ref for this message.
+   *
+   * @generated from field: optional string client_ref = 40;
+   */
+  clientRef?: string | undefined;
 };
 
 /**
@@ -168,7 +305,7 @@ export type BatchMessage = Message<"sms.v1.BatchMessage"> & {
  * Use `create(BatchMessageSchema)` to create a new message.
  */
 export const BatchMessageSchema: GenMessage<BatchMessage> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 3);
+  messageDesc(file_sms_v1_messaging, 7);
 
 /**
  * The answer of SendBatch.
@@ -204,7 +341,7 @@ export type SendBatchResponse = Message<"sms.v1.SendBatchResponse"> & {
  * Use `create(SendBatchResponseSchema)` to create a new message.
  */
 export const SendBatchResponseSchema: GenMessage<SendBatchResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 4);
+  messageDesc(file_sms_v1_messaging, 8);
 
 /**
  * Why one message of a batch was rejected.
@@ -247,7 +384,7 @@ export type BatchMessageError = Message<"sms.v1.BatchMessageError"> & {
  * Use `create(BatchMessageErrorSchema)` to create a new message.
  */
 export const BatchMessageErrorSchema: GenMessage<BatchMessageError> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 5);
+  messageDesc(file_sms_v1_messaging, 9);
 
 /**
  * A batch: the resource SendBatch creates, GetBatch reads and ListBatches lists.
@@ -310,7 +447,7 @@ export type Batch = Message<"sms.v1.Batch"> & {
  * Use `create(BatchSchema)` to create a new message.
  */
 export const BatchSchema: GenMessage<Batch> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 6);
+  messageDesc(file_sms_v1_messaging, 10);
 
 /**
  * Delivery progress of a batch's accepted messages.
@@ -345,6 +482,13 @@ export type BatchProgress = Message<"sms.v1.BatchProgress"> & {
    * @generated from field: bool is_active = 4;
    */
   isActive: boolean;
+
+  /**
+   * Messages CANCELED (also counted in undelivered_count).
+   *
+   * @generated from field: int32 canceled_count = 40;
+   */
+  canceledCount: number;
 };
 
 /**
@@ -352,7 +496,7 @@ export type BatchProgress = Message<"sms.v1.BatchProgress"> & {
  * Use `create(BatchProgressSchema)` to create a new message.
  */
 export const BatchProgressSchema: GenMessage<BatchProgress> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 7);
+  messageDesc(file_sms_v1_messaging, 11);
 
 /**
  * Reads one batch.
@@ -373,7 +517,7 @@ export type GetBatchRequest = Message<"sms.v1.GetBatchRequest"> & {
  * Use `create(GetBatchRequestSchema)` to create a new message.
  */
 export const GetBatchRequestSchema: GenMessage<GetBatchRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 8);
+  messageDesc(file_sms_v1_messaging, 12);
 
 /**
  * The answer of GetBatch.
@@ -394,7 +538,7 @@ export type GetBatchResponse = Message<"sms.v1.GetBatchResponse"> & {
  * Use `create(GetBatchResponseSchema)` to create a new message.
  */
 export const GetBatchResponseSchema: GenMessage<GetBatchResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 9);
+  messageDesc(file_sms_v1_messaging, 13);
 
 /**
  * Reads one message.
@@ -415,7 +559,7 @@ export type GetMessageRequest = Message<"sms.v1.GetMessageRequest"> & {
  * Use `create(GetMessageRequestSchema)` to create a new message.
  */
 export const GetMessageRequestSchema: GenMessage<GetMessageRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 10);
+  messageDesc(file_sms_v1_messaging, 14);
 
 /**
  * The answer of GetMessage.
@@ -436,7 +580,7 @@ export type GetMessageResponse = Message<"sms.v1.GetMessageResponse"> & {
  * Use `create(GetMessageResponseSchema)` to create a new message.
  */
 export const GetMessageResponseSchema: GenMessage<GetMessageResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 11);
+  messageDesc(file_sms_v1_messaging, 15);
 
 /**
  * Lists messages, newest first (by create_time, then id). Filters combine with AND. Every page
@@ -503,6 +647,13 @@ export type ListMessagesRequest = Message<"sms.v1.ListMessagesRequest"> & {
    * @generated from field: sms.v1.MessageView view = 8;
    */
   view: MessageView;
+
+  /**
+   * Only messages with this client reference, compared exactly; empty for any.
+   *
+   * @generated from field: string client_ref = 40;
+   */
+  clientRef: string;
 };
 
 /**
@@ -510,7 +661,7 @@ export type ListMessagesRequest = Message<"sms.v1.ListMessagesRequest"> & {
  * Use `create(ListMessagesRequestSchema)` to create a new message.
  */
 export const ListMessagesRequestSchema: GenMessage<ListMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 12);
+  messageDesc(file_sms_v1_messaging, 16);
 
 /**
  * A page of messages.
@@ -538,7 +689,7 @@ export type ListMessagesResponse = Message<"sms.v1.ListMessagesResponse"> & {
  * Use `create(ListMessagesResponseSchema)` to create a new message.
  */
 export const ListMessagesResponseSchema: GenMessage<ListMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 13);
+  messageDesc(file_sms_v1_messaging, 17);
 
 /**
  * Lists batches, newest first (by create_time, then id).
@@ -566,7 +717,7 @@ export type ListBatchesRequest = Message<"sms.v1.ListBatchesRequest"> & {
  * Use `create(ListBatchesRequestSchema)` to create a new message.
  */
 export const ListBatchesRequestSchema: GenMessage<ListBatchesRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 14);
+  messageDesc(file_sms_v1_messaging, 18);
 
 /**
  * A page of batches.
@@ -594,7 +745,7 @@ export type ListBatchesResponse = Message<"sms.v1.ListBatchesResponse"> & {
  * Use `create(ListBatchesResponseSchema)` to create a new message.
  */
 export const ListBatchesResponseSchema: GenMessage<ListBatchesResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 15);
+  messageDesc(file_sms_v1_messaging, 19);
 
 /**
  * Lists the accepted messages of one batch, in submission order (ascending id).
@@ -637,7 +788,7 @@ export type ListBatchMessagesRequest = Message<"sms.v1.ListBatchMessagesRequest"
  * Use `create(ListBatchMessagesRequestSchema)` to create a new message.
  */
 export const ListBatchMessagesRequestSchema: GenMessage<ListBatchMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 16);
+  messageDesc(file_sms_v1_messaging, 20);
 
 /**
  * What a message would cost.
@@ -665,7 +816,7 @@ export type QuoteMessageRequest = Message<"sms.v1.QuoteMessageRequest"> & {
  * Use `create(QuoteMessageRequestSchema)` to create a new message.
  */
 export const QuoteMessageRequestSchema: GenMessage<QuoteMessageRequest> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 17);
+  messageDesc(file_sms_v1_messaging, 21);
 
 /**
  * The price of a message to one recipient, as SendMessage would charge it now.
@@ -729,7 +880,7 @@ export type QuoteMessageResponse = Message<"sms.v1.QuoteMessageResponse"> & {
  * Use `create(QuoteMessageResponseSchema)` to create a new message.
  */
 export const QuoteMessageResponseSchema: GenMessage<QuoteMessageResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 18);
+  messageDesc(file_sms_v1_messaging, 22);
 
 /**
  * A page of a batch's messages.
@@ -757,7 +908,7 @@ export type ListBatchMessagesResponse = Message<"sms.v1.ListBatchMessagesRespons
  * Use `create(ListBatchMessagesResponseSchema)` to create a new message.
  */
 export const ListBatchMessagesResponseSchema: GenMessage<ListBatchMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_sms_v1_messaging, 19);
+  messageDesc(file_sms_v1_messaging, 23);
 
 /**
  * A phone number's type, from libphonenumber's numbering plans.
@@ -994,6 +1145,30 @@ export const MessagingService: GenService<{
     methodKind: "unary";
     input: typeof QuoteMessageRequestSchema;
     output: typeof QuoteMessageResponseSchema;
+  },
+  /**
+   * Cancels a message that no carrier has taken and no worker has claimed (scheduled, queued or
+   * held): it becomes MESSAGE_STATUS_CANCELED, is refunded and notified. Canceling a CANCELED
+   * message again answers it again. FAILED_PRECONDITION (reason MESSAGE_ALREADY_SUBMITTED) once a
+   * worker claimed it or a carrier took it; NOT_FOUND (MESSAGE_NOT_FOUND) for another account's.
+   *
+   * @generated from rpc sms.v1.MessagingService.CancelMessage
+   */
+  cancelMessage: {
+    methodKind: "unary";
+    input: typeof CancelMessageRequestSchema;
+    output: typeof CancelMessageResponseSchema;
+  },
+  /**
+   * Cancels every message of a batch that CancelMessage would cancel, leaving the others as they
+   * are; one refund for them all. NOT_FOUND (BATCH_NOT_FOUND) for an unknown or another's batch.
+   *
+   * @generated from rpc sms.v1.MessagingService.CancelBatch
+   */
+  cancelBatch: {
+    methodKind: "unary";
+    input: typeof CancelBatchRequestSchema;
+    output: typeof CancelBatchResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_v1_messaging, 0);
