@@ -22,6 +22,7 @@ const MAY_IMPORT = {
   "rate-limits": [...BASE, "scheduling"],
   "request-bodies": [...BASE, "rate-limits"],
   "opt-outs": [...BASE, "store"],
+  "quiet-hours": [...BASE],
   inbound: [...BASE, "store", "smpp", "opt-outs"],
   delivery: [...BASE, "store", "scheduling", "tracing", "smpp", "inbound"],
   lifecycle: [...BASE, "store", "delivery"],
@@ -32,6 +33,7 @@ const MAY_IMPORT = {
   services: [
     ...BASE,
     ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics"],
+    "quiet-hours",
   ],
   idempotency: [...BASE, "store", "services"],
   rest: [

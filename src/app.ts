@@ -30,6 +30,7 @@ import { httpServer } from "./rest/http-server.ts";
 import { inboundRoutes } from "./rest/inbound.ts";
 import { messageRoutes } from "./rest/messages.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
+import { quietHoursRoutes } from "./rest/quiet-hours.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
 import { rpcRequests } from "./rpc/call-requests.ts";
@@ -245,6 +246,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     senderNameRoutes(rest, clients);
     inboundRoutes(rest, clients);
     optOutRoutes(rest, clients);
+    quietHoursRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.

@@ -64,6 +64,13 @@ const sendAtField = {
     "RFC 3339 time with offset (e.g. 2026-12-01T09:00:00+01:00): the message is accepted and charged now and handed to a carrier no earlier than this, at most 180 days ahead; up to 60 s in the past counts as now. Its ttl counts from it",
 } as const;
 
+const ignoreQuietHoursField = {
+  type: ["boolean", "string", "null"],
+  enum: [true, false, "true", "false", null],
+  description:
+    "true: send even within the account's quiet hours (PATCH /account/quiet-hours); in a form, true or false",
+} as const;
+
 const segmentsField = {
   description: "Present only when the text was split; one entry per part",
   type: "array",
@@ -109,6 +116,7 @@ export const sendMessageSchema = {
       statusCallback,
       clientRef: clientRefField,
       sendAt: sendAtField,
+      ignoreQuietHours: ignoreQuietHoursField,
       ...credentials,
     },
   },
@@ -193,6 +201,10 @@ export const sendBatchSchema = {
       sendAt: {
         ...sendAtField,
         description: "When every message of the batch is to go; see POST /sms",
+      },
+      ignoreQuietHours: {
+        type: ["boolean", "null"],
+        description: "true: send every message even within the account's quiet hours",
       },
       ...credentials,
     },
@@ -297,6 +309,12 @@ const messageRead = {
       type: "string",
       format: "date-time",
       description: "When it was scheduled to go; absent when sent at once",
+    },
+    holdUntil: {
+      type: "string",
+      format: "date-time",
+      description:
+        "Held by the account's quiet hours in the recipient's time zone until this; its ttl counts from it",
     },
   },
 } as const;

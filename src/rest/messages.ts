@@ -41,6 +41,7 @@ interface SendMessageBody extends Credentials {
   statusCallback?: string;
   clientRef?: string | null;
   sendAt?: string | null;
+  ignoreQuietHours?: boolean | string | null;
 }
 
 interface SendBatchBody extends Credentials {
@@ -50,6 +51,7 @@ interface SendBatchBody extends Credentials {
   name?: string;
   clientRef?: string | null;
   sendAt?: string | null;
+  ignoreQuietHours?: boolean | null;
 }
 
 interface ListQuery extends Credentials, PageQuery {
@@ -141,6 +143,7 @@ export function renderMessageRead(message: Message) {
     price: units((message.pricePerPartMicros ?? 0n) * BigInt(parts)),
     createTime: isoTime(message.createTime),
     ...(message.sendTime && { sendAt: isoTime(message.sendTime) }),
+    ...(message.holdUntilTime && { holdUntil: isoTime(message.holdUntilTime) }),
   };
 }
 
@@ -233,6 +236,9 @@ export function messageRoutes(
     { schema: sendMessageSchema, preValidation: formTtlToInteger },
     async (request, reply) => {
       const { to, from, text, ttl, statusCallback, clientRef, sendAt } = request.body;
+      // A form's value is text: "true" is true.
+      const ignore = request.body.ignoreQuietHours;
+      const ignoreQuietHours = ignore === true || ignore === "true";
       const ref = given(clientRef);
       const { message } = await clients.messaging.sendMessage(
         {
@@ -243,6 +249,7 @@ export function messageRoutes(
           statusCallback,
           ...(ref !== undefined && { clientRef: ref }),
           ...sendTimeOf(sendAt),
+          ignoreQuietHours,
         },
         serviceCall(request, reply, request.body),
       );
@@ -278,6 +285,7 @@ export function messageRoutes(
           name,
           ...(ref !== undefined && { clientRef: ref }),
           ...sendTimeOf(sendAt),
+          ignoreQuietHours: request.body.ignoreQuietHours === true,
         },
         serviceCall(request, reply, request.body),
       );

@@ -13,6 +13,7 @@ import {
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
+import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 
 /** Typed clients of the services on an in-process transport: the REST façade's only way in. */
@@ -21,6 +22,7 @@ export interface ServiceClients {
   senderNames: Client<typeof SenderNameService>;
   inbound: Client<typeof InboundService>;
   optOuts: Client<typeof OptOutService>;
+  quietHours: Client<typeof QuietHoursService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -85,5 +87,6 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     senderNames: createClient(SenderNameService, transport),
     inbound: createClient(InboundService, transport),
     optOuts: createClient(OptOutService, transport),
+    quietHours: createClient(QuietHoursService, transport),
   };
 }

@@ -13,6 +13,8 @@ export interface AccountView {
   otpSenders: ReadonlySet<string>;
   /** Numbers assigned to the account (store/numbers.ts): it may send from them. */
   numbers: ReadonlySet<string>;
+  /** Its quiet hours, when set (quiet-hours-service.ts). */
+  quietHours?: { start: string; end: string };
 }
 
 /**
@@ -48,7 +50,7 @@ export class AccountDirectory {
     const [account, approved, numbers] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
-        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1 } },
+        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1, quietHours: 1 } },
       ),
       this.senderNames
         .find({ accountId: apiKey, pending: false }, { projection: { name: 1, purpose: 1 } })
@@ -65,6 +67,7 @@ export class AccountDirectory {
     };
     if (account.statusUrl) view.statusUrl = account.statusUrl;
     if (account.defaultSender) view.defaultSender = account.defaultSender;
+    if (account.quietHours) view.quietHours = account.quietHours;
     return view;
   }
 }

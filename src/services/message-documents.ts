@@ -22,6 +22,8 @@ export interface DocumentFields {
   clientRef?: string | undefined;
   /** When it is to go, if later than now. */
   sendAt?: Date | undefined;
+  /** Held by quiet hours until then. */
+  holdUntil?: Date | undefined;
 }
 
 /** Ids a message takes: its own, then one per part. */
@@ -54,6 +56,7 @@ export function acceptedDocument(
       ...(statusCallback && { statusCallback }),
       ...(fields.clientRef && { clientRef: fields.clientRef }),
       ...(fields.sendAt && { sendAt: fields.sendAt }),
+      ...(fields.holdUntil && { holdUntil: fields.holdUntil }),
       ...(traceContext && { traceContext }),
       routing: routingOf(policy, message, id),
     },

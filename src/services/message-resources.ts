@@ -105,6 +105,7 @@ export function messageResource(
     ...carrierStatusOf(doc),
     clientRef: doc.clientRef ?? "",
     ...(doc.sendAt && { sendTime: timestampFromDate(doc.sendAt) }),
+    ...(doc.holdUntil && { holdUntilTime: timestampFromDate(doc.holdUntil) }),
     notifications: (doc.notifications ?? []).map((n) => ({
       status: STATUS_TO_PROTO[n.status],
       createTime: timestampFromDate(n.createdAt),

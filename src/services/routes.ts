@@ -3,6 +3,7 @@ import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
+import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { OptOutStore } from "../opt-outs/list.ts";
 import type { OptOutRules } from "../opt-outs/rules.ts";
@@ -15,6 +16,7 @@ import { createInboundService } from "./inbound-service.ts";
 import type { MessagingDeps } from "./messaging-deps.ts";
 import { createMessagingService } from "./messaging-service.ts";
 import { createOptOutService } from "./opt-out-service.ts";
+import { createQuietHoursService } from "./quiet-hours-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
 export type ServiceDeps = MessagingDeps &
@@ -72,6 +74,15 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
       withDeadlines(
         OptOutService,
         guarded(OptOutService, createOptOutService({ ...deps, rules: deps.optOutRules }), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      QuietHoursService,
+      withDeadlines(
+        QuietHoursService,
+        guarded(QuietHoursService, createQuietHoursService(deps), account),
         timeoutMs,
         deps.log,
       ),

@@ -18,6 +18,7 @@ import { acceptedDocument, idsTaken } from "./message-documents.ts";
 import { type CheckedMessage, checkMessage, resolveSender } from "./message-intake.ts";
 import { batchResource } from "./message-resources.ts";
 import { type MessagingDeps, type MessagingImpl, timeoutsOf } from "./messaging-deps.ts";
+import { quietHoursHold } from "./quiet-hours.ts";
 
 /**
  * SendBatch: up to 10000 messages checked in slices, the valid ones charged at once and stored,
@@ -127,9 +128,17 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
     } else {
       let nextId = firstId;
       const traceContext = currentTraceCarrier();
+      // Quiet hours: each message's hold, by its recipient's zones (none without quiet hours).
+      const holds = account.quietHours
+        ? await Promise.all(
+            accepted.map((m) =>
+              quietHoursHold(account, m, when.sendAt ?? now, req.ignoreQuietHours),
+            ),
+          )
+        : undefined;
       const docs: MessageDoc[] = await mapInSlices(
         accepted,
-        (message) => {
+        (message, index) => {
           const id = nextId;
           nextId += idsTaken(message);
           const { statusCallback } = req;
@@ -141,6 +150,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
             traceContext,
             clientRef: message.clientRef,
             sendAt: when.sendAt,
+            holdUntil: holds?.[index],
           };
           return acceptedDocument(message, account, policy, fields, now);
         },

@@ -12,6 +12,7 @@ import { acceptedDocument, idsTaken } from "./message-documents.ts";
 import { checkMessage } from "./message-intake.ts";
 import { messageResource } from "./message-resources.ts";
 import { type MessagingDeps, type MessagingImpl, timeoutsOf } from "./messaging-deps.ts";
+import { quietHoursHold } from "./quiet-hours.ts";
 
 /** SendMessage: one message checked, charged and stored by group commit (store/message-writer.ts). */
 export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
@@ -53,6 +54,7 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
     };
     if (check?.optedOut) throw refuse();
     const now = store.clock.now();
+    const hold = await quietHoursHold(account, message, when.sendAt ?? now, req.ignoreQuietHours);
     const doc = acceptedDocument(
       message,
       account,
@@ -65,6 +67,7 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
         traceContext: currentTraceCarrier(),
         clientRef: req.clientRef,
         sendAt: when.sendAt,
+        holdUntil: hold,
       },
       now,
     );

@@ -16,6 +16,11 @@ export interface AccountDoc {
   creditMicros: number;
   statusUrl?: string;
   defaultSender?: string;
+  /**
+   * Quiet hours in the recipient's local time (`HH:MM`): messages due in them are held until they
+   * end (docs/design.md "Message reads, client references, scheduled sends and cancel").
+   */
+  quietHours?: { start: string; end: string };
   /** Receives the account's inbound messages (docs/design.md "Two-way messaging"). */
   inboundUrl?: string;
   /** The account's own replies to the opt-out words; the defaults where absent. */
@@ -117,6 +122,8 @@ export interface MessageDoc {
    * from it. Absent for a message sent at once.
    */
   sendAt?: Date;
+  /** Held by the account's quiet hours until this (later than sendAt); its ttl counts from it. */
+  holdUntil?: Date;
   status: StatusName;
   reason?: ReasonName;
   createdAt: Date;

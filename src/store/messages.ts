@@ -17,6 +17,8 @@ export interface NewMessage {
   clientRef?: string;
   /** Not handed to a carrier before this (a time after `now`); its ttl counts from it. */
   sendAt?: Date;
+  /** Held by quiet hours until this (a time after `now` and after sendAt); ttl counts from it. */
+  holdUntil?: Date;
   /** Its place in the account's delivery queue (src/domain/delivery-priority.ts); by default batch or single. */
   deliveryClass?: DeliveryClass;
   /** The accepting request's trace context, when tracing is on. */
@@ -39,10 +41,11 @@ export interface NewMessage {
 export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
   const deliveryClass =
     message.deliveryClass ?? (message.batchId === undefined ? "single" : "batch");
-  const scheduled =
-    message.sendAt !== undefined && message.sendAt.getTime() > now.getTime()
-      ? message.sendAt
-      : undefined;
+  const later = (at: Date | undefined) =>
+    at !== undefined && at.getTime() > now.getTime() ? at : undefined;
+  const sendAt = later(message.sendAt);
+  const held = later(message.holdUntil);
+  const scheduled = held && (!sendAt || held > sendAt) ? held : sendAt;
   const start = scheduled ?? now;
   const doc: MessageDoc = {
     _id: message.id,
@@ -62,7 +65,8 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     deliveryAt: scheduled ?? deliveryRank(now, deliveryClass),
     deliveryClass,
   };
-  if (scheduled) doc.sendAt = scheduled;
+  if (sendAt) doc.sendAt = sendAt;
+  if (held && scheduled === held) doc.holdUntil = held;
   if (message.clientRef !== undefined) doc.clientRef = message.clientRef;
   if (message.batchId !== undefined) doc.batchId = message.batchId;
   if (message.segments) doc.segments = message.segments;

@@ -58,6 +58,7 @@ describe("the document", () => {
       "GET /sms-batch/{id}",
       "GET /sms/quote",
       "GET /sms/{id}",
+      "PATCH /account/quiet-hours",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
