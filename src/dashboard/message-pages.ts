@@ -1,5 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance } from "fastify";
 import type { Batch, ListMessagesRequestSchema } from "../../gen/sms/v1/messaging_pb.ts";
 import type { Message } from "../../gen/sms/v1/types_pb.ts";
@@ -93,8 +93,16 @@ function messageRow(message: Message) {
     text: message.text,
     country: message.country,
     price: priceText(parts, message.pricePerPartMicros),
+    clientRef: message.clientRef,
+    sendAt: timeText(message.sendTime),
+    holdUntil: timeText(message.holdUntilTime),
+    // Cancel is offered while it is ACCEPTED; the service refuses it once a worker has it.
+    cancelable: statusName(message.status) === "ACCEPTED",
   };
 }
+
+/** Scheduled messages are ACCEPTED ones due later: at their sendAt, or held by quiet hours. */
+const SCHEDULED_PAGE = 100;
 
 function batchRow(batch: Batch) {
   const counters = batchCounters(batch);
@@ -135,6 +143,42 @@ export function messagePages(app: FastifyInstance, dashboard: Dashboard): void {
           return { rows: found.messages.map(messageRow), nextPageToken: found.nextPageToken };
         },
       );
+    }),
+  );
+
+  app.get(
+    "/scheduled",
+    dashboard.signedIn(async (request, reply, account) => {
+      const pageToken = text((request.query as Record<string, unknown>).page);
+      const found = await messaging.listMessages(
+        { status: STATUS_TO_PROTO.ACCEPTED, pageSize: SCHEDULED_PAGE, pageToken },
+        sessionCall(request, account),
+      );
+      const now = Date.now();
+      const later = (m: Message) =>
+        [m.sendTime, m.holdUntilTime].some((t) => t && timestampDate(t).getTime() > now);
+      return dashboard.render(
+        reply,
+        "scheduled",
+        {
+          title: "Scheduled",
+          nav: "scheduled",
+          messages: found.messages.filter(later).map(messageRow),
+          next: found.nextPageToken,
+        },
+        account,
+      );
+    }),
+  );
+
+  app.post(
+    "/messages/:id/cancel",
+    { preValidation: app.csrfProtection },
+    dashboard.signedIn(async (request, reply, account) => {
+      const { id } = request.params as { id: string };
+      if (!ID.test(id)) return badId(dashboard, reply, account, "message");
+      await messaging.cancelMessage({ id: BigInt(id) }, sessionCall(request, account));
+      return reply.redirect(`/dashboard/messages/${id}`, 303);
     }),
   );
 

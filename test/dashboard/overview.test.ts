@@ -64,7 +64,14 @@ describe("dashboard overview", () => {
       // A view refused by the limit is simply tried again.
       return response.status === 200 ? numbersOf(await response.text()) : {};
     };
-    const none = { ACCEPTED: 0, SENT: 0, DELIVERED: 0, SEND_ERROR: 0, DELIVERY_ERROR: 0 };
+    const none = {
+      ACCEPTED: 0,
+      SENT: 0,
+      DELIVERED: 0,
+      SEND_ERROR: 0,
+      DELIVERY_ERROR: 0,
+      CANCELED: 0,
+    };
     await expect(overview()).resolves.toEqual({ ...none, total: 0 });
 
     // Three delivered, one refused by the carrier, one undeliverable, one without a receipt.
