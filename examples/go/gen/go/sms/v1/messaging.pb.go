@@ -165,6 +165,208 @@ func (TextEncoding) EnumDescriptor() ([]byte, []int) {
 	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{1}
 }
 
+// Cancels one message.
+type CancelMessageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The message id (not a part's id).
+	Id            int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMessageRequest) Reset() {
+	*x = CancelMessageRequest{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMessageRequest) ProtoMessage() {}
+
+func (x *CancelMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMessageRequest.ProtoReflect.Descriptor instead.
+func (*CancelMessageRequest) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CancelMessageRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+// The answer of CancelMessage.
+type CancelMessageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The message as it now is, CANCELED (MESSAGE_VIEW_BASIC).
+	Message       *Message `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelMessageResponse) Reset() {
+	*x = CancelMessageResponse{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelMessageResponse) ProtoMessage() {}
+
+func (x *CancelMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelMessageResponse.ProtoReflect.Descriptor instead.
+func (*CancelMessageResponse) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CancelMessageResponse) GetMessage() *Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+// Cancels the messages of one batch.
+type CancelBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The batch id.
+	Id            int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelBatchRequest) Reset() {
+	*x = CancelBatchRequest{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBatchRequest) ProtoMessage() {}
+
+func (x *CancelBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBatchRequest.ProtoReflect.Descriptor instead.
+func (*CancelBatchRequest) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CancelBatchRequest) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+// The answer of CancelBatch.
+type CancelBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The batch id.
+	Id int64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Messages of the batch CANCELED by this call or an earlier one.
+	CanceledCount int32 `protobuf:"varint,2,opt,name=canceled_count,json=canceledCount,proto3" json:"canceled_count,omitempty"`
+	// Messages of the batch not canceled: a carrier had taken them or a worker had claimed them.
+	NotCanceledCount int32 `protobuf:"varint,3,opt,name=not_canceled_count,json=notCanceledCount,proto3" json:"not_canceled_count,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CancelBatchResponse) Reset() {
+	*x = CancelBatchResponse{}
+	mi := &file_sms_v1_messaging_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelBatchResponse) ProtoMessage() {}
+
+func (x *CancelBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_messaging_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelBatchResponse.ProtoReflect.Descriptor instead.
+func (*CancelBatchResponse) Descriptor() ([]byte, []int) {
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CancelBatchResponse) GetId() int64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CancelBatchResponse) GetCanceledCount() int32 {
+	if x != nil {
+		return x.CanceledCount
+	}
+	return 0
+}
+
+func (x *CancelBatchResponse) GetNotCanceledCount() int32 {
+	if x != nil {
+		return x.NotCanceledCount
+	}
+	return 0
+}
+
 // A single send.
 type SendMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -182,13 +384,23 @@ type SendMessageRequest struct {
 	// An absolute http(s) URL of at most 2048 characters, without credentials, that receives this
 	// message's status notifications instead of the account's status URL.
 	StatusCallback *string `protobuf:"bytes,5,opt,name=status_callback,json=statusCallback,proto3,oneof" json:"status_callback,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The caller's own reference, 1 to 128 characters without control characters; stored,
+	// returned by every read, filterable and carried by every status webhook (`client_ref`).
+	// `clientRef` in JSON.
+	ClientRef *string `protobuf:"bytes,40,opt,name=client_ref,json=clientRef,proto3,oneof" json:"client_ref,omitempty"`
+	// Hand the message to a carrier no earlier than this (at most 180 days ahead; up to 60 s in
+	// the past counts as now). It is accepted and charged at once; its ttl counts from it.
+	// `sendAt` in JSON.
+	SendTime *timestamppb.Timestamp `protobuf:"bytes,41,opt,name=send_time,json=sendAt,proto3" json:"send_time,omitempty"`
+	// Send even within the account's quiet hours (e.g. a service message the recipient awaits).
+	IgnoreQuietHours bool `protobuf:"varint,42,opt,name=ignore_quiet_hours,json=ignoreQuietHours,proto3" json:"ignore_quiet_hours,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SendMessageRequest) Reset() {
 	*x = SendMessageRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[0]
+	mi := &file_sms_v1_messaging_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +412,7 @@ func (x *SendMessageRequest) String() string {
 func (*SendMessageRequest) ProtoMessage() {}
 
 func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[0]
+	mi := &file_sms_v1_messaging_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +425,7 @@ func (x *SendMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendMessageRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{0}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SendMessageRequest) GetTo() string {
@@ -251,6 +463,27 @@ func (x *SendMessageRequest) GetStatusCallback() string {
 	return ""
 }
 
+func (x *SendMessageRequest) GetClientRef() string {
+	if x != nil && x.ClientRef != nil {
+		return *x.ClientRef
+	}
+	return ""
+}
+
+func (x *SendMessageRequest) GetSendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SendTime
+	}
+	return nil
+}
+
+func (x *SendMessageRequest) GetIgnoreQuietHours() bool {
+	if x != nil {
+		return x.IgnoreQuietHours
+	}
+	return false
+}
+
 // The answer of SendMessage.
 type SendMessageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -262,7 +495,7 @@ type SendMessageResponse struct {
 
 func (x *SendMessageResponse) Reset() {
 	*x = SendMessageResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[1]
+	mi := &file_sms_v1_messaging_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -274,7 +507,7 @@ func (x *SendMessageResponse) String() string {
 func (*SendMessageResponse) ProtoMessage() {}
 
 func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[1]
+	mi := &file_sms_v1_messaging_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -287,7 +520,7 @@ func (x *SendMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendMessageResponse.ProtoReflect.Descriptor instead.
 func (*SendMessageResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{1}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SendMessageResponse) GetMessage() *Message {
@@ -308,14 +541,20 @@ type SendBatchRequest struct {
 	// Status URL of every message of the batch; same rules as SendMessageRequest.status_callback.
 	StatusCallback *string `protobuf:"bytes,3,opt,name=status_callback,json=statusCallback,proto3,oneof" json:"status_callback,omitempty"`
 	// A name for the batch, at most 20 characters (Unicode code points); default empty.
-	Name          *string `protobuf:"bytes,4,opt,name=name,proto3,oneof" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Name *string `protobuf:"bytes,4,opt,name=name,proto3,oneof" json:"name,omitempty"`
+	// The client reference of every message that names none; see SendMessageRequest.client_ref.
+	ClientRef *string `protobuf:"bytes,40,opt,name=client_ref,json=clientRef,proto3,oneof" json:"client_ref,omitempty"`
+	// When every message of the batch is to be sent; see SendMessageRequest.send_time.
+	SendTime *timestamppb.Timestamp `protobuf:"bytes,41,opt,name=send_time,json=sendAt,proto3" json:"send_time,omitempty"`
+	// Send every message even within the account's quiet hours.
+	IgnoreQuietHours bool `protobuf:"varint,42,opt,name=ignore_quiet_hours,json=ignoreQuietHours,proto3" json:"ignore_quiet_hours,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SendBatchRequest) Reset() {
 	*x = SendBatchRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[2]
+	mi := &file_sms_v1_messaging_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -327,7 +566,7 @@ func (x *SendBatchRequest) String() string {
 func (*SendBatchRequest) ProtoMessage() {}
 
 func (x *SendBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[2]
+	mi := &file_sms_v1_messaging_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -340,7 +579,7 @@ func (x *SendBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendBatchRequest.ProtoReflect.Descriptor instead.
 func (*SendBatchRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{2}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SendBatchRequest) GetMessages() []*BatchMessage {
@@ -371,6 +610,27 @@ func (x *SendBatchRequest) GetName() string {
 	return ""
 }
 
+func (x *SendBatchRequest) GetClientRef() string {
+	if x != nil && x.ClientRef != nil {
+		return *x.ClientRef
+	}
+	return ""
+}
+
+func (x *SendBatchRequest) GetSendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SendTime
+	}
+	return nil
+}
+
+func (x *SendBatchRequest) GetIgnoreQuietHours() bool {
+	if x != nil {
+		return x.IgnoreQuietHours
+	}
+	return false
+}
+
 // One message of a batch. Its ttl is 21600 seconds.
 type BatchMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -379,14 +639,16 @@ type BatchMessage struct {
 	// Overrides the batch's sender for this message. `from` in JSON.
 	Sender *string `protobuf:"bytes,2,opt,name=sender,json=from,proto3,oneof" json:"sender,omitempty"`
 	// Required. The text; same rules as SendMessageRequest.text.
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// Overrides the batch's client_ref for this message.
+	ClientRef     *string `protobuf:"bytes,40,opt,name=client_ref,json=clientRef,proto3,oneof" json:"client_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchMessage) Reset() {
 	*x = BatchMessage{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[3]
+	mi := &file_sms_v1_messaging_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +660,7 @@ func (x *BatchMessage) String() string {
 func (*BatchMessage) ProtoMessage() {}
 
 func (x *BatchMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[3]
+	mi := &file_sms_v1_messaging_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +673,7 @@ func (x *BatchMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchMessage.ProtoReflect.Descriptor instead.
 func (*BatchMessage) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{3}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *BatchMessage) GetTo() string {
@@ -435,6 +697,13 @@ func (x *BatchMessage) GetText() string {
 	return ""
 }
 
+func (x *BatchMessage) GetClientRef() string {
+	if x != nil && x.ClientRef != nil {
+		return *x.ClientRef
+	}
+	return ""
+}
+
 // The answer of SendBatch.
 type SendBatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -451,7 +720,7 @@ type SendBatchResponse struct {
 
 func (x *SendBatchResponse) Reset() {
 	*x = SendBatchResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[4]
+	mi := &file_sms_v1_messaging_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -463,7 +732,7 @@ func (x *SendBatchResponse) String() string {
 func (*SendBatchResponse) ProtoMessage() {}
 
 func (x *SendBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[4]
+	mi := &file_sms_v1_messaging_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -476,7 +745,7 @@ func (x *SendBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendBatchResponse.ProtoReflect.Descriptor instead.
 func (*SendBatchResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{4}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SendBatchResponse) GetBatch() *Batch {
@@ -518,7 +787,7 @@ type BatchMessageError struct {
 
 func (x *BatchMessageError) Reset() {
 	*x = BatchMessageError{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[5]
+	mi := &file_sms_v1_messaging_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -530,7 +799,7 @@ func (x *BatchMessageError) String() string {
 func (*BatchMessageError) ProtoMessage() {}
 
 func (x *BatchMessageError) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[5]
+	mi := &file_sms_v1_messaging_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -543,7 +812,7 @@ func (x *BatchMessageError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchMessageError.ProtoReflect.Descriptor instead.
 func (*BatchMessageError) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{5}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *BatchMessageError) GetIndex() int32 {
@@ -597,7 +866,7 @@ type Batch struct {
 
 func (x *Batch) Reset() {
 	*x = Batch{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[6]
+	mi := &file_sms_v1_messaging_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +878,7 @@ func (x *Batch) String() string {
 func (*Batch) ProtoMessage() {}
 
 func (x *Batch) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[6]
+	mi := &file_sms_v1_messaging_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +891,7 @@ func (x *Batch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Batch.ProtoReflect.Descriptor instead.
 func (*Batch) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{6}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Batch) GetId() int64 {
@@ -684,14 +953,16 @@ type BatchProgress struct {
 	// Messages DELIVERY_ERROR or SEND_ERROR.
 	UndeliveredCount int32 `protobuf:"varint,3,opt,name=undelivered_count,json=undeliveredCount,proto3" json:"undelivered_count,omitempty"`
 	// True until every accepted message is delivered or undelivered.
-	IsActive      bool `protobuf:"varint,4,opt,name=is_active,json=isActive,proto3" json:"is_active,omitempty"`
+	IsActive bool `protobuf:"varint,4,opt,name=is_active,json=isActive,proto3" json:"is_active,omitempty"`
+	// Messages CANCELED (also counted in undelivered_count).
+	CanceledCount int32 `protobuf:"varint,40,opt,name=canceled_count,json=canceledCount,proto3" json:"canceled_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *BatchProgress) Reset() {
 	*x = BatchProgress{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[7]
+	mi := &file_sms_v1_messaging_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +974,7 @@ func (x *BatchProgress) String() string {
 func (*BatchProgress) ProtoMessage() {}
 
 func (x *BatchProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[7]
+	mi := &file_sms_v1_messaging_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +987,7 @@ func (x *BatchProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchProgress.ProtoReflect.Descriptor instead.
 func (*BatchProgress) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{7}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BatchProgress) GetSentCount() int32 {
@@ -747,6 +1018,13 @@ func (x *BatchProgress) GetIsActive() bool {
 	return false
 }
 
+func (x *BatchProgress) GetCanceledCount() int32 {
+	if x != nil {
+		return x.CanceledCount
+	}
+	return 0
+}
+
 // Reads one batch.
 type GetBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -758,7 +1036,7 @@ type GetBatchRequest struct {
 
 func (x *GetBatchRequest) Reset() {
 	*x = GetBatchRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[8]
+	mi := &file_sms_v1_messaging_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +1048,7 @@ func (x *GetBatchRequest) String() string {
 func (*GetBatchRequest) ProtoMessage() {}
 
 func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[8]
+	mi := &file_sms_v1_messaging_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +1061,7 @@ func (x *GetBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchRequest.ProtoReflect.Descriptor instead.
 func (*GetBatchRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{8}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetBatchRequest) GetId() int64 {
@@ -804,7 +1082,7 @@ type GetBatchResponse struct {
 
 func (x *GetBatchResponse) Reset() {
 	*x = GetBatchResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[9]
+	mi := &file_sms_v1_messaging_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +1094,7 @@ func (x *GetBatchResponse) String() string {
 func (*GetBatchResponse) ProtoMessage() {}
 
 func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[9]
+	mi := &file_sms_v1_messaging_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +1107,7 @@ func (x *GetBatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBatchResponse.ProtoReflect.Descriptor instead.
 func (*GetBatchResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{9}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetBatchResponse) GetBatch() *Batch {
@@ -850,7 +1128,7 @@ type GetMessageRequest struct {
 
 func (x *GetMessageRequest) Reset() {
 	*x = GetMessageRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[10]
+	mi := &file_sms_v1_messaging_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +1140,7 @@ func (x *GetMessageRequest) String() string {
 func (*GetMessageRequest) ProtoMessage() {}
 
 func (x *GetMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[10]
+	mi := &file_sms_v1_messaging_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +1153,7 @@ func (x *GetMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessageRequest.ProtoReflect.Descriptor instead.
 func (*GetMessageRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{10}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetMessageRequest) GetId() int64 {
@@ -896,7 +1174,7 @@ type GetMessageResponse struct {
 
 func (x *GetMessageResponse) Reset() {
 	*x = GetMessageResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[11]
+	mi := &file_sms_v1_messaging_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +1186,7 @@ func (x *GetMessageResponse) String() string {
 func (*GetMessageResponse) ProtoMessage() {}
 
 func (x *GetMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[11]
+	mi := &file_sms_v1_messaging_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +1199,7 @@ func (x *GetMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetMessageResponse.ProtoReflect.Descriptor instead.
 func (*GetMessageResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{11}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetMessageResponse) GetMessage() *Message {
@@ -953,14 +1231,16 @@ type ListMessagesRequest struct {
 	// Only messages created before this time.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// How much of each message to answer; default MESSAGE_VIEW_BASIC.
-	View          MessageView `protobuf:"varint,8,opt,name=view,proto3,enum=sms.v1.MessageView" json:"view,omitempty"`
+	View MessageView `protobuf:"varint,8,opt,name=view,proto3,enum=sms.v1.MessageView" json:"view,omitempty"`
+	// Only messages with this client reference, compared exactly; empty for any.
+	ClientRef     string `protobuf:"bytes,40,opt,name=client_ref,json=clientRef,proto3" json:"client_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListMessagesRequest) Reset() {
 	*x = ListMessagesRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[12]
+	mi := &file_sms_v1_messaging_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1252,7 @@ func (x *ListMessagesRequest) String() string {
 func (*ListMessagesRequest) ProtoMessage() {}
 
 func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[12]
+	mi := &file_sms_v1_messaging_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1265,7 @@ func (x *ListMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{12}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListMessagesRequest) GetPageSize() int32 {
@@ -1044,6 +1324,13 @@ func (x *ListMessagesRequest) GetView() MessageView {
 	return MessageView_MESSAGE_VIEW_UNSPECIFIED
 }
 
+func (x *ListMessagesRequest) GetClientRef() string {
+	if x != nil {
+		return x.ClientRef
+	}
+	return ""
+}
+
 // A page of messages.
 type ListMessagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1057,7 +1344,7 @@ type ListMessagesResponse struct {
 
 func (x *ListMessagesResponse) Reset() {
 	*x = ListMessagesResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[13]
+	mi := &file_sms_v1_messaging_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1356,7 @@ func (x *ListMessagesResponse) String() string {
 func (*ListMessagesResponse) ProtoMessage() {}
 
 func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[13]
+	mi := &file_sms_v1_messaging_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1369,7 @@ func (x *ListMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{13}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListMessagesResponse) GetMessages() []*Message {
@@ -1112,7 +1399,7 @@ type ListBatchesRequest struct {
 
 func (x *ListBatchesRequest) Reset() {
 	*x = ListBatchesRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[14]
+	mi := &file_sms_v1_messaging_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1411,7 @@ func (x *ListBatchesRequest) String() string {
 func (*ListBatchesRequest) ProtoMessage() {}
 
 func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[14]
+	mi := &file_sms_v1_messaging_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1424,7 @@ func (x *ListBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{14}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListBatchesRequest) GetPageSize() int32 {
@@ -1167,7 +1454,7 @@ type ListBatchesResponse struct {
 
 func (x *ListBatchesResponse) Reset() {
 	*x = ListBatchesResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[15]
+	mi := &file_sms_v1_messaging_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1466,7 @@ func (x *ListBatchesResponse) String() string {
 func (*ListBatchesResponse) ProtoMessage() {}
 
 func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[15]
+	mi := &file_sms_v1_messaging_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1479,7 @@ func (x *ListBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{15}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListBatchesResponse) GetBatches() []*Batch {
@@ -1227,7 +1514,7 @@ type ListBatchMessagesRequest struct {
 
 func (x *ListBatchMessagesRequest) Reset() {
 	*x = ListBatchMessagesRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[16]
+	mi := &file_sms_v1_messaging_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1526,7 @@ func (x *ListBatchMessagesRequest) String() string {
 func (*ListBatchMessagesRequest) ProtoMessage() {}
 
 func (x *ListBatchMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[16]
+	mi := &file_sms_v1_messaging_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1539,7 @@ func (x *ListBatchMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchMessagesRequest.ProtoReflect.Descriptor instead.
 func (*ListBatchMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{16}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListBatchMessagesRequest) GetBatchId() int64 {
@@ -1296,7 +1583,7 @@ type QuoteMessageRequest struct {
 
 func (x *QuoteMessageRequest) Reset() {
 	*x = QuoteMessageRequest{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	mi := &file_sms_v1_messaging_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1308,7 +1595,7 @@ func (x *QuoteMessageRequest) String() string {
 func (*QuoteMessageRequest) ProtoMessage() {}
 
 func (x *QuoteMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[17]
+	mi := &file_sms_v1_messaging_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1321,7 +1608,7 @@ func (x *QuoteMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteMessageRequest.ProtoReflect.Descriptor instead.
 func (*QuoteMessageRequest) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{17}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *QuoteMessageRequest) GetTo() string {
@@ -1362,7 +1649,7 @@ type QuoteMessageResponse struct {
 
 func (x *QuoteMessageResponse) Reset() {
 	*x = QuoteMessageResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[18]
+	mi := &file_sms_v1_messaging_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1661,7 @@ func (x *QuoteMessageResponse) String() string {
 func (*QuoteMessageResponse) ProtoMessage() {}
 
 func (x *QuoteMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[18]
+	mi := &file_sms_v1_messaging_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1674,7 @@ func (x *QuoteMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuoteMessageResponse.ProtoReflect.Descriptor instead.
 func (*QuoteMessageResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{18}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *QuoteMessageResponse) GetTo() string {
@@ -1452,7 +1739,7 @@ type ListBatchMessagesResponse struct {
 
 func (x *ListBatchMessagesResponse) Reset() {
 	*x = ListBatchMessagesResponse{}
-	mi := &file_sms_v1_messaging_proto_msgTypes[19]
+	mi := &file_sms_v1_messaging_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1751,7 @@ func (x *ListBatchMessagesResponse) String() string {
 func (*ListBatchMessagesResponse) ProtoMessage() {}
 
 func (x *ListBatchMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_messaging_proto_msgTypes[19]
+	mi := &file_sms_v1_messaging_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1764,7 @@ func (x *ListBatchMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBatchMessagesResponse.ProtoReflect.Descriptor instead.
 func (*ListBatchMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{19}
+	return file_sms_v1_messaging_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListBatchMessagesResponse) GetMessages() []*Message {
@@ -1498,31 +1785,54 @@ var File_sms_v1_messaging_proto protoreflect.FileDescriptor
 
 const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\n" +
-	"\x16sms/v1/messaging.proto\x12\x06sms.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\x1a\x12sms/v1/types.proto\"\xcf\x01\n" +
+	"\x16sms/v1/messaging.proto\x12\x06sms.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1egoogle/rpc/error_details.proto\x1a\x12sms/v1/types.proto\"&\n" +
+	"\x14CancelMessageRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"B\n" +
+	"\x15CancelMessageResponse\x12)\n" +
+	"\amessage\x18\x01 \x01(\v2\x0f.sms.v1.MessageR\amessage\"$\n" +
+	"\x12CancelBatchRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\"z\n" +
+	"\x13CancelBatchResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x03R\x02id\x12%\n" +
+	"\x0ecanceled_count\x18\x02 \x01(\x05R\rcanceledCount\x12,\n" +
+	"\x12not_canceled_count\x18\x03 \x01(\x05R\x10notCanceledCount\"\xe7\x02\n" +
 	"\x12SendMessageRequest\x12\x0e\n" +
 	"\x02to\x18\x01 \x01(\tR\x02to\x12\x19\n" +
 	"\x06sender\x18\x02 \x01(\tH\x00R\x04from\x88\x01\x01\x12\x12\n" +
 	"\x04text\x18\x03 \x01(\tR\x04text\x12\x1d\n" +
 	"\vttl_seconds\x18\x04 \x01(\x05H\x01R\x03ttl\x88\x01\x01\x12,\n" +
-	"\x0fstatus_callback\x18\x05 \x01(\tH\x02R\x0estatusCallback\x88\x01\x01B\t\n" +
+	"\x0fstatus_callback\x18\x05 \x01(\tH\x02R\x0estatusCallback\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"client_ref\x18( \x01(\tH\x03R\tclientRef\x88\x01\x01\x125\n" +
+	"\tsend_time\x18) \x01(\v2\x1a.google.protobuf.TimestampR\x06sendAt\x12,\n" +
+	"\x12ignore_quiet_hours\x18* \x01(\bR\x10ignoreQuietHoursB\t\n" +
 	"\a_senderB\x0e\n" +
 	"\f_ttl_secondsB\x12\n" +
-	"\x10_status_callback\"@\n" +
+	"\x10_status_callbackB\r\n" +
+	"\v_client_ref\"@\n" +
 	"\x13SendMessageResponse\x12)\n" +
-	"\amessage\x18\x01 \x01(\v2\x0f.sms.v1.MessageR\amessage\"\xce\x01\n" +
+	"\amessage\x18\x01 \x01(\v2\x0f.sms.v1.MessageR\amessage\"\xe6\x02\n" +
 	"\x10SendBatchRequest\x120\n" +
 	"\bmessages\x18\x01 \x03(\v2\x14.sms.v1.BatchMessageR\bmessages\x12\x19\n" +
 	"\x06sender\x18\x02 \x01(\tH\x00R\x04from\x88\x01\x01\x12,\n" +
 	"\x0fstatus_callback\x18\x03 \x01(\tH\x01R\x0estatusCallback\x88\x01\x01\x12\x17\n" +
-	"\x04name\x18\x04 \x01(\tH\x02R\x04name\x88\x01\x01B\t\n" +
+	"\x04name\x18\x04 \x01(\tH\x02R\x04name\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"client_ref\x18( \x01(\tH\x03R\tclientRef\x88\x01\x01\x125\n" +
+	"\tsend_time\x18) \x01(\v2\x1a.google.protobuf.TimestampR\x06sendAt\x12,\n" +
+	"\x12ignore_quiet_hours\x18* \x01(\bR\x10ignoreQuietHoursB\t\n" +
 	"\a_senderB\x12\n" +
 	"\x10_status_callbackB\a\n" +
-	"\x05_name\"X\n" +
+	"\x05_nameB\r\n" +
+	"\v_client_ref\"\x8b\x01\n" +
 	"\fBatchMessage\x12\x0e\n" +
 	"\x02to\x18\x01 \x01(\tR\x02to\x12\x19\n" +
 	"\x06sender\x18\x02 \x01(\tH\x00R\x04from\x88\x01\x01\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04textB\t\n" +
-	"\a_sender\"\xc4\x01\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\"\n" +
+	"\n" +
+	"client_ref\x18( \x01(\tH\x01R\tclientRef\x88\x01\x01B\t\n" +
+	"\a_senderB\r\n" +
+	"\v_client_ref\"\xc4\x01\n" +
 	"\x11SendBatchResponse\x12#\n" +
 	"\x05batch\x18\x01 \x01(\v2\r.sms.v1.BatchR\x05batch\x121\n" +
 	"\x06errors\x18\x02 \x03(\v2\x19.sms.v1.BatchMessageErrorR\x06errors\x12;\n" +
@@ -1542,13 +1852,14 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\x0erejected_count\x18\x05 \x01(\x05R\rrejectedCount\x12;\n" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x121\n" +
-	"\bprogress\x18\a \x01(\v2\x15.sms.v1.BatchProgressR\bprogress\"\xa1\x01\n" +
+	"\bprogress\x18\a \x01(\v2\x15.sms.v1.BatchProgressR\bprogress\"\xc8\x01\n" +
 	"\rBatchProgress\x12\x1d\n" +
 	"\n" +
 	"sent_count\x18\x01 \x01(\x05R\tsentCount\x12'\n" +
 	"\x0fdelivered_count\x18\x02 \x01(\x05R\x0edeliveredCount\x12+\n" +
 	"\x11undelivered_count\x18\x03 \x01(\x05R\x10undeliveredCount\x12\x1b\n" +
-	"\tis_active\x18\x04 \x01(\bR\bisActive\"!\n" +
+	"\tis_active\x18\x04 \x01(\bR\bisActive\x12%\n" +
+	"\x0ecanceled_count\x18( \x01(\x05R\rcanceledCount\"!\n" +
 	"\x0fGetBatchRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"7\n" +
 	"\x10GetBatchResponse\x12#\n" +
@@ -1556,7 +1867,7 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\x11GetMessageRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\"?\n" +
 	"\x12GetMessageResponse\x12)\n" +
-	"\amessage\x18\x01 \x01(\v2\x0f.sms.v1.MessageR\amessage\"\xd8\x02\n" +
+	"\amessage\x18\x01 \x01(\v2\x0f.sms.v1.MessageR\amessage\"\xf7\x02\n" +
 	"\x13ListMessagesRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1567,7 +1878,9 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12'\n" +
-	"\x04view\x18\b \x01(\x0e2\x13.sms.v1.MessageViewR\x04viewB\v\n" +
+	"\x04view\x18\b \x01(\x0e2\x13.sms.v1.MessageViewR\x04view\x12\x1d\n" +
+	"\n" +
+	"client_ref\x18( \x01(\tR\tclientRefB\v\n" +
 	"\t_batch_id\"k\n" +
 	"\x14ListMessagesResponse\x12+\n" +
 	"\bmessages\x18\x01 \x03(\v2\x0f.sms.v1.MessageR\bmessages\x12&\n" +
@@ -1618,7 +1931,7 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\fTextEncoding\x12\x1d\n" +
 	"\x19TEXT_ENCODING_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14TEXT_ENCODING_LATIN1\x10\x01\x12\x19\n" +
-	"\x15TEXT_ENCODING_UNICODE\x10\x022\xf6\x04\n" +
+	"\x15TEXT_ENCODING_UNICODE\x10\x022\x96\x06\n" +
 	"\x10MessagingService\x12F\n" +
 	"\vSendMessage\x12\x1a.sms.v1.SendMessageRequest\x1a\x1b.sms.v1.SendMessageResponse\x12@\n" +
 	"\tSendBatch\x12\x18.sms.v1.SendBatchRequest\x1a\x19.sms.v1.SendBatchResponse\x12B\n" +
@@ -1628,7 +1941,9 @@ const file_sms_v1_messaging_proto_rawDesc = "" +
 	"\fListMessages\x12\x1b.sms.v1.ListMessagesRequest\x1a\x1c.sms.v1.ListMessagesResponse\"\x03\x90\x02\x01\x12K\n" +
 	"\vListBatches\x12\x1a.sms.v1.ListBatchesRequest\x1a\x1b.sms.v1.ListBatchesResponse\"\x03\x90\x02\x01\x12]\n" +
 	"\x11ListBatchMessages\x12 .sms.v1.ListBatchMessagesRequest\x1a!.sms.v1.ListBatchMessagesResponse\"\x03\x90\x02\x01\x12N\n" +
-	"\fQuoteMessage\x12\x1b.sms.v1.QuoteMessageRequest\x1a\x1c.sms.v1.QuoteMessageResponse\"\x03\x90\x02\x01BK\n" +
+	"\fQuoteMessage\x12\x1b.sms.v1.QuoteMessageRequest\x1a\x1c.sms.v1.QuoteMessageResponse\"\x03\x90\x02\x01\x12Q\n" +
+	"\rCancelMessage\x12\x1c.sms.v1.CancelMessageRequest\x1a\x1d.sms.v1.CancelMessageResponse\"\x03\x90\x02\x02\x12K\n" +
+	"\vCancelBatch\x12\x1a.sms.v1.CancelBatchRequest\x1a\x1b.sms.v1.CancelBatchResponse\"\x03\x90\x02\x02BK\n" +
 	"\x12com.example.sms.v1B\x0eMessagingProtoP\x01Z#example.com/sms/gen/go/sms/v1;smsv1b\x06proto3"
 
 var (
@@ -1644,77 +1959,88 @@ func file_sms_v1_messaging_proto_rawDescGZIP() []byte {
 }
 
 var file_sms_v1_messaging_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_sms_v1_messaging_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_sms_v1_messaging_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_sms_v1_messaging_proto_goTypes = []any{
 	(NumberType)(0),                              // 0: sms.v1.NumberType
 	(TextEncoding)(0),                            // 1: sms.v1.TextEncoding
-	(*SendMessageRequest)(nil),                   // 2: sms.v1.SendMessageRequest
-	(*SendMessageResponse)(nil),                  // 3: sms.v1.SendMessageResponse
-	(*SendBatchRequest)(nil),                     // 4: sms.v1.SendBatchRequest
-	(*BatchMessage)(nil),                         // 5: sms.v1.BatchMessage
-	(*SendBatchResponse)(nil),                    // 6: sms.v1.SendBatchResponse
-	(*BatchMessageError)(nil),                    // 7: sms.v1.BatchMessageError
-	(*Batch)(nil),                                // 8: sms.v1.Batch
-	(*BatchProgress)(nil),                        // 9: sms.v1.BatchProgress
-	(*GetBatchRequest)(nil),                      // 10: sms.v1.GetBatchRequest
-	(*GetBatchResponse)(nil),                     // 11: sms.v1.GetBatchResponse
-	(*GetMessageRequest)(nil),                    // 12: sms.v1.GetMessageRequest
-	(*GetMessageResponse)(nil),                   // 13: sms.v1.GetMessageResponse
-	(*ListMessagesRequest)(nil),                  // 14: sms.v1.ListMessagesRequest
-	(*ListMessagesResponse)(nil),                 // 15: sms.v1.ListMessagesResponse
-	(*ListBatchesRequest)(nil),                   // 16: sms.v1.ListBatchesRequest
-	(*ListBatchesResponse)(nil),                  // 17: sms.v1.ListBatchesResponse
-	(*ListBatchMessagesRequest)(nil),             // 18: sms.v1.ListBatchMessagesRequest
-	(*QuoteMessageRequest)(nil),                  // 19: sms.v1.QuoteMessageRequest
-	(*QuoteMessageResponse)(nil),                 // 20: sms.v1.QuoteMessageResponse
-	(*ListBatchMessagesResponse)(nil),            // 21: sms.v1.ListBatchMessagesResponse
-	(*Message)(nil),                              // 22: sms.v1.Message
-	(*errdetails.BadRequest_FieldViolation)(nil), // 23: google.rpc.BadRequest.FieldViolation
-	(*timestamppb.Timestamp)(nil),                // 24: google.protobuf.Timestamp
-	(MessageStatus)(0),                           // 25: sms.v1.MessageStatus
-	(MessageView)(0),                             // 26: sms.v1.MessageView
+	(*CancelMessageRequest)(nil),                 // 2: sms.v1.CancelMessageRequest
+	(*CancelMessageResponse)(nil),                // 3: sms.v1.CancelMessageResponse
+	(*CancelBatchRequest)(nil),                   // 4: sms.v1.CancelBatchRequest
+	(*CancelBatchResponse)(nil),                  // 5: sms.v1.CancelBatchResponse
+	(*SendMessageRequest)(nil),                   // 6: sms.v1.SendMessageRequest
+	(*SendMessageResponse)(nil),                  // 7: sms.v1.SendMessageResponse
+	(*SendBatchRequest)(nil),                     // 8: sms.v1.SendBatchRequest
+	(*BatchMessage)(nil),                         // 9: sms.v1.BatchMessage
+	(*SendBatchResponse)(nil),                    // 10: sms.v1.SendBatchResponse
+	(*BatchMessageError)(nil),                    // 11: sms.v1.BatchMessageError
+	(*Batch)(nil),                                // 12: sms.v1.Batch
+	(*BatchProgress)(nil),                        // 13: sms.v1.BatchProgress
+	(*GetBatchRequest)(nil),                      // 14: sms.v1.GetBatchRequest
+	(*GetBatchResponse)(nil),                     // 15: sms.v1.GetBatchResponse
+	(*GetMessageRequest)(nil),                    // 16: sms.v1.GetMessageRequest
+	(*GetMessageResponse)(nil),                   // 17: sms.v1.GetMessageResponse
+	(*ListMessagesRequest)(nil),                  // 18: sms.v1.ListMessagesRequest
+	(*ListMessagesResponse)(nil),                 // 19: sms.v1.ListMessagesResponse
+	(*ListBatchesRequest)(nil),                   // 20: sms.v1.ListBatchesRequest
+	(*ListBatchesResponse)(nil),                  // 21: sms.v1.ListBatchesResponse
+	(*ListBatchMessagesRequest)(nil),             // 22: sms.v1.ListBatchMessagesRequest
+	(*QuoteMessageRequest)(nil),                  // 23: sms.v1.QuoteMessageRequest
+	(*QuoteMessageResponse)(nil),                 // 24: sms.v1.QuoteMessageResponse
+	(*ListBatchMessagesResponse)(nil),            // 25: sms.v1.ListBatchMessagesResponse
+	(*Message)(nil),                              // 26: sms.v1.Message
+	(*timestamppb.Timestamp)(nil),                // 27: google.protobuf.Timestamp
+	(*errdetails.BadRequest_FieldViolation)(nil), // 28: google.rpc.BadRequest.FieldViolation
+	(MessageStatus)(0),                           // 29: sms.v1.MessageStatus
+	(MessageView)(0),                             // 30: sms.v1.MessageView
 }
 var file_sms_v1_messaging_proto_depIdxs = []int32{
-	22, // 0: sms.v1.SendMessageResponse.message:type_name -> sms.v1.Message
-	5,  // 1: sms.v1.SendBatchRequest.messages:type_name -> sms.v1.BatchMessage
-	8,  // 2: sms.v1.SendBatchResponse.batch:type_name -> sms.v1.Batch
-	7,  // 3: sms.v1.SendBatchResponse.errors:type_name -> sms.v1.BatchMessageError
-	23, // 4: sms.v1.BatchMessageError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
-	24, // 5: sms.v1.Batch.create_time:type_name -> google.protobuf.Timestamp
-	9,  // 6: sms.v1.Batch.progress:type_name -> sms.v1.BatchProgress
-	8,  // 7: sms.v1.GetBatchResponse.batch:type_name -> sms.v1.Batch
-	22, // 8: sms.v1.GetMessageResponse.message:type_name -> sms.v1.Message
-	25, // 9: sms.v1.ListMessagesRequest.status:type_name -> sms.v1.MessageStatus
-	24, // 10: sms.v1.ListMessagesRequest.start_time:type_name -> google.protobuf.Timestamp
-	24, // 11: sms.v1.ListMessagesRequest.end_time:type_name -> google.protobuf.Timestamp
-	26, // 12: sms.v1.ListMessagesRequest.view:type_name -> sms.v1.MessageView
-	22, // 13: sms.v1.ListMessagesResponse.messages:type_name -> sms.v1.Message
-	8,  // 14: sms.v1.ListBatchesResponse.batches:type_name -> sms.v1.Batch
-	26, // 15: sms.v1.ListBatchMessagesRequest.view:type_name -> sms.v1.MessageView
-	0,  // 16: sms.v1.QuoteMessageResponse.number_type:type_name -> sms.v1.NumberType
-	1,  // 17: sms.v1.QuoteMessageResponse.encoding:type_name -> sms.v1.TextEncoding
-	22, // 18: sms.v1.ListBatchMessagesResponse.messages:type_name -> sms.v1.Message
-	2,  // 19: sms.v1.MessagingService.SendMessage:input_type -> sms.v1.SendMessageRequest
-	4,  // 20: sms.v1.MessagingService.SendBatch:input_type -> sms.v1.SendBatchRequest
-	10, // 21: sms.v1.MessagingService.GetBatch:input_type -> sms.v1.GetBatchRequest
-	12, // 22: sms.v1.MessagingService.GetMessage:input_type -> sms.v1.GetMessageRequest
-	14, // 23: sms.v1.MessagingService.ListMessages:input_type -> sms.v1.ListMessagesRequest
-	16, // 24: sms.v1.MessagingService.ListBatches:input_type -> sms.v1.ListBatchesRequest
-	18, // 25: sms.v1.MessagingService.ListBatchMessages:input_type -> sms.v1.ListBatchMessagesRequest
-	19, // 26: sms.v1.MessagingService.QuoteMessage:input_type -> sms.v1.QuoteMessageRequest
-	3,  // 27: sms.v1.MessagingService.SendMessage:output_type -> sms.v1.SendMessageResponse
-	6,  // 28: sms.v1.MessagingService.SendBatch:output_type -> sms.v1.SendBatchResponse
-	11, // 29: sms.v1.MessagingService.GetBatch:output_type -> sms.v1.GetBatchResponse
-	13, // 30: sms.v1.MessagingService.GetMessage:output_type -> sms.v1.GetMessageResponse
-	15, // 31: sms.v1.MessagingService.ListMessages:output_type -> sms.v1.ListMessagesResponse
-	17, // 32: sms.v1.MessagingService.ListBatches:output_type -> sms.v1.ListBatchesResponse
-	21, // 33: sms.v1.MessagingService.ListBatchMessages:output_type -> sms.v1.ListBatchMessagesResponse
-	20, // 34: sms.v1.MessagingService.QuoteMessage:output_type -> sms.v1.QuoteMessageResponse
-	27, // [27:35] is the sub-list for method output_type
-	19, // [19:27] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	26, // 0: sms.v1.CancelMessageResponse.message:type_name -> sms.v1.Message
+	27, // 1: sms.v1.SendMessageRequest.send_time:type_name -> google.protobuf.Timestamp
+	26, // 2: sms.v1.SendMessageResponse.message:type_name -> sms.v1.Message
+	9,  // 3: sms.v1.SendBatchRequest.messages:type_name -> sms.v1.BatchMessage
+	27, // 4: sms.v1.SendBatchRequest.send_time:type_name -> google.protobuf.Timestamp
+	12, // 5: sms.v1.SendBatchResponse.batch:type_name -> sms.v1.Batch
+	11, // 6: sms.v1.SendBatchResponse.errors:type_name -> sms.v1.BatchMessageError
+	28, // 7: sms.v1.BatchMessageError.field_violations:type_name -> google.rpc.BadRequest.FieldViolation
+	27, // 8: sms.v1.Batch.create_time:type_name -> google.protobuf.Timestamp
+	13, // 9: sms.v1.Batch.progress:type_name -> sms.v1.BatchProgress
+	12, // 10: sms.v1.GetBatchResponse.batch:type_name -> sms.v1.Batch
+	26, // 11: sms.v1.GetMessageResponse.message:type_name -> sms.v1.Message
+	29, // 12: sms.v1.ListMessagesRequest.status:type_name -> sms.v1.MessageStatus
+	27, // 13: sms.v1.ListMessagesRequest.start_time:type_name -> google.protobuf.Timestamp
+	27, // 14: sms.v1.ListMessagesRequest.end_time:type_name -> google.protobuf.Timestamp
+	30, // 15: sms.v1.ListMessagesRequest.view:type_name -> sms.v1.MessageView
+	26, // 16: sms.v1.ListMessagesResponse.messages:type_name -> sms.v1.Message
+	12, // 17: sms.v1.ListBatchesResponse.batches:type_name -> sms.v1.Batch
+	30, // 18: sms.v1.ListBatchMessagesRequest.view:type_name -> sms.v1.MessageView
+	0,  // 19: sms.v1.QuoteMessageResponse.number_type:type_name -> sms.v1.NumberType
+	1,  // 20: sms.v1.QuoteMessageResponse.encoding:type_name -> sms.v1.TextEncoding
+	26, // 21: sms.v1.ListBatchMessagesResponse.messages:type_name -> sms.v1.Message
+	6,  // 22: sms.v1.MessagingService.SendMessage:input_type -> sms.v1.SendMessageRequest
+	8,  // 23: sms.v1.MessagingService.SendBatch:input_type -> sms.v1.SendBatchRequest
+	14, // 24: sms.v1.MessagingService.GetBatch:input_type -> sms.v1.GetBatchRequest
+	16, // 25: sms.v1.MessagingService.GetMessage:input_type -> sms.v1.GetMessageRequest
+	18, // 26: sms.v1.MessagingService.ListMessages:input_type -> sms.v1.ListMessagesRequest
+	20, // 27: sms.v1.MessagingService.ListBatches:input_type -> sms.v1.ListBatchesRequest
+	22, // 28: sms.v1.MessagingService.ListBatchMessages:input_type -> sms.v1.ListBatchMessagesRequest
+	23, // 29: sms.v1.MessagingService.QuoteMessage:input_type -> sms.v1.QuoteMessageRequest
+	2,  // 30: sms.v1.MessagingService.CancelMessage:input_type -> sms.v1.CancelMessageRequest
+	4,  // 31: sms.v1.MessagingService.CancelBatch:input_type -> sms.v1.CancelBatchRequest
+	7,  // 32: sms.v1.MessagingService.SendMessage:output_type -> sms.v1.SendMessageResponse
+	10, // 33: sms.v1.MessagingService.SendBatch:output_type -> sms.v1.SendBatchResponse
+	15, // 34: sms.v1.MessagingService.GetBatch:output_type -> sms.v1.GetBatchResponse
+	17, // 35: sms.v1.MessagingService.GetMessage:output_type -> sms.v1.GetMessageResponse
+	19, // 36: sms.v1.MessagingService.ListMessages:output_type -> sms.v1.ListMessagesResponse
+	21, // 37: sms.v1.MessagingService.ListBatches:output_type -> sms.v1.ListBatchesResponse
+	25, // 38: sms.v1.MessagingService.ListBatchMessages:output_type -> sms.v1.ListBatchMessagesResponse
+	24, // 39: sms.v1.MessagingService.QuoteMessage:output_type -> sms.v1.QuoteMessageResponse
+	3,  // 40: sms.v1.MessagingService.CancelMessage:output_type -> sms.v1.CancelMessageResponse
+	5,  // 41: sms.v1.MessagingService.CancelBatch:output_type -> sms.v1.CancelBatchResponse
+	32, // [32:42] is the sub-list for method output_type
+	22, // [22:32] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_messaging_proto_init() }
@@ -1723,18 +2049,18 @@ func file_sms_v1_messaging_proto_init() {
 		return
 	}
 	file_sms_v1_types_proto_init()
-	file_sms_v1_messaging_proto_msgTypes[0].OneofWrappers = []any{}
-	file_sms_v1_messaging_proto_msgTypes[2].OneofWrappers = []any{}
-	file_sms_v1_messaging_proto_msgTypes[3].OneofWrappers = []any{}
 	file_sms_v1_messaging_proto_msgTypes[4].OneofWrappers = []any{}
-	file_sms_v1_messaging_proto_msgTypes[12].OneofWrappers = []any{}
+	file_sms_v1_messaging_proto_msgTypes[6].OneofWrappers = []any{}
+	file_sms_v1_messaging_proto_msgTypes[7].OneofWrappers = []any{}
+	file_sms_v1_messaging_proto_msgTypes[8].OneofWrappers = []any{}
+	file_sms_v1_messaging_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_messaging_proto_rawDesc), len(file_sms_v1_messaging_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

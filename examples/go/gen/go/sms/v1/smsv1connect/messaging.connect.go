@@ -57,6 +57,12 @@ const (
 	// MessagingServiceQuoteMessageProcedure is the fully-qualified name of the MessagingService's
 	// QuoteMessage RPC.
 	MessagingServiceQuoteMessageProcedure = "/sms.v1.MessagingService/QuoteMessage"
+	// MessagingServiceCancelMessageProcedure is the fully-qualified name of the MessagingService's
+	// CancelMessage RPC.
+	MessagingServiceCancelMessageProcedure = "/sms.v1.MessagingService/CancelMessage"
+	// MessagingServiceCancelBatchProcedure is the fully-qualified name of the MessagingService's
+	// CancelBatch RPC.
+	MessagingServiceCancelBatchProcedure = "/sms.v1.MessagingService/CancelBatch"
 )
 
 // MessagingServiceClient is a client for the sms.v1.MessagingService service.
@@ -92,6 +98,14 @@ type MessagingServiceClient interface {
 	// it). Never names the carrier. INVALID_ARGUMENT (BadRequest on `to` and `text`) where
 	// SendMessage would refuse these fields, a destination without a price included.
 	QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error)
+	// Cancels a message that no carrier has taken and no worker has claimed (scheduled, queued or
+	// held): it becomes MESSAGE_STATUS_CANCELED, is refunded and notified. Canceling a CANCELED
+	// message again answers it again. FAILED_PRECONDITION (reason MESSAGE_ALREADY_SUBMITTED) once a
+	// worker claimed it or a carrier took it; NOT_FOUND (MESSAGE_NOT_FOUND) for another account's.
+	CancelMessage(context.Context, *connect.Request[v1.CancelMessageRequest]) (*connect.Response[v1.CancelMessageResponse], error)
+	// Cancels every message of a batch that CancelMessage would cancel, leaving the others as they
+	// are; one refund for them all. NOT_FOUND (BATCH_NOT_FOUND) for an unknown or another's batch.
+	CancelBatch(context.Context, *connect.Request[v1.CancelBatchRequest]) (*connect.Response[v1.CancelBatchResponse], error)
 }
 
 // NewMessagingServiceClient constructs a client for the sms.v1.MessagingService service. By
@@ -159,6 +173,20 @@ func NewMessagingServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		cancelMessage: connect.NewClient[v1.CancelMessageRequest, v1.CancelMessageResponse](
+			httpClient,
+			baseURL+MessagingServiceCancelMessageProcedure,
+			connect.WithSchema(messagingServiceMethods.ByName("CancelMessage")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
+		cancelBatch: connect.NewClient[v1.CancelBatchRequest, v1.CancelBatchResponse](
+			httpClient,
+			baseURL+MessagingServiceCancelBatchProcedure,
+			connect.WithSchema(messagingServiceMethods.ByName("CancelBatch")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -172,6 +200,8 @@ type messagingServiceClient struct {
 	listBatches       *connect.Client[v1.ListBatchesRequest, v1.ListBatchesResponse]
 	listBatchMessages *connect.Client[v1.ListBatchMessagesRequest, v1.ListBatchMessagesResponse]
 	quoteMessage      *connect.Client[v1.QuoteMessageRequest, v1.QuoteMessageResponse]
+	cancelMessage     *connect.Client[v1.CancelMessageRequest, v1.CancelMessageResponse]
+	cancelBatch       *connect.Client[v1.CancelBatchRequest, v1.CancelBatchResponse]
 }
 
 // SendMessage calls sms.v1.MessagingService.SendMessage.
@@ -214,6 +244,16 @@ func (c *messagingServiceClient) QuoteMessage(ctx context.Context, req *connect.
 	return c.quoteMessage.CallUnary(ctx, req)
 }
 
+// CancelMessage calls sms.v1.MessagingService.CancelMessage.
+func (c *messagingServiceClient) CancelMessage(ctx context.Context, req *connect.Request[v1.CancelMessageRequest]) (*connect.Response[v1.CancelMessageResponse], error) {
+	return c.cancelMessage.CallUnary(ctx, req)
+}
+
+// CancelBatch calls sms.v1.MessagingService.CancelBatch.
+func (c *messagingServiceClient) CancelBatch(ctx context.Context, req *connect.Request[v1.CancelBatchRequest]) (*connect.Response[v1.CancelBatchResponse], error) {
+	return c.cancelBatch.CallUnary(ctx, req)
+}
+
 // MessagingServiceHandler is an implementation of the sms.v1.MessagingService service.
 type MessagingServiceHandler interface {
 	// Sends one message: validates, charges the account (price per part), stores and schedules it,
@@ -247,6 +287,14 @@ type MessagingServiceHandler interface {
 	// it). Never names the carrier. INVALID_ARGUMENT (BadRequest on `to` and `text`) where
 	// SendMessage would refuse these fields, a destination without a price included.
 	QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error)
+	// Cancels a message that no carrier has taken and no worker has claimed (scheduled, queued or
+	// held): it becomes MESSAGE_STATUS_CANCELED, is refunded and notified. Canceling a CANCELED
+	// message again answers it again. FAILED_PRECONDITION (reason MESSAGE_ALREADY_SUBMITTED) once a
+	// worker claimed it or a carrier took it; NOT_FOUND (MESSAGE_NOT_FOUND) for another account's.
+	CancelMessage(context.Context, *connect.Request[v1.CancelMessageRequest]) (*connect.Response[v1.CancelMessageResponse], error)
+	// Cancels every message of a batch that CancelMessage would cancel, leaving the others as they
+	// are; one refund for them all. NOT_FOUND (BATCH_NOT_FOUND) for an unknown or another's batch.
+	CancelBatch(context.Context, *connect.Request[v1.CancelBatchRequest]) (*connect.Response[v1.CancelBatchResponse], error)
 }
 
 // NewMessagingServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -310,6 +358,20 @@ func NewMessagingServiceHandler(svc MessagingServiceHandler, opts ...connect.Han
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	messagingServiceCancelMessageHandler := connect.NewUnaryHandler(
+		MessagingServiceCancelMessageProcedure,
+		svc.CancelMessage,
+		connect.WithSchema(messagingServiceMethods.ByName("CancelMessage")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
+	messagingServiceCancelBatchHandler := connect.NewUnaryHandler(
+		MessagingServiceCancelBatchProcedure,
+		svc.CancelBatch,
+		connect.WithSchema(messagingServiceMethods.ByName("CancelBatch")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/sms.v1.MessagingService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case MessagingServiceSendMessageProcedure:
@@ -328,6 +390,10 @@ func NewMessagingServiceHandler(svc MessagingServiceHandler, opts ...connect.Han
 			messagingServiceListBatchMessagesHandler.ServeHTTP(w, r)
 		case MessagingServiceQuoteMessageProcedure:
 			messagingServiceQuoteMessageHandler.ServeHTTP(w, r)
+		case MessagingServiceCancelMessageProcedure:
+			messagingServiceCancelMessageHandler.ServeHTTP(w, r)
+		case MessagingServiceCancelBatchProcedure:
+			messagingServiceCancelBatchHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -367,4 +433,12 @@ func (UnimplementedMessagingServiceHandler) ListBatchMessages(context.Context, *
 
 func (UnimplementedMessagingServiceHandler) QuoteMessage(context.Context, *connect.Request[v1.QuoteMessageRequest]) (*connect.Response[v1.QuoteMessageResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.MessagingService.QuoteMessage is not implemented"))
+}
+
+func (UnimplementedMessagingServiceHandler) CancelMessage(context.Context, *connect.Request[v1.CancelMessageRequest]) (*connect.Response[v1.CancelMessageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.MessagingService.CancelMessage is not implemented"))
+}
+
+func (UnimplementedMessagingServiceHandler) CancelBatch(context.Context, *connect.Request[v1.CancelBatchRequest]) (*connect.Response[v1.CancelBatchResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.MessagingService.CancelBatch is not implemented"))
 }
