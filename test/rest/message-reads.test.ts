@@ -4,6 +4,7 @@
  * receiver (docs/design.md "Message reads, client references, scheduled sends and cancel").
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { basicAuthorization } from "../../src/services/authentication.ts";
 import { postJson, type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 import { type Account, withQuery } from "./helpers.ts";
@@ -189,5 +190,50 @@ describe("GET /sms", () => {
     expect(included.body.messages.map((m: { id: number }) => m.id)).toContain(sent.body.id);
     const excluded = await list({ until: at });
     expect(excluded.body.messages.map((m: { id: number }) => m.id)).not.toContain(sent.body.id);
+  });
+});
+
+describe("cancel's webhook, and the same over Connect", () => {
+  it("a canceled message's CANCELED webhook carries its client_ref", async () => {
+    const sent = await postJson(`${service.baseUrl}/sms`, {
+      ...account,
+      to: "+4915112345678",
+      text: "later",
+      clientRef: "c-1",
+      sendAt: new Date(Date.now() + 600_000).toISOString(),
+    });
+    const canceled = await postJson(`${service.baseUrl}/sms/${sent.body.id}/cancel`, account);
+    expect(canceled.body.status).toBe("CANCELED");
+    const hook = await webhookOf(sent.body.id, "CANCELED");
+    expect(hook?.pathAndQuery).toBe(`/hook?id=${sent.body.id}&status=CANCELED&client_ref=c-1`);
+  });
+
+  it("SendMessage with clientRef and sendAt, then CancelMessage, in Connect JSON", async () => {
+    const call = async (method: string, body: unknown) => {
+      const response = await fetch(`${service.baseUrl}/sms.v1.MessagingService/${method}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          authorization: basicAuthorization(account.apiKey, account.apiSecret),
+        },
+        body: JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    const sendAt = new Date(Date.now() + 600_000);
+    const sent = await call("SendMessage", {
+      to: "+4915112345678",
+      text: "rpc",
+      clientRef: "rpc-1",
+      sendAt: sendAt.toISOString(),
+    });
+    expect(sent.status).toBe(200);
+    expect(sent.body.message.clientRef).toBe("rpc-1");
+    expect(Date.parse(sent.body.message.sendTime)).toBe(sendAt.getTime());
+    const canceled = await call("CancelMessage", { id: sent.body.message.id });
+    expect(canceled.status).toBe(200);
+    expect(canceled.body.message.status).toBe("MESSAGE_STATUS_CANCELED");
+    const again = await call("CancelMessage", { id: sent.body.message.id });
+    expect(again.status).toBe(200);
   });
 });
