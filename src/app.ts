@@ -8,6 +8,7 @@ import { BackgroundControl } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
+import { DueAlarm } from "./delivery/due-alarm.ts";
 import { Routing } from "./delivery/routing/routing.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
@@ -106,11 +107,16 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   const lanes = new LaneMarker(store.lanes, (err) =>
     log.warn({ err }, "marking lanes failed; the overdue sweep will"),
   );
+  // Work accepted for later (sendAt, quiet hours) wakes this instance's workers at its time, not
+  // at their next poll; a time further than a day is left to the polls and the lanes' settling.
+  const dueLater = new DueAlarm(() => background.wake());
   const schedule = async (accountId: string, deliveryAt: Date, acceptedAt: Date) => {
     lanes.mark(accountId, "delivery", deliveryAt);
     lanes.mark(accountId, "notify", acceptedAt);
     await lanes.flush();
     background.wake();
+    const ahead = deliveryAt.getTime() - store.clock.nowMs();
+    if (ahead > 0 && ahead < 86_400_000) dueLater.add(Date.now() + ahead);
   };
   // Bodies over 1 MiB read at once, per client address and in all, on both ports.
   const largeBodies = new LargeBodySlots();

@@ -50,6 +50,8 @@ export interface DeliveryRoundsOptions {
   track: (work: Promise<void>) => void;
   /** Further conditions on the messages claimed, asked each turn (a carrier's worker: its routes' messages). */
   filter?: () => Filter<MessageDoc>;
+  /** A settled lane's earliest work is due later, at this time (a scheduled send, a hold). */
+  dueLater?: (at: Date) => void;
 }
 
 export class DeliveryRounds {
@@ -130,7 +132,9 @@ export class DeliveryRounds {
 
   private async settle(turn: Turn): Promise<void> {
     const { lanes, store } = this.options;
-    await lanes.settle(turn, await nextDueAt(store.messages, DELIVERY_QUEUE, turn.key));
+    const next = await nextDueAt(store.messages, DELIVERY_QUEUE, turn.key);
+    await lanes.settle(turn, next);
+    if (next && next.getTime() > store.clock.nowMs()) this.options.dueLater?.(next);
   }
 
   /**

@@ -34,6 +34,7 @@ import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
 import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
+import { DueAlarm } from "./due-alarm.ts";
 import { ReceiptHandler, type UnmatchedReceiptOptions } from "./receipts.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
@@ -145,6 +146,8 @@ export class DeliveryWorker {
   private pollTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
+  /** Wakes the worker when a lane's work comes due (DeliveryRounds' dueLater). */
+  private readonly dueAlarm = new DueAlarm(() => this.wake());
   private pausedUntil = 0;
   /** Claim rounds running. */
   private roundsRunning = 0;
@@ -219,6 +222,9 @@ export class DeliveryWorker {
       ),
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
+      // A lane's next work due later (a scheduled send, quiet hours' end): woken then, not at
+      // the next poll. The server clock's time, on this process's timer.
+      dueLater: (at) => this.dueAlarm.add(at.getTime() - options.store.clock.nowMs() + Date.now()),
       ...(planCarrier && { filter: planCarrier.claims }),
     });
   }
@@ -250,6 +256,7 @@ export class DeliveryWorker {
     if (!this.running) return;
     this.running = false;
     for (const timer of [this.pollTimer, this.sweepTimer, this.wakeTimer]) clearInterval(timer);
+    this.dueAlarm.clear();
     this.signal.release();
     await this.loop;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
