@@ -47,6 +47,8 @@ describe("GET /sms-batch/{id}", () => {
       sentCount: 0,
       deliveredCount: 0,
       undeliveredCount: 0,
+      // Beyond the spec's fields: messages its account canceled (docs/design.md).
+      canceledCount: 0,
       messages: ["+4915100000001", "+4915100000002", "+4915100000003", "+4915100000004"].map(
         (to) => ({
           id: expect.any(Number),
