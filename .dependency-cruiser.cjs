@@ -24,6 +24,7 @@ const MAY_IMPORT = {
   "opt-outs": [...BASE, "store"],
   inbound: [...BASE, "store", "smpp", "opt-outs"],
   delivery: [...BASE, "store", "scheduling", "tracing", "smpp", "inbound"],
+  money: [...BASE, "store"],
   lifecycle: [...BASE, "store", "delivery"],
   metrics: [...BASE, "store", "delivery", "lifecycle"],
   notifier: [...BASE, "store", "scheduling", "tracing", "inbound", "metrics"],
@@ -31,7 +32,7 @@ const MAY_IMPORT = {
   connections: [...BASE, "config"],
   services: [
     ...BASE,
-    ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics"],
+    ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics", "money"],
   ],
   idempotency: [...BASE, "store", "services"],
   rest: [
@@ -39,7 +40,7 @@ const MAY_IMPORT = {
     ...["store", "tracing", "rate-limits", "request-bodies", "config", "connections", "services"],
   ],
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
-  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest"],
+  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money"],
   cli: [...BASE, "config"],
 };
 

@@ -97,7 +97,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     store.senderNames,
     numbersCollection(store.db),
   );
-  const confirmations = new ChargeConfirmations(store.accounts, (err) =>
+  const confirmations = new ChargeConfirmations(store, (err) =>
     log.warn({ err }, "confirming charges failed; the settler will"),
   );
   // Accepted work is scheduled in its account's lanes before the answer (see scheduling/lanes.ts).
@@ -159,9 +159,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     directory,
     messageIds: new IdAllocator(store.counters, "message"),
     confirmations,
-    writer: new MessageWriter(store.accounts, store.messages, confirmations, () =>
-      store.clock.now(),
-    ),
+    writer: new MessageWriter(store, store.messages, confirmations, () => store.clock.now()),
     timeouts: { requestMs: config.requestTimeoutMs, batchStoreMs: config.batchStoreTimeoutMs },
     policy: {
       sharedSender: config.sharedSender,

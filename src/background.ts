@@ -16,6 +16,7 @@ import { SmppCarrier } from "./delivery/smpp-carrier/adapter.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
 import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";
+import { UnsentPartsRefunder } from "./money/refunds.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import { settleAbandonedCharges } from "./store/charges.ts";
 import type { Store } from "./store/database.ts";
@@ -54,6 +55,7 @@ export class BackgroundControl {
   private work: BackgroundWork | undefined;
   private closing = false;
   private settleTimer: NodeJS.Timeout | undefined;
+  private refunder: UnsentPartsRefunder | undefined;
 
   constructor(private readonly deps: BackgroundDeps) {}
 
@@ -72,6 +74,14 @@ export class BackgroundControl {
       },
       Math.min(30_000, config.settleAfterMs / 4),
     );
+    // Parts no carrier accepted are refunded on every instance (docs/design.md "Money").
+    this.refunder = new UnsentPartsRefunder(
+      store,
+      () => store.clock.now(),
+      config.pricePerPartMicros,
+      (err) => logger.warn({ err }, "refunding unsent parts failed; the next sweep will"),
+    );
+    this.refunder.start();
   }
 
   /** From the first moment of a close: no start after it. */
@@ -83,6 +93,7 @@ export class BackgroundControl {
     this.closing = true;
     clearInterval(this.settleTimer);
     await this.work?.stop();
+    await this.refunder?.stop();
   }
 
   wake(): void {

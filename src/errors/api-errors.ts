@@ -52,7 +52,11 @@ export type Reason =
   | "NUMBER_NOT_FOUND"
   | "NUMBER_ASSIGNED_ELSEWHERE"
   | "SIMULATOR_ONLY"
-  | "LARGE_BODIES_LIMITED";
+  | "LARGE_BODIES_LIMITED"
+  | "COUNTRY_NOT_ALLOWED"
+  | "PRICE_ABOVE_LIMIT"
+  | "DAILY_SPEND_LIMIT"
+  | "SUSPECTED_TOLL_FRAUD";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */
 const REASON_BY_CODE: Partial<Record<Code, Reason>> = {

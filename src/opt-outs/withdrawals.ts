@@ -14,7 +14,8 @@ import { randomInt } from "node:crypto";
 import type { Collection, Filter } from "mongodb";
 import { settleWithdrawal } from "../store/charges.ts";
 import { backgroundWriteOptions } from "../store/deadline.ts";
-import type { AccountDoc, MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { MoneyCollections } from "../store/ledger.ts";
 import { changeStatus } from "../store/status-changes.ts";
 
 /** What a withdrawn message records as its send error. */
@@ -33,7 +34,7 @@ export interface Withdrawable {
  * keep their price). Returns the ids withdrawn.
  */
 export async function withdrawMessages(
-  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  collections: MoneyCollections & { messages: Collection<MessageDoc> },
   accountId: string,
   messages: readonly Withdrawable[],
   pricePerPartMicros: number,

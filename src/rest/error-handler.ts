@@ -44,6 +44,11 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
 export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {
   RECIPIENT_OPTED_OUT: 400,
   OPT_OUT_NOT_REMOVABLE: 409,
+  // A destination the account's spend controls or the toll-fraud guard refuse is a bad `to`
+  // (docs/design.md "Money"); the daily limit stays 402, like missing credit.
+  COUNTRY_NOT_ALLOWED: 400,
+  PRICE_ABOVE_LIMIT: 400,
+  SUSPECTED_TOLL_FRAUD: 400,
 };
 
 /** The HTTP status of a service refusal (REST and the dashboard); undefined for a failure. */

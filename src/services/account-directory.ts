@@ -1,5 +1,5 @@
 import type { Collection } from "mongodb";
-import type { AccountDoc, SenderNameDoc } from "../store/documents.ts";
+import type { AccountDoc, SenderNameDoc, SpendControlsDoc } from "../store/documents.ts";
 import type { NumberDoc } from "../store/numbers.ts";
 
 export interface AccountView {
@@ -13,6 +13,8 @@ export interface AccountView {
   otpSenders: ReadonlySet<string>;
   /** Numbers assigned to the account (store/numbers.ts): it may send from them. */
   numbers: ReadonlySet<string>;
+  /** The account's spend controls (money/spend-controls.ts); absent: none. */
+  spendControls?: SpendControlsDoc;
 }
 
 /**
@@ -48,7 +50,7 @@ export class AccountDirectory {
     const [account, approved, numbers] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
-        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1 } },
+        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1, spendControls: 1 } },
       ),
       this.senderNames
         .find({ accountId: apiKey, pending: false }, { projection: { name: 1, purpose: 1 } })
@@ -65,6 +67,7 @@ export class AccountDirectory {
     };
     if (account.statusUrl) view.statusUrl = account.statusUrl;
     if (account.defaultSender) view.defaultSender = account.defaultSender;
+    if (account.spendControls) view.spendControls = account.spendControls;
     return view;
   }
 }

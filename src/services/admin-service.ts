@@ -124,7 +124,7 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
     async addCredit(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
       const amount = toMicros("amount_micros", req.amountMicros);
-      const result = await addCredit(store.accounts, req.apiKey, amount);
+      const result = await addCredit(store, req.apiKey, amount, store.clock.now());
       if (result === "insufficient") {
         throw fieldErrors(
           Code.FailedPrecondition,

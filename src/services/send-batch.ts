@@ -1,9 +1,11 @@
 import type { BatchMessageError } from "../../gen/sms/v1/messaging_pb.ts";
 import { BATCH_MAX_MESSAGES, isValidBatchName, TTL_DEFAULT_SECONDS } from "../domain/limits.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
+import { spendRefusal } from "../money/spend-controls.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import { chargedUsage } from "../store/ledger.ts";
 import { reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -58,6 +60,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
     let rejected: BatchMessageError[] = [];
     const acceptedAt: number[] = [];
     let idCount = 0;
+    let refusedByControls = 0;
     // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
     // The first slice starts after a turn: this one already parsed and validated the request.
     const slices = new LoopSlices();
@@ -73,12 +76,23 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         rejected.push(rejection(index, checked.errors));
         continue;
       }
+      const refusal = spendRefusal(account.spendControls, {
+        country: checked.message.destination.country,
+        priceMicros: checked.message.partCount * checked.message.destination.pricePerPartMicros,
+      });
+      if (refusal) {
+        refusedByControls++;
+        rejected.push(rejection(index, { to: refusal.message }, refusal.reason));
+        continue;
+      }
       accepted.push(checked.message);
       acceptedAt.push(index);
       idCount += idsTaken(checked.message);
     }
 
-    if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
+    if (rejected.length > refusedByControls)
+      deps.intake?.rejected("invalid", rejected.length - refusedByControls, 0);
+    if (refusedByControls > 0) deps.intake?.rejected("spend_controls", refusedByControls, 0);
     const now = store.clock.now();
     // Ids are reserved for every valid message; those of opted-out messages stay unused.
     const [batchId, firstId, refused] = await Promise.all([
@@ -137,20 +151,29 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       // The messages first, then the batch document, which commits them (storeBatch); a crash
       // or an unknown outcome in between leaves a pending charge that the settler rolls back.
       const result = await chargeThenStore(
-        store.accounts,
+        store,
         account.apiKey,
         charge,
         () => storeBatch(store, docs, batchDoc, deadline),
         () => discardBatch(store, batchId),
         deadline,
+        account.spendControls?.dailySpendLimitMicros,
       );
       let firstDue = now;
       for (const doc of docs)
         if (doc.deliveryAt && doc.deliveryAt < firstDue) firstDue = doc.deliveryAt;
-      creditRemaining = await confirmCharge(deps, account.apiKey, charge, result, firstDue, now, {
-        messages: accepted.length,
-        parts: partTotal,
-      });
+      creditRemaining = await confirmCharge(
+        deps,
+        account.apiKey,
+        charge,
+        result,
+        firstDue,
+        now,
+        { messages: accepted.length, parts: partTotal },
+        docs.map((doc) =>
+          chargedUsage({ ...doc, amountMicros: doc.parts * (doc.pricePerPartMicros ?? 0) }),
+        ),
+      );
     }
     return {
       batch: batchResource(batchDoc),

@@ -1,5 +1,6 @@
 import { validateTtl } from "../domain/limits.ts";
 import { type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
+import { spendRefusal, spendRefused } from "../money/spend-controls.ts";
 import { recipientOptedOut } from "../opt-outs/resources.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -33,6 +34,16 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       throw invalidArgument(errors);
     }
     const message = checked.message;
+    const amountMicros = message.partCount * message.destination.pricePerPartMicros;
+    // The account's own controls, from its cached view: no read on the send's path.
+    const refusal = spendRefusal(account.spendControls, {
+      country: message.destination.country,
+      priceMicros: amountMicros,
+    });
+    if (refusal) {
+      deps.intake?.rejected("spend_controls", 1, message.partCount);
+      throw spendRefused(refusal);
+    }
     const deadline = deadlineOf(ctx, timeouts.requestMs);
     // The list is checked while the id is taken: one round trip at most, not two.
     const [check, id] = await Promise.all([
@@ -58,21 +69,30 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       },
       now,
     );
-    // Charged and stamped when the writer issues its group (store/message-writer.ts).
-    const amountMicros = message.partCount * message.destination.pricePerPartMicros;
+    // Charged and stamped when the writer issues its group (store/message-writer.ts), within
+    // the daily limit held by the debit's own filter.
+    const dailyLimit = account.spendControls?.dailySpendLimitMicros;
     let written = await deps.writer.write(
       account.apiKey,
       amountMicros,
       doc,
       deadline,
       check?.listVersion,
+      dailyLimit,
     );
     if (written === "stale") {
       // The list changed since it was found empty: read, and write without the condition.
       deps.sendChecks?.forget(account.apiKey);
       const listed = await deps.optedOut?.(account.apiKey, [message.to], deadline.options());
       if (listed && listed.size > 0) throw refuse();
-      written = await deps.writer.write(account.apiKey, amountMicros, doc, deadline);
+      written = await deps.writer.write(
+        account.apiKey,
+        amountMicros,
+        doc,
+        deadline,
+        undefined,
+        dailyLimit,
+      );
     }
     const creditRemaining = await confirmCharge(
       deps,

@@ -14,6 +14,8 @@ export interface AccountDoc {
   webhookSecret: string;
   /** Credit in millionths of the account currency, so sums stay exact. */
   creditMicros: number;
+  /** The credit it was created with: with the ledger's entries, its credit (store/ledger.ts). */
+  initialCreditMicros?: number;
   statusUrl?: string;
   defaultSender?: string;
   /** Receives the account's inbound messages (docs/design.md "Two-way messaging"). */
@@ -27,25 +29,43 @@ export interface AccountDoc {
    * the list empty debits only while it is unchanged (opt-outs/list-reads.ts).
    */
   optOutsVersion?: number;
+  /** The account's own limits on what it spends (docs/design.md "Money"); absent: none. */
+  spendControls?: SpendControlsDoc;
+  /**
+   * Charged less refunded, by UTC day of the charge (`YYYY-MM-DD`): every debit adds to its day in
+   * the same update, so the daily limit is held by the debit's own filter (store/charges.ts).
+   */
+  spentByDay?: Record<string, number>;
   createdAt: Date;
+}
+
+export interface SpendControlsDoc {
+  /** ISO 3166 alpha-2 codes (`ZZ`: numbers without a country); absent or empty: all. */
+  allowedCountries?: string[];
+  maxPricePerMessageMicros?: number;
+  dailySpendLimitMicros?: number;
 }
 
 /**
  * One debit not yet confirmed: a batch, or the single sends of one account written together (one
  * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account. A
  * "refund" is the other way round: credit to give back for accepted messages withdrawn before
- * submission (their recipient opted out), settled by opt-outs/withdrawals.ts.
+ * submission (their recipient opted out, or no carrier took their parts), settled by
+ * opt-outs/withdrawals.ts and money/refunds.ts. A "credit" is an operator's addition, applied with
+ * its record; the record stays until its ledger entry is written (store/ledger.ts).
  */
 export interface PendingCharge {
   /** Batch id for a batch; for single sends, the first message id of the group; a refund's own. */
   ref: number;
-  kind: "message" | "batch" | "refund";
+  kind: "message" | "batch" | "refund" | "credit";
   /** The whole debit. */
   amountMicros: number;
   /** When the debit was issued (server clock): the settler waits for it to age past its cutoff. */
   at: Date;
   /** Single sends: each message of the group and its price. Absent: the one message `ref`. */
   messages?: ChargedMessage[];
+  /** A credit's note, for its ledger entry. */
+  note?: string;
 }
 
 export interface ChargedMessage {
@@ -161,6 +181,13 @@ export interface MessageDoc {
    * `ref` of the account's pending refund that gives its credit back (opt-outs/withdrawals.ts).
    */
   withdrawal?: number;
+  /**
+   * Set with a final status that may leave parts no carrier accepted (SEND_ERROR from a carrier,
+   * Expired while ACCEPTED): money/refunds.ts refunds them and replaces it with `refund`.
+   */
+  refundDue?: true;
+  /** The account's pending refund that gave back its unsent parts (money/refunds.ts). */
+  refund?: number;
   /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */
   keywordReply?: "STOP" | "START" | "HELP";
   /**
