@@ -28,6 +28,7 @@ import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-hand
 import { httpServer } from "./rest/http-server.ts";
 import { inboundRoutes } from "./rest/inbound.ts";
 import { messageRoutes } from "./rest/messages.ts";
+import { moneyRoutes } from "./rest/money.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
 import { inProcessClients } from "./rest/service-clients.ts";
@@ -227,6 +228,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     senderNameRoutes(rest, clients);
     inboundRoutes(rest, clients);
     optOutRoutes(rest, clients);
+    moneyRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.

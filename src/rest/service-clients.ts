@@ -12,6 +12,7 @@ import {
 } from "@connectrpc/connect";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 
@@ -21,6 +22,8 @@ export interface ServiceClients {
   senderNames: Client<typeof SenderNameService>;
   inbound: Client<typeof InboundService>;
   optOuts: Client<typeof OptOutService>;
+  usage: Client<typeof UsageService>;
+  account: Client<typeof AccountService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -85,5 +88,7 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     senderNames: createClient(SenderNameService, transport),
     inbound: createClient(InboundService, transport),
     optOuts: createClient(OptOutService, transport),
+    usage: createClient(UsageService, transport),
+    account: createClient(AccountService, transport),
   };
 }

@@ -2,6 +2,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { OptOutStore } from "../opt-outs/list.ts";
@@ -14,6 +15,7 @@ import { guarded } from "./guarded.ts";
 import { createInboundService } from "./inbound-service.ts";
 import type { MessagingDeps } from "./messaging-deps.ts";
 import { createMessagingService } from "./messaging-service.ts";
+import { createAccountService, createUsageService } from "./money-services.ts";
 import { createOptOutService } from "./opt-out-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
@@ -72,6 +74,24 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
       withDeadlines(
         OptOutService,
         guarded(OptOutService, createOptOutService({ ...deps, rules: deps.optOutRules }), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      UsageService,
+      withDeadlines(
+        UsageService,
+        guarded(UsageService, createUsageService(deps), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      AccountService,
+      withDeadlines(
+        AccountService,
+        guarded(AccountService, createAccountService(deps), account),
         timeoutMs,
         deps.log,
       ),
