@@ -9,6 +9,7 @@ import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { Routing } from "./delivery/routing/routing.ts";
+import { DEFAULT_RISK } from "./domain/risk-settings.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
 import { InboundIntake } from "./inbound/intake.ts";
@@ -16,6 +17,7 @@ import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
+import { type RiskEventDoc, RiskEvents, TollFraudGuard } from "./money/toll-fraud-guard.ts";
 import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs/list.ts";
 import { OptOutReads } from "./opt-outs/list-reads.ts";
@@ -155,7 +157,18 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inbound,
   });
 
+  // The toll-fraud guard (docs/design.md "Money"), counted in memory on this instance.
+  const riskEvents = store.db.collection<RiskEventDoc>("risk_events");
+  await RiskEvents.ensureIndexes(riskEvents);
+  const risk = {
+    guard: new TollFraudGuard(config.carriers.risk ?? DEFAULT_RISK),
+    events: new RiskEvents(riskEvents, (err) =>
+      log.warn({ err }, "keeping a toll-fraud guard event failed"),
+    ),
+  };
+
   const serviceRoutes = routes({
+    risk,
     store,
     directory,
     messageIds: new IdAllocator(store.counters, "message"),

@@ -1,4 +1,5 @@
 import type { Collection } from "mongodb";
+import type { RiskOverrides } from "../domain/risk-settings.ts";
 import type { AccountDoc, SenderNameDoc, SpendControlsDoc } from "../store/documents.ts";
 import type { NumberDoc } from "../store/numbers.ts";
 
@@ -15,6 +16,8 @@ export interface AccountView {
   numbers: ReadonlySet<string>;
   /** The account's spend controls (money/spend-controls.ts); absent: none. */
   spendControls?: SpendControlsDoc;
+  /** The operator's overrides of the toll-fraud guard; absent: the carriers file's. */
+  riskOverrides?: RiskOverrides;
 }
 
 /**
@@ -50,7 +53,15 @@ export class AccountDirectory {
     const [account, approved, numbers] = await Promise.all([
       this.accounts.findOne(
         { _id: apiKey },
-        { projection: { secretHash: 1, statusUrl: 1, defaultSender: 1, spendControls: 1 } },
+        {
+          projection: {
+            secretHash: 1,
+            statusUrl: 1,
+            defaultSender: 1,
+            spendControls: 1,
+            riskOverrides: 1,
+          },
+        },
       ),
       this.senderNames
         .find({ accountId: apiKey, pending: false }, { projection: { name: 1, purpose: 1 } })
@@ -68,6 +79,7 @@ export class AccountDirectory {
     if (account.statusUrl) view.statusUrl = account.statusUrl;
     if (account.defaultSender) view.defaultSender = account.defaultSender;
     if (account.spendControls) view.spendControls = account.spendControls;
+    if (account.riskOverrides) view.riskOverrides = account.riskOverrides;
     return view;
   }
 }

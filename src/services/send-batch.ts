@@ -2,6 +2,7 @@ import type { BatchMessageError } from "../../gen/sms/v1/messaging_pb.ts";
 import { BATCH_MAX_MESSAGES, isValidBatchName, TTL_DEFAULT_SECONDS } from "../domain/limits.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import { spendRefusal } from "../money/spend-controls.ts";
+import { riskEvent, TOLL_FRAUD_MESSAGE } from "../money/toll-fraud-guard.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
@@ -61,6 +62,10 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
     const acceptedAt: number[] = [];
     let idCount = 0;
     let refusedByControls = 0;
+    // The toll-fraud guard's verdicts: refused by number, flagged by message.
+    const risk = deps.risk;
+    const refusedByGuard: string[] = [];
+    const flagged = new Set<CheckedMessage>();
     // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
     // The first slice starts after a turn: this one already parsed and validated the request.
     const slices = new LoopSlices();
@@ -85,14 +90,28 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         rejected.push(rejection(index, { to: refusal.message }, refusal.reason));
         continue;
       }
+      const verdict = risk?.guard.check(account.apiKey, input.to, account.riskOverrides) ?? "ok";
+      if (verdict === "refused") {
+        refusedByGuard.push(input.to);
+        rejected.push(rejection(index, { to: TOLL_FRAUD_MESSAGE }, "SUSPECTED_TOLL_FRAUD"));
+        continue;
+      }
+      if (verdict === "flagged") flagged.add(checked.message);
       accepted.push(checked.message);
       acceptedAt.push(index);
       idCount += idsTaken(checked.message);
     }
 
-    if (rejected.length > refusedByControls)
-      deps.intake?.rejected("invalid", rejected.length - refusedByControls, 0);
+    const invalid = rejected.length - refusedByControls - refusedByGuard.length;
+    if (invalid > 0) deps.intake?.rejected("invalid", invalid, 0);
     if (refusedByControls > 0) deps.intake?.rejected("spend_controls", refusedByControls, 0);
+    if (refusedByGuard.length > 0 && risk) {
+      deps.intake?.rejected("toll_fraud", refusedByGuard.length, 0);
+      deps.intake?.riskFlagged?.("refused", refusedByGuard.length);
+      risk.events.keep(
+        refusedByGuard.map((to) => riskEvent(risk.guard, account.apiKey, to, "refused")),
+      );
+    }
     const now = store.clock.now();
     // Ids are reserved for every valid message; those of opted-out messages stay unused.
     const [batchId, firstId, refused] = await Promise.all([
@@ -122,6 +141,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       createdAt: now,
     };
     let creditRemaining: bigint | undefined;
+    const flaggedDocs: MessageDoc[] = [];
     const deadline = deadlineOf(ctx, timeouts.requestMs);
     if (accepted.length === 0) {
       await store.batches.insertOne(batchDoc, deadline.options());
@@ -135,7 +155,12 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
           nextId += idsTaken(message);
           const { statusCallback } = req;
           const fields = { id, batchId, ttl: TTL_DEFAULT_SECONDS, statusCallback, traceContext };
-          return acceptedDocument(message, account, policy, fields, now);
+          const doc = acceptedDocument(message, account, policy, fields, now);
+          if (flagged.has(message)) {
+            doc.risk = "prefix_burst";
+            flaggedDocs.push(doc);
+          }
+          return doc;
         },
         slices,
       );
@@ -173,6 +198,13 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         docs.map((doc) =>
           chargedUsage({ ...doc, amountMicros: doc.parts * (doc.pricePerPartMicros ?? 0) }),
         ),
+      );
+    }
+    if (flaggedDocs.length > 0 && risk && creditRemaining !== undefined) {
+      const kept = flaggedDocs;
+      deps.intake?.riskFlagged?.("flagged", kept.length);
+      risk.events.keep(
+        kept.map((d) => riskEvent(risk.guard, account.apiKey, d.to, "flagged", d._id)),
       );
     }
     return {

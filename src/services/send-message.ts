@@ -1,6 +1,7 @@
 import { validateTtl } from "../domain/limits.ts";
 import { type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import { spendRefusal, spendRefused } from "../money/spend-controls.ts";
+import { riskEvent, tollFraudRefused } from "../money/toll-fraud-guard.ts";
 import { recipientOptedOut } from "../opt-outs/resources.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -44,6 +45,14 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       deps.intake?.rejected("spend_controls", 1, message.partCount);
       throw spendRefused(refusal);
     }
+    const risk = deps.risk;
+    const verdict = risk?.guard.check(account.apiKey, message.to, account.riskOverrides) ?? "ok";
+    if (verdict === "refused") {
+      deps.intake?.rejected("toll_fraud", 1, message.partCount);
+      deps.intake?.riskFlagged?.("refused", 1);
+      risk?.events.keep([riskEvent(risk.guard, account.apiKey, message.to, "refused")]);
+      throw tollFraudRefused();
+    }
     const deadline = deadlineOf(ctx, timeouts.requestMs);
     // The list is checked while the id is taken: one round trip at most, not two.
     const [check, id] = await Promise.all([
@@ -69,6 +78,7 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       },
       now,
     );
+    if (verdict === "flagged") doc.risk = "prefix_burst";
     // Charged and stamped when the writer issues its group (store/message-writer.ts), within
     // the daily limit held by the debit's own filter.
     const dailyLimit = account.spendControls?.dailySpendLimitMicros;
@@ -103,6 +113,10 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       now,
       { messages: 1, parts: message.partCount },
     );
+    if (verdict === "flagged" && risk) {
+      deps.intake?.riskFlagged?.("flagged", 1);
+      risk.events.keep([riskEvent(risk.guard, account.apiKey, message.to, "flagged", id)]);
+    }
     // The whole resource as stored, and the balance this charge left.
     const resource = messageResource(doc);
     resource.creditRemainingMicros = creditRemaining;

@@ -1,5 +1,6 @@
 import type { Binary, ObjectId } from "mongodb";
 import type { ReasonName, StatusName } from "../domain/message-status.ts";
+import type { RiskOverrides } from "../domain/risk-settings.ts";
 
 // Shapes of the documents in MongoDB. Ids are integers from the sequences; status and reason names
 // are the spec's strings so the database reads like the API.
@@ -29,6 +30,8 @@ export interface AccountDoc {
    * the list empty debits only while it is unchanged (opt-outs/list-reads.ts).
    */
   optOutsVersion?: number;
+  /** The operator's overrides of the toll-fraud guard for this account (domain/risk-settings.ts). */
+  riskOverrides?: RiskOverrides;
   /** The account's own limits on what it spends (docs/design.md "Money"); absent: none. */
   spendControls?: SpendControlsDoc;
   /**
@@ -188,6 +191,8 @@ export interface MessageDoc {
   refundDue?: true;
   /** The account's pending refund that gave back its unsent parts (money/refunds.ts). */
   refund?: number;
+  /** Flagged by the toll-fraud guard in `monitor` mode (money/toll-fraud-guard.ts). */
+  risk?: "prefix_burst";
   /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */
   keywordReply?: "STOP" | "START" | "HELP";
   /**
