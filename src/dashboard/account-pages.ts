@@ -1,4 +1,5 @@
 import type { FastifyInstance } from "fastify";
+import { UsageGroup, type UsageRow } from "../../gen/sms/v1/money_pb.ts";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
 import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
@@ -43,11 +44,20 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
 
   app.get(
     "/overview",
-    dashboard.signedIn(async (_request, reply, account) => {
+    dashboard.signedIn(async (request, reply, account) => {
       // The credit is read on every view: it is one document, and a view after a send shows it.
-      const [credit, counts] = await Promise.all([
+      const days = lastDays(new Date(store.clock.nowMs()), 30);
+      const call = sessionCall(request, account);
+      const usageOf = (groupBy: UsageGroup[]) =>
+        clients.usage.getUsage(
+          { startDate: days[0] as string, endDate: dayAfter(days.at(-1) as string), groupBy },
+          call,
+        );
+      const [credit, counts, byDay, byCountry] = await Promise.all([
         creditOf(store, account.apiKey, options),
         recentCounts.get(account.apiKey),
+        usageOf([UsageGroup.DAY]),
+        usageOf([UsageGroup.COUNTRY]),
       ]).catch((error: unknown) => {
         throw asUnavailable(error);
       });
@@ -71,6 +81,13 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
           })),
           deliveryRate: final === 0 ? undefined : ((delivered / final) * 100).toFixed(1),
           final,
+          month: monthChart(days, byDay.rows),
+          countries: byCountry.rows.map((row) => ({
+            country: row.country ?? "",
+            messages: Number(row.messages),
+            parts: Number(row.parts),
+            charged: creditText(row.chargedMicros - row.refundedMicros),
+          })),
         },
         account,
       );
@@ -183,4 +200,36 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
       return reply.redirect(`/dashboard/sender-names?deleted=${encodeURIComponent(name)}`, 303);
     }),
   );
+}
+
+/** The last `count` UTC days up to `today`'s, oldest first, as `YYYY-MM-DD`. */
+function lastDays(today: Date, count: number): string[] {
+  return Array.from({ length: count }, (_, i) =>
+    new Date(today.getTime() - (count - 1 - i) * DAY_MS).toISOString().slice(0, 10),
+  );
+}
+
+const dayAfter = (day: string) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+
+/**
+ * The overview's 30 days: messages and amount (charged less refunded) per day, each scaled to its
+ * own tallest day, for two server-drawn SVG charts and their table.
+ */
+function monthChart(days: string[], rows: readonly UsageRow[]) {
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const points = days.map((day) => {
+    const row = byDay.get(day);
+    const amountMicros = row ? Number(row.chargedMicros - row.refundedMicros) : 0;
+    return { day, messages: row ? Number(row.messages) : 0, amountMicros };
+  });
+  const mostMessages = Math.max(1, ...points.map((p) => p.messages));
+  const mostAmount = Math.max(1, ...points.map((p) => p.amountMicros));
+  return points.map((p) => ({
+    ...p,
+    amountText: creditText(p.amountMicros),
+    // Column heights in percent of the chart's height.
+    messagesHeight: Math.round((p.messages / mostMessages) * 100),
+    amountHeight: Math.round((Math.max(0, p.amountMicros) / mostAmount) * 100),
+  }));
 }
