@@ -5,6 +5,7 @@ import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { DEV_ADMIN_TOKEN } from "../config/config.ts";
 import { ACCOUNT_USAGE, accountCommands } from "./account-commands.ts";
 import { type CommandContext, UsageError } from "./command-context.ts";
+import { MONEY_USAGE, moneyCommands } from "./money-commands.ts";
 import { TWO_WAY_USAGE, twoWayCommands } from "./two-way-commands.ts";
 
 // The operator CLI: `npm run --silent admin -- <command>`. Talks to a running server through
@@ -14,9 +15,10 @@ import { TWO_WAY_USAGE, twoWayCommands } from "./two-way-commands.ts";
 const USAGE = `usage: npm run --silent admin -- <command>
 ${ACCOUNT_USAGE}
 ${TWO_WAY_USAGE}
+${MONEY_USAGE}
 environment: SMS_URL (default http://127.0.0.1:8080), SMS_ADMIN_TOKEN`;
 
-const COMMANDS = [accountCommands, twoWayCommands];
+const COMMANDS = [accountCommands, twoWayCommands, moneyCommands];
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
@@ -34,6 +36,11 @@ async function run(argv: string[]): Promise<unknown> {
       from: { type: "string" },
       to: { type: "string" },
       text: { type: "string" },
+      "allowed-countries": { type: "string" },
+      "max-price": { type: "string" },
+      "daily-limit": { type: "string" },
+      mode: { type: "string" },
+      max: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });

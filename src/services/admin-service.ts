@@ -15,12 +15,13 @@ import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import { numbersCollection } from "../store/numbers.ts";
 import type { AccountDirectory } from "./account-directory.ts";
+import { type AdminMoneyDeps, adminMoney } from "./admin-money.ts";
 import { type TwoWayAdminDeps, twoWayAdmin } from "./admin-two-way.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
-export interface AdminDeps extends TwoWayAdminDeps {
+export interface AdminDeps extends TwoWayAdminDeps, Pick<AdminMoneyDeps, "risk"> {
   store: Store;
   directory: AccountDirectory;
   adminToken: string;
@@ -91,6 +92,7 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
 
   return {
     ...twoWayAdmin(deps, { message: accountMessage, found }),
+    ...adminMoney(deps),
 
     async createAccount(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);

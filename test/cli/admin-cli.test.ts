@@ -169,4 +169,62 @@ describe("the operator CLI", () => {
     expect((failure as { code: number }).code).toBe(1);
     expect(JSON.parse((failure as { stdout: string }).stdout).error.code).toBe(5);
   });
+
+  it("sets an account's spend controls and toll-fraud overrides, and lists the guard's events", async () => {
+    const account = await service.createAccount({ credit: 10 });
+    const set = await admin(
+      "account",
+      "spend-controls",
+      "--api-key",
+      account.apiKey,
+      "--allowed-countries",
+      "DE,FR",
+      "--daily-limit",
+      "2.5",
+    );
+    expect(set.spendControls).toMatchObject({
+      allowedCountries: ["DE", "FR"],
+      dailySpendLimitMicros: "2500000",
+    });
+    const refused = await postForm(`${service.baseUrl}/sms`, {
+      to: "+447700900123",
+      text: "Hi",
+      ...account,
+    });
+    expect(refused.status).toBe(400);
+    const cleared = await admin(
+      "account",
+      "spend-controls",
+      "--api-key",
+      account.apiKey,
+      "--allowed-countries",
+      "",
+    );
+    expect(cleared.spendControls.allowedCountries).toBeUndefined();
+
+    const risk = await admin(
+      "account",
+      "risk",
+      "--api-key",
+      account.apiKey,
+      "--mode",
+      "block",
+      "--max",
+      "1",
+    );
+    expect(risk).toEqual({ mode: "block", max: 1 });
+    for (const to of ["+4915112345001", "+4915112345002"]) {
+      await postForm(`${service.baseUrl}/sms`, { to, text: "code", ...account });
+    }
+    // Kept off the send's path: read once it is there.
+    await expect
+      .poll(() =>
+        service.store.db.collection("risk_events").countDocuments({ accountId: account.apiKey }),
+      )
+      .toBe(1);
+    const events = await admin("risk", "events", "--api-key", account.apiKey);
+    expect(events).toMatchObject([
+      { to: "+4915112345002", action: "refused", range: "4915112345" },
+    ]);
+  });
 });

@@ -6,6 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { AccountView, SpendControls } from "../../v1/money_pb.ts";
+import { file_sms_v1_money } from "../../v1/money_pb.ts";
 import type { InboundMessage, OptOut, SenderName } from "../../v1/types_pb.ts";
 import { file_sms_v1_types } from "../../v1/types_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/admin/v1/admin.proto.
  */
 export const file_sms_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSKxAQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtpbmJvdW5kX3VybBgHIAEoCSKqAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaCg1jcmVkaXRfbWljcm9zGAIgASgDSACIAQESFwoKc3RhdHVzX3VybBgDIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAQgASgJSAKIAQFCEAoOX2NyZWRpdF9taWNyb3NCDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyImsKFUNyZWF0ZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQSEgoKYXBpX3NlY3JldBgCIAEoCRIWCg53ZWJob29rX3NlY3JldBgDIAEoCSIkChFHZXRBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIjwKEkdldEFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoQQWRkQ3JlZGl0UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhUKDWFtb3VudF9taWNyb3MYAiABKAMiOwoRQWRkQ3JlZGl0UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjoKE1NldFN0YXR1c1VybFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRISCgpzdGF0dXNfdXJsGAIgASgJIj4KFFNldFN0YXR1c1VybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI/ChdTZXREZWZhdWx0U2VuZGVyUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhMKC3NlbmRlcl9uYW1lGAIgASgJIkIKGFNldERlZmF1bHRTZW5kZXJSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOQoYQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCSJEChlBcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiOAoXUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lImIKDkFzc2lnbmVkTnVtYmVyEg4KBm51bWJlchgBIAEoCRIPCgdhcGlfa2V5GAIgASgJEi8KC2Fzc2lnbl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChNBc3NpZ25OdW1iZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIkQKFEFzc2lnbk51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciImChRSZWxlYXNlTnVtYmVyUmVxdWVzdBIOCgZudW1iZXIYASABKAkiRQoVUmVsZWFzZU51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciJMChJMaXN0TnVtYmVyc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJdChNMaXN0TnVtYmVyc1Jlc3BvbnNlEi0KB251bWJlcnMYASADKAsyHC5zbXMuYWRtaW4udjEuQXNzaWduZWROdW1iZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKFFNldEluYm91bmRVcmxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLaW5ib3VuZF91cmwYAiABKAkiPwoVU2V0SW5ib3VuZFVybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCJIChZTaW11bGF0ZUluYm91bmRSZXF1ZXN0EhQKBnNlbmRlchgBIAEoCVIEZnJvbRIKCgJ0bxgCIAEoCRIMCgR0ZXh0GAMgASgJIkoKF1NpbXVsYXRlSW5ib3VuZFJlc3BvbnNlEi8KD2luYm91bmRfbWVzc2FnZRgBIAEoCzIWLnNtcy52MS5JbmJvdW5kTWVzc2FnZSI2ChNDcmVhdGVPcHRPdXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIjcKFENyZWF0ZU9wdE91dFJlc3BvbnNlEh8KB29wdF9vdXQYASABKAsyDi5zbXMudjEuT3B0T3V0IjYKE0RlbGV0ZU9wdE91dFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIOCgZudW1iZXIYAiABKAkiNwoURGVsZXRlT3B0T3V0UmVzcG9uc2USHwoHb3B0X291dBgBIAEoCzIOLnNtcy52MS5PcHRPdXQygQoKDEFkbWluU2VydmljZRJYCg1DcmVhdGVBY2NvdW50EiIuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiMuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJUCgpHZXRBY2NvdW50Eh8uc21zLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuc21zLmFkbWluLnYxLkdldEFjY291bnRSZXNwb25zZSIDkAIBEkwKCUFkZENyZWRpdBIeLnNtcy5hZG1pbi52MS5BZGRDcmVkaXRSZXF1ZXN0Gh8uc21zLmFkbWluLnYxLkFkZENyZWRpdFJlc3BvbnNlElUKDFNldFN0YXR1c1VybBIhLnNtcy5hZG1pbi52MS5TZXRTdGF0dXNVcmxSZXF1ZXN0GiIuc21zLmFkbWluLnYxLlNldFN0YXR1c1VybFJlc3BvbnNlEmEKEFNldERlZmF1bHRTZW5kZXISJS5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlcXVlc3QaJi5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlc3BvbnNlEmQKEUFwcHJvdmVTZW5kZXJOYW1lEiYuc21zLmFkbWluLnYxLkFwcHJvdmVTZW5kZXJOYW1lUmVxdWVzdBonLnNtcy5hZG1pbi52MS5BcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEmEKEFJlamVjdFNlbmRlck5hbWUSJS5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QaJi5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlc3BvbnNlElUKDEFzc2lnbk51bWJlchIhLnNtcy5hZG1pbi52MS5Bc3NpZ25OdW1iZXJSZXF1ZXN0GiIuc21zLmFkbWluLnYxLkFzc2lnbk51bWJlclJlc3BvbnNlElgKDVJlbGVhc2VOdW1iZXISIi5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlcXVlc3QaIy5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlc3BvbnNlElcKC0xpc3ROdW1iZXJzEiAuc21zLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBohLnNtcy5hZG1pbi52MS5MaXN0TnVtYmVyc1Jlc3BvbnNlIgOQAgESWAoNU2V0SW5ib3VuZFVybBIiLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVxdWVzdBojLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVzcG9uc2USXgoPU2ltdWxhdGVJbmJvdW5kEiQuc21zLmFkbWluLnYxLlNpbXVsYXRlSW5ib3VuZFJlcXVlc3QaJS5zbXMuYWRtaW4udjEuU2ltdWxhdGVJbmJvdW5kUmVzcG9uc2USVQoMQ3JlYXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkNyZWF0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQ3JlYXRlT3B0T3V0UmVzcG9uc2USVQoMRGVsZXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkRlbGV0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuRGVsZXRlT3B0T3V0UmVzcG9uc2VCVQoYY29tLmV4YW1wbGUuc21zLmFkbWluLnYxQgpBZG1pblByb3RvUAFaK2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL2FkbWluL3YxO2FkbWludjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_sms_v1_types]);
+  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSKxAQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtpbmJvdW5kX3VybBgHIAEoCSKqAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaCg1jcmVkaXRfbWljcm9zGAIgASgDSACIAQESFwoKc3RhdHVzX3VybBgDIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAQgASgJSAKIAQFCEAoOX2NyZWRpdF9taWNyb3NCDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyImsKFUNyZWF0ZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQSEgoKYXBpX3NlY3JldBgCIAEoCRIWCg53ZWJob29rX3NlY3JldBgDIAEoCSIkChFHZXRBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIjwKEkdldEFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoQQWRkQ3JlZGl0UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhUKDWFtb3VudF9taWNyb3MYAiABKAMiOwoRQWRkQ3JlZGl0UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjoKE1NldFN0YXR1c1VybFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRISCgpzdGF0dXNfdXJsGAIgASgJIj4KFFNldFN0YXR1c1VybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI/ChdTZXREZWZhdWx0U2VuZGVyUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhMKC3NlbmRlcl9uYW1lGAIgASgJIkIKGFNldERlZmF1bHRTZW5kZXJSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOQoYQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCSJEChlBcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiOAoXUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lImIKDkFzc2lnbmVkTnVtYmVyEg4KBm51bWJlchgBIAEoCRIPCgdhcGlfa2V5GAIgASgJEi8KC2Fzc2lnbl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChNBc3NpZ25OdW1iZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIkQKFEFzc2lnbk51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciImChRSZWxlYXNlTnVtYmVyUmVxdWVzdBIOCgZudW1iZXIYASABKAkiRQoVUmVsZWFzZU51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciJMChJMaXN0TnVtYmVyc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJdChNMaXN0TnVtYmVyc1Jlc3BvbnNlEi0KB251bWJlcnMYASADKAsyHC5zbXMuYWRtaW4udjEuQXNzaWduZWROdW1iZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKFFNldEluYm91bmRVcmxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLaW5ib3VuZF91cmwYAiABKAkiPwoVU2V0SW5ib3VuZFVybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCJIChZTaW11bGF0ZUluYm91bmRSZXF1ZXN0EhQKBnNlbmRlchgBIAEoCVIEZnJvbRIKCgJ0bxgCIAEoCRIMCgR0ZXh0GAMgASgJIkoKF1NpbXVsYXRlSW5ib3VuZFJlc3BvbnNlEi8KD2luYm91bmRfbWVzc2FnZRgBIAEoCzIWLnNtcy52MS5JbmJvdW5kTWVzc2FnZSI2ChNDcmVhdGVPcHRPdXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIjcKFENyZWF0ZU9wdE91dFJlc3BvbnNlEh8KB29wdF9vdXQYASABKAsyDi5zbXMudjEuT3B0T3V0IjYKE0RlbGV0ZU9wdE91dFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIOCgZudW1iZXIYAiABKAkiNwoURGVsZXRlT3B0T3V0UmVzcG9uc2USHwoHb3B0X291dBgBIAEoCzIOLnNtcy52MS5PcHRPdXQicQoaVXBkYXRlU3BlbmRDb250cm9sc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRItCg5zcGVuZF9jb250cm9scxgCIAEoCzIVLnNtcy52MS5TcGVuZENvbnRyb2xzEhMKC3VwZGF0ZV9tYXNrGAMgAygJIkMKG1VwZGF0ZVNwZW5kQ29udHJvbHNSZXNwb25zZRIkCgdhY2NvdW50GAEgASgLMhMuc21zLnYxLkFjY291bnRWaWV3IioKDVJpc2tPdmVycmlkZXMSDAoEbW9kZRgBIAEoCRILCgNtYXgYAiABKAUiWgoXU2V0Umlza092ZXJyaWRlc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIuCglvdmVycmlkZXMYAiABKAsyGy5zbXMuYWRtaW4udjEuUmlza092ZXJyaWRlcyJKChhTZXRSaXNrT3ZlcnJpZGVzUmVzcG9uc2USLgoJb3ZlcnJpZGVzGAEgASgLMhsuc21zLmFkbWluLnYxLlJpc2tPdmVycmlkZXMiOwoVTGlzdFJpc2tFdmVudHNSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEQoJcGFnZV9zaXplGAIgASgFIpkBCglSaXNrRXZlbnQSDwoHYXBpX2tleRgBIAEoCRIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIKCgJ0bxgDIAEoCRINCgVyYW5nZRgEIAEoCRIOCgZhY3Rpb24YBSABKAkSFwoKbWVzc2FnZV9pZBgGIAEoA0gAiAEBQg0KC19tZXNzYWdlX2lkIkEKFkxpc3RSaXNrRXZlbnRzUmVzcG9uc2USJwoGZXZlbnRzGAEgAygLMhcuc21zLmFkbWluLnYxLlJpc2tFdmVudDK8DAoMQWRtaW5TZXJ2aWNlElgKDUNyZWF0ZUFjY291bnQSIi5zbXMuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlcXVlc3QaIy5zbXMuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlElQKCkdldEFjY291bnQSHy5zbXMuYWRtaW4udjEuR2V0QWNjb3VudFJlcXVlc3QaIC5zbXMuYWRtaW4udjEuR2V0QWNjb3VudFJlc3BvbnNlIgOQAgESTAoJQWRkQ3JlZGl0Eh4uc21zLmFkbWluLnYxLkFkZENyZWRpdFJlcXVlc3QaHy5zbXMuYWRtaW4udjEuQWRkQ3JlZGl0UmVzcG9uc2USVQoMU2V0U3RhdHVzVXJsEiEuc21zLmFkbWluLnYxLlNldFN0YXR1c1VybFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuU2V0U3RhdHVzVXJsUmVzcG9uc2USYQoQU2V0RGVmYXVsdFNlbmRlchIlLnNtcy5hZG1pbi52MS5TZXREZWZhdWx0U2VuZGVyUmVxdWVzdBomLnNtcy5hZG1pbi52MS5TZXREZWZhdWx0U2VuZGVyUmVzcG9uc2USZAoRQXBwcm92ZVNlbmRlck5hbWUSJi5zbXMuYWRtaW4udjEuQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Gicuc21zLmFkbWluLnYxLkFwcHJvdmVTZW5kZXJOYW1lUmVzcG9uc2USYQoQUmVqZWN0U2VuZGVyTmFtZRIlLnNtcy5hZG1pbi52MS5SZWplY3RTZW5kZXJOYW1lUmVxdWVzdBomLnNtcy5hZG1pbi52MS5SZWplY3RTZW5kZXJOYW1lUmVzcG9uc2USVQoMQXNzaWduTnVtYmVyEiEuc21zLmFkbWluLnYxLkFzc2lnbk51bWJlclJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQXNzaWduTnVtYmVyUmVzcG9uc2USWAoNUmVsZWFzZU51bWJlchIiLnNtcy5hZG1pbi52MS5SZWxlYXNlTnVtYmVyUmVxdWVzdBojLnNtcy5hZG1pbi52MS5SZWxlYXNlTnVtYmVyUmVzcG9uc2USVwoLTGlzdE51bWJlcnMSIC5zbXMuYWRtaW4udjEuTGlzdE51bWJlcnNSZXF1ZXN0GiEuc21zLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVzcG9uc2UiA5ACARJYCg1TZXRJbmJvdW5kVXJsEiIuc21zLmFkbWluLnYxLlNldEluYm91bmRVcmxSZXF1ZXN0GiMuc21zLmFkbWluLnYxLlNldEluYm91bmRVcmxSZXNwb25zZRJeCg9TaW11bGF0ZUluYm91bmQSJC5zbXMuYWRtaW4udjEuU2ltdWxhdGVJbmJvdW5kUmVxdWVzdBolLnNtcy5hZG1pbi52MS5TaW11bGF0ZUluYm91bmRSZXNwb25zZRJVCgxDcmVhdGVPcHRPdXQSIS5zbXMuYWRtaW4udjEuQ3JlYXRlT3B0T3V0UmVxdWVzdBoiLnNtcy5hZG1pbi52MS5DcmVhdGVPcHRPdXRSZXNwb25zZRJVCgxEZWxldGVPcHRPdXQSIS5zbXMuYWRtaW4udjEuRGVsZXRlT3B0T3V0UmVxdWVzdBoiLnNtcy5hZG1pbi52MS5EZWxldGVPcHRPdXRSZXNwb25zZRJvChNVcGRhdGVTcGVuZENvbnRyb2xzEiguc21zLmFkbWluLnYxLlVwZGF0ZVNwZW5kQ29udHJvbHNSZXF1ZXN0Gikuc21zLmFkbWluLnYxLlVwZGF0ZVNwZW5kQ29udHJvbHNSZXNwb25zZSIDkAICEmYKEFNldFJpc2tPdmVycmlkZXMSJS5zbXMuYWRtaW4udjEuU2V0Umlza092ZXJyaWRlc1JlcXVlc3QaJi5zbXMuYWRtaW4udjEuU2V0Umlza092ZXJyaWRlc1Jlc3BvbnNlIgOQAgISYAoOTGlzdFJpc2tFdmVudHMSIy5zbXMuYWRtaW4udjEuTGlzdFJpc2tFdmVudHNSZXF1ZXN0GiQuc21zLmFkbWluLnYxLkxpc3RSaXNrRXZlbnRzUmVzcG9uc2UiA5ACAUJVChhjb20uZXhhbXBsZS5zbXMuYWRtaW4udjFCCkFkbWluUHJvdG9QAVorZXhhbXBsZS5jb20vc21zL2dlbi9nby9zbXMvYWRtaW4vdjE7YWRtaW52MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_sms_v1_money, file_sms_v1_types]);
 
 /**
  * An account of the service.
@@ -841,6 +843,245 @@ export const DeleteOptOutResponseSchema: GenMessage<DeleteOptOutResponse> = /*@_
   messageDesc(file_sms_admin_v1_admin, 29);
 
 /**
+ * Changes an account's spend controls.
+ *
+ * @generated from message sms.admin.v1.UpdateSpendControlsRequest
+ */
+export type UpdateSpendControlsRequest = Message<"sms.admin.v1.UpdateSpendControlsRequest"> & {
+  /**
+   * Required. The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * The new values of the fields named in update_mask.
+   *
+   * @generated from field: sms.v1.SpendControls spend_controls = 2;
+   */
+  spendControls?: SpendControls | undefined;
+
+  /**
+   * Paths: `allowed_countries`, `max_price_per_message_micros`, `daily_spend_limit_micros`; a named
+   * field left unset clears it.
+   *
+   * @generated from field: repeated string update_mask = 3;
+   */
+  updateMask: string[];
+};
+
+/**
+ * Describes the message sms.admin.v1.UpdateSpendControlsRequest.
+ * Use `create(UpdateSpendControlsRequestSchema)` to create a new message.
+ */
+export const UpdateSpendControlsRequestSchema: GenMessage<UpdateSpendControlsRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 30);
+
+/**
+ * The answer of UpdateSpendControls.
+ *
+ * @generated from message sms.admin.v1.UpdateSpendControlsResponse
+ */
+export type UpdateSpendControlsResponse = Message<"sms.admin.v1.UpdateSpendControlsResponse"> & {
+  /**
+   * The account as it reads itself.
+   *
+   * @generated from field: sms.v1.AccountView account = 1;
+   */
+  account?: AccountView | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.UpdateSpendControlsResponse.
+ * Use `create(UpdateSpendControlsResponseSchema)` to create a new message.
+ */
+export const UpdateSpendControlsResponseSchema: GenMessage<UpdateSpendControlsResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 31);
+
+/**
+ * An account's overrides of the toll-fraud guard's `risk:` settings.
+ *
+ * @generated from message sms.admin.v1.RiskOverrides
+ */
+export type RiskOverrides = Message<"sms.admin.v1.RiskOverrides"> & {
+  /**
+   * `monitor`, `block` or `off`; empty: the carriers file's mode.
+   *
+   * @generated from field: string mode = 1;
+   */
+  mode: string;
+
+  /**
+   * Distinct numbers of one range within the window; 0: the carriers file's.
+   *
+   * @generated from field: int32 max = 2;
+   */
+  max: number;
+};
+
+/**
+ * Describes the message sms.admin.v1.RiskOverrides.
+ * Use `create(RiskOverridesSchema)` to create a new message.
+ */
+export const RiskOverridesSchema: GenMessage<RiskOverrides> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 32);
+
+/**
+ * Sets an account's overrides; both fields empty clear them.
+ *
+ * @generated from message sms.admin.v1.SetRiskOverridesRequest
+ */
+export type SetRiskOverridesRequest = Message<"sms.admin.v1.SetRiskOverridesRequest"> & {
+  /**
+   * Required. The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * The overrides.
+   *
+   * @generated from field: sms.admin.v1.RiskOverrides overrides = 2;
+   */
+  overrides?: RiskOverrides | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetRiskOverridesRequest.
+ * Use `create(SetRiskOverridesRequestSchema)` to create a new message.
+ */
+export const SetRiskOverridesRequestSchema: GenMessage<SetRiskOverridesRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 33);
+
+/**
+ * The answer of SetRiskOverrides.
+ *
+ * @generated from message sms.admin.v1.SetRiskOverridesResponse
+ */
+export type SetRiskOverridesResponse = Message<"sms.admin.v1.SetRiskOverridesResponse"> & {
+  /**
+   * The overrides now in force (empty: none).
+   *
+   * @generated from field: sms.admin.v1.RiskOverrides overrides = 1;
+   */
+  overrides?: RiskOverrides | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetRiskOverridesResponse.
+ * Use `create(SetRiskOverridesResponseSchema)` to create a new message.
+ */
+export const SetRiskOverridesResponseSchema: GenMessage<SetRiskOverridesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 34);
+
+/**
+ * Lists what the guard flagged or refused.
+ *
+ * @generated from message sms.admin.v1.ListRiskEventsRequest
+ */
+export type ListRiskEventsRequest = Message<"sms.admin.v1.ListRiskEventsRequest"> & {
+  /**
+   * Only this account's; empty: every account's.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * At most this many: 1 to 1000, default (0) 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListRiskEventsRequest.
+ * Use `create(ListRiskEventsRequestSchema)` to create a new message.
+ */
+export const ListRiskEventsRequestSchema: GenMessage<ListRiskEventsRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 35);
+
+/**
+ * One message the guard flagged or refused.
+ *
+ * @generated from message sms.admin.v1.RiskEvent
+ */
+export type RiskEvent = Message<"sms.admin.v1.RiskEvent"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * When.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The destination.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+
+  /**
+   * The range it counted in: every digit but the last few.
+   *
+   * @generated from field: string range = 4;
+   */
+  range: string;
+
+  /**
+   * `flagged` (accepted, mode monitor) or `refused` (mode block).
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * The message, when it was accepted.
+   *
+   * @generated from field: optional int64 message_id = 6;
+   */
+  messageId?: bigint | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.RiskEvent.
+ * Use `create(RiskEventSchema)` to create a new message.
+ */
+export const RiskEventSchema: GenMessage<RiskEvent> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 36);
+
+/**
+ * The events, newest first.
+ *
+ * @generated from message sms.admin.v1.ListRiskEventsResponse
+ */
+export type ListRiskEventsResponse = Message<"sms.admin.v1.ListRiskEventsResponse"> & {
+  /**
+   * The events.
+   *
+   * @generated from field: repeated sms.admin.v1.RiskEvent events = 1;
+   */
+  events: RiskEvent[];
+};
+
+/**
+ * Describes the message sms.admin.v1.ListRiskEventsResponse.
+ * Use `create(ListRiskEventsResponseSchema)` to create a new message.
+ */
+export const ListRiskEventsResponseSchema: GenMessage<ListRiskEventsResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 37);
+
+/**
  * Operator-only operations on accounts and sender names, in a package of its own so that
  * clients of the messaging API do not carry them. Callers authenticate with
  * `Authorization: Bearer <SMS_ADMIN_TOKEN>` (UNAUTHENTICATED otherwise, reason
@@ -999,6 +1240,37 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteOptOutRequestSchema;
     output: typeof DeleteOptOutResponseSchema;
+  },
+  /**
+   * Changes an account's spend controls as AccountService.UpdateSpendControls does for the account
+   * itself (docs/design.md "Money").
+   *
+   * @generated from rpc sms.admin.v1.AdminService.UpdateSpendControls
+   */
+  updateSpendControls: {
+    methodKind: "unary";
+    input: typeof UpdateSpendControlsRequestSchema;
+    output: typeof UpdateSpendControlsResponseSchema;
+  },
+  /**
+   * Sets or clears an account's overrides of the toll-fraud guard.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.SetRiskOverrides
+   */
+  setRiskOverrides: {
+    methodKind: "unary";
+    input: typeof SetRiskOverridesRequestSchema;
+    output: typeof SetRiskOverridesResponseSchema;
+  },
+  /**
+   * What the toll-fraud guard flagged or refused in the last 30 days, newest first.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListRiskEvents
+   */
+  listRiskEvents: {
+    methodKind: "unary";
+    input: typeof ListRiskEventsRequestSchema;
+    output: typeof ListRiskEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_admin_v1_admin, 0);
