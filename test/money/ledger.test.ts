@@ -1,6 +1,6 @@
 import { MongoNetworkError } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { recordSubmissions } from "../../src/delivery/delivery-queue.ts";
+import { expireMessages, recordSubmissions } from "../../src/delivery/delivery-queue.ts";
 import { refundUnsentParts } from "../../src/money/refunds.ts";
 import { withdrawMessages } from "../../src/opt-outs/withdrawals.ts";
 import { addCredit, createAccount } from "../../src/store/accounts.ts";
@@ -281,5 +281,32 @@ describe("the ledger", () => {
     ]);
     const usage = await store.usage.find({ accountId: account._id }).toArray();
     expect(usage.map((u) => [u.country, u.refundedMicros])).toEqual([["DE", 2 * PRICE]]);
+  });
+
+  it("a message whose ttl ran out before any carrier took it is refunded; one that was sent is not", async () => {
+    const { store } = fixture;
+    const { account } = await createAccount(store.accounts, { name: "x", creditMicros: 0 });
+    const queued = message(account._id, 2);
+    const sent = message(account._id, 1);
+    const past = new Date(Date.now() - 1000);
+    queued.expiresAt = past;
+    sent.expiresAt = past;
+    await store.messages.insertMany([queued, sent]);
+    await store.messages.updateOne(
+      { _id: sent._id },
+      { $set: { status: "SENT", carrierIds: ["c-9"] } },
+    );
+    expect(await expireMessages(store.messages, [queued._id, sent._id], new Date())).toBe(2);
+    await settleEverything(store);
+    const after = await store.messages.find({ _id: { $in: [queued._id, sent._id] } }).toArray();
+    expect(after.map((m) => [m.status, m.reason])).toEqual([
+      ["DELIVERY_ERROR", "Expired"],
+      ["DELIVERY_ERROR", "Expired"],
+    ]);
+    const { account: credited, entries } = await books(account._id);
+    expect(credited?.creditMicros).toBe(2 * PRICE);
+    expect(entries.map((e) => [e.kind, e.amountMicros, e.messageIds])).toEqual([
+      ["REFUND", 2 * PRICE, [queued._id]],
+    ]);
   });
 });
