@@ -74,16 +74,29 @@ export async function debit(
   return "busy";
 }
 
-/** The debit's update: the credit, the day's spend and the pending record, in one write. */
+/**
+ * The debit's update: the credit, the day's spend and the pending record, in one write. Only
+ * today's spend matters to the limit: the week before is removed as it goes, so the map stays a
+ * few keys long (a refund of an older charge may bring one back; the next debits remove it).
+ */
 export function debitUpdate(charge: PendingCharge) {
+  const unset: Record<string, ""> = {};
+  for (let back = 1; back <= SPEND_DAYS_KEPT_CLEAN; back++) {
+    unset[`spentByDay.${utcDay(new Date(charge.at.getTime() - back * DAY_MS))}`] = "";
+  }
   return {
     $inc: {
       creditMicros: -charge.amountMicros,
       [`spentByDay.${utcDay(charge.at)}`]: charge.amountMicros,
     },
+    $unset: unset,
     $push: { pendingCharges: charge },
   };
 }
+
+const DAY_MS = 86_400_000;
+/** Days before the debit's whose spend it removes. */
+const SPEND_DAYS_KEPT_CLEAN = 7;
 
 /**
  * The debit applies only while the account's daily limit is `limit` and the day's spend leaves

@@ -309,4 +309,23 @@ describe("the ledger", () => {
       ["REFUND", 2 * PRICE, [queued._id]],
     ]);
   });
+
+  it("keeps only recent days of spend on the account: a debit removes the week before", async () => {
+    const { store } = fixture;
+    const { account } = await createAccount(store.accounts, {
+      name: "d",
+      creditMicros: 10 * PRICE,
+    });
+    const old = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
+    await store.accounts.updateOne(
+      { _id: account._id },
+      { $set: { [`spentByDay.${old}`]: PRICE } },
+    );
+    const confirmations = new ChargeConfirmations(store);
+    const writer = new MessageWriter(store, store.messages, confirmations);
+    const doc = message(account._id, 1);
+    await writer.write(account._id, PRICE, doc, new Deadline(Date.now() + 5000));
+    const after = await store.accounts.findOne({ _id: account._id });
+    expect(after?.spentByDay).toEqual({ [new Date().toISOString().slice(0, 10)]: PRICE });
+  });
 });
