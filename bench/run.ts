@@ -21,6 +21,7 @@ import { embeddedFigure } from "./embedded-figure.ts";
 import { failoverFigure } from "./failover-figure.ts";
 import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
+import { moneyFigure } from "./money-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
 import {
@@ -45,7 +46,8 @@ const quick = process.argv.includes("--quick");
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
-// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts.
+// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "20" or
+// "money" (issue 41, with figure 2c) in money-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -291,6 +293,8 @@ await failoverFigure(ctx);
 await twoCarriersFigure(ctx);
 // ---- 18 (issue 27). 250 routes and prices for 250 countries beside one carrier
 await routingCostFigure(ctx);
+// ---- 20, 2c (issue 41). Every spend control and the toll-fraud guard on, beside none
+await moneyFigure(ctx);
 
 await client.close();
 await database.stop();

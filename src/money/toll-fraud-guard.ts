@@ -62,13 +62,14 @@ export class TollFraudGuard {
       seen = new Map();
       this.ranges.set(key, seen);
     }
-    const last = seen.get(number);
-    if (last !== undefined && last > since) {
-      seen.set(number, now);
-      return "ok";
+    // Oldest first (a number seen again moves to the end): the stale ones are at the front, so a
+    // check costs the few it removes, not the range's size.
+    for (const [n, at] of seen) {
+      if (at > since) break;
+      seen.delete(n);
     }
-    for (const [n, at] of seen) if (at <= since) seen.delete(n);
-    if (seen.size < max) {
+    const known = seen.delete(number);
+    if (known || seen.size < max) {
       seen.set(number, now);
       return "ok";
     }

@@ -21,6 +21,12 @@ import { batchResource } from "./message-resources.ts";
 import { type MessagingDeps, type MessagingImpl, timeoutsOf } from "./messaging-deps.ts";
 
 /**
+ * A batch keeps at most this many of its flagged (or refused) messages for the console: enough to
+ * show the ranges; the metric counts them all, and flagged messages carry their mark.
+ */
+const MAX_RISK_EVENTS = 100;
+
+/**
  * SendBatch: up to 10000 messages checked in slices, the valid ones charged at once and stored,
  * the batch document last (it commits them); the invalid and opted-out ones answered by index.
  */
@@ -109,7 +115,9 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       deps.intake?.rejected("toll_fraud", refusedByGuard.length, 0);
       deps.intake?.riskFlagged?.("refused", refusedByGuard.length);
       risk.events.keep(
-        refusedByGuard.map((to) => riskEvent(risk.guard, account.apiKey, to, "refused")),
+        refusedByGuard
+          .slice(0, MAX_RISK_EVENTS)
+          .map((to) => riskEvent(risk.guard, account.apiKey, to, "refused")),
       );
     }
     const now = store.clock.now();
@@ -204,7 +212,9 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       const kept = flaggedDocs;
       deps.intake?.riskFlagged?.("flagged", kept.length);
       risk.events.keep(
-        kept.map((d) => riskEvent(risk.guard, account.apiKey, d.to, "flagged", d._id)),
+        kept
+          .slice(0, MAX_RISK_EVENTS)
+          .map((d) => riskEvent(risk.guard, account.apiKey, d.to, "flagged", d._id)),
       );
     }
     return {
