@@ -4,6 +4,11 @@ import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
+import { apiKeysCollection, ensureApiKeyIndexes } from "./accounts/api-keys.ts";
+import { auditLogCollection, ensureAuditIndexes } from "./accounts/audit-log.ts";
+import { HeldMessages } from "./accounts/held-messages.ts";
+import { KeyUseRecorder } from "./accounts/key-use.ts";
+import { ensureRejectionIndexes, rejectionsCollection } from "./accounts/sender-name-rejections.ts";
 import { BackgroundControl } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
@@ -23,6 +28,7 @@ import { OptOutRules } from "./opt-outs/rules.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
+import { apiKeyRoutes } from "./rest/api-keys.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
 import { httpServer } from "./rest/http-server.ts";
@@ -92,10 +98,15 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   if (tracingActive()) traceRequests(app);
   metrics?.requests.observe(app);
 
+  const apiKeys = apiKeysCollection(store.db);
   const directory = new AccountDirectory(
     store.accounts,
     store.senderNames,
     numbersCollection(store.db),
+    apiKeys,
+  );
+  const keyUse = new KeyUseRecorder(apiKeys, (err) =>
+    log.warn({ err }, "recording a key's last use failed"),
   );
   const confirmations = new ChargeConfirmations(store.accounts, (err) =>
     log.warn({ err }, "confirming charges failed; the settler will"),
@@ -141,6 +152,20 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     reassemblyMs: config.moReassemblyS * 1000,
     defaultAlphabet: config.moDefaultAlphabet,
   });
+  // Suspended and closed accounts' messages: held by the worker's claims, withdrawn on close.
+  const heldMessages = new HeldMessages(store, {
+    pricePerPartMicros: config.pricePerPartMicros,
+    now: () => store.clock.now(),
+  });
+  const onStatusChange = async (accountId: string, change: string) => {
+    heldMessages.forget();
+    if (change === "close") {
+      await heldMessages.withdraw(accountId, "closed", store.clock.now());
+    } else if (change === "resume") {
+      // Held messages go on at once, not at the held lane's next look.
+      await schedule(accountId, store.clock.now(), store.clock.now());
+    }
+  };
   // The delivery worker and its carriers, the notifier and the settler; started by
   // startBackground() once the ports listen. (schedule and the inbound queue above call it only
   // once requests and MOs come, after build.)
@@ -151,6 +176,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     logger: log,
     metrics,
     screen: (messages) => optOutRules.screen(messages),
+    hold: heldMessages,
     inbound,
   });
 
@@ -184,6 +210,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inbound,
     ...(metrics && { intake: metrics.intake }),
     log: log.child({ component: "services" }),
+    keyUse: keyUse.note,
+    onStatusChange,
   });
 
   // The doors. Connect on both ports: read limits per method, credentials checked before a body
@@ -229,6 +257,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     senderNameRoutes(rest, clients);
     inboundRoutes(rest, clients);
     optOutRoutes(rest, clients);
+    apiKeyRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.
@@ -273,6 +302,9 @@ async function openServiceStore(db: Db, metrics: Metrics | undefined): Promise<S
   const store = openStore(metrics ? metrics.database.timed(durableDb) : durableDb);
   await ensureIndexes(store);
   await ensureOptOutIndexes(openOptOuts(store.db));
+  await ensureApiKeyIndexes(apiKeysCollection(store.db));
+  await ensureAuditIndexes(auditLogCollection(store.db));
+  await ensureRejectionIndexes(rejectionsCollection(store.db));
   return store;
 }
 

@@ -40,6 +40,8 @@ export interface BackgroundDeps {
   metrics?: Metrics | undefined;
   /** The delivery worker's last check before the carrier (opt-outs). */
   screen?: DeliveryWorkerOptions["screen"];
+  /** Accounts whose messages the worker holds (suspended, closed). */
+  hold?: DeliveryWorkerOptions["hold"];
   /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
   inbound?: InboundIntake | undefined;
 }
@@ -121,6 +123,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     logger,
     instanceId,
     ...(deps.screen && { screen: deps.screen }),
+    ...(deps.hold && { hold: deps.hold }),
   });
   const notifier = startNotifier(deps);
   await worker.start();
@@ -246,6 +249,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
           }),
         },
         ...(deps.screen && { screen: deps.screen }),
+        ...(deps.hold && { hold: deps.hold }),
       }),
   );
   const notifier = startNotifier(deps);

@@ -33,7 +33,7 @@ import type { MessageDoc } from "../store/documents.ts";
 import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
-import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
+import { type AccountHold, DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
 import { ReceiptHandler } from "./receipts.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
@@ -77,6 +77,8 @@ export interface DeliveryWorkerOptions {
   overdueSweepMs?: number;
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
+  /** Accounts whose messages are held (suspended, closed); none when absent. */
+  hold?: AccountHold;
   /**
    * With several carriers (docs/design.md "Routing, failover and prices"), one worker runs per carrier:
    * this carrier's name in the plan and which messages it claims now (those whose route's current
@@ -204,6 +206,7 @@ export class DeliveryWorker {
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
       ...(planCarrier && { filter: planCarrier.claims }),
+      ...(options.hold && { hold: options.hold }),
     });
   }
 

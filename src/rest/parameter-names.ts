@@ -1,3 +1,4 @@
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
@@ -9,7 +10,13 @@ import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 // so the mapping is read from the descriptors rather than kept by hand.
 
 const JSON_NAMES = new Map<string, string>();
-for (const service of [MessagingService, SenderNameService, InboundService, OptOutService]) {
+for (const service of [
+  MessagingService,
+  SenderNameService,
+  InboundService,
+  OptOutService,
+  ApiKeyService,
+]) {
   for (const method of service.methods) {
     for (const field of method.input.fields) JSON_NAMES.set(field.name, field.jsonName);
   }

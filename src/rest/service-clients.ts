@@ -10,6 +10,7 @@ import {
   type HandlerContext,
   type Transport,
 } from "@connectrpc/connect";
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
@@ -21,6 +22,7 @@ export interface ServiceClients {
   senderNames: Client<typeof SenderNameService>;
   inbound: Client<typeof InboundService>;
   optOuts: Client<typeof OptOutService>;
+  apiKeys: Client<typeof ApiKeyService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -85,5 +87,6 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     senderNames: createClient(SenderNameService, transport),
     inbound: createClient(InboundService, transport),
     optOuts: createClient(OptOutService, transport),
+    apiKeys: createClient(ApiKeyService, transport),
   };
 }

@@ -35,6 +35,8 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // Receipts from a carrier that does not echo our message id are matched by its part ids.
     store.messages.createIndex({ carrierIds: 1 }, { name: "carrier_ids", sparse: true }),
     store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),
+    // Held accounts, read by every worker every 2 s (accounts/held-messages.ts): few, sparse.
+    store.accounts.createIndex({ status: 1 }, { name: "held_accounts", sparse: true }),
     store.senderNames.createIndex(
       { accountId: 1, name: 1 },
       { name: "account_sender_name", unique: true },
