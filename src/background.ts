@@ -303,6 +303,7 @@ function startNotifier(deps: BackgroundDeps): Notifier {
     receiverConcurrency: config.webhookReceiverConcurrency,
     accountConcurrency: config.webhookAccountConcurrency,
     allowPrivate: config.webhookAllowPrivate,
+    secretOverlapMs: config.webhookSecretOverlapMs,
     ...(deps.metrics && { metrics: deps.metrics }),
   });
 }

@@ -3,7 +3,8 @@ import {
   type SmppSettings,
   singleCarrierPlan,
 } from "../delivery/routing/carrier-plan.ts";
-import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { parseDuration, parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { DEFAULT_SECRET_OVERLAP_MS } from "../notifier/signature.ts";
 import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../smpp/alphabets.ts";
 import { parseSmppUrl, type SmppEndpoint } from "../smpp/endpoint.ts";
 import { CarriersFileError, loadCarriersFile } from "./carriers-file.ts";
@@ -42,6 +43,8 @@ export interface Config {
   /** Webhook requests in flight per account and instance. */
   webhookAccountConcurrency: number;
   webhookAllowPrivate: boolean;
+  /** SMS_WEBHOOK_SECRET_OVERLAP: how long a rotated-out webhook secret keeps signing (default 24h). */
+  webhookSecretOverlapMs: number;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
   /** A call's deadline: past it, UNAVAILABLE (REST 503), and no database call of it is issued. */
@@ -174,6 +177,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       max: 10_000,
     }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
+    webhookSecretOverlapMs: read.parsed("SMS_WEBHOOK_SECRET_OVERLAP", (text) =>
+      text === undefined || text.trim() === "" ? DEFAULT_SECRET_OVERLAP_MS : parseDuration(text),
+    ),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
     requestTimeoutMs: read.integer("SMS_REQUEST_TIMEOUT_MS", 5_000, { min: 100, max: 60_000 }),
     batchStoreTimeoutMs: read.integer("SMS_BATCH_STORE_TIMEOUT_MS", 30_000, {
