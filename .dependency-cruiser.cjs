@@ -44,6 +44,7 @@ const MAY_IMPORT = {
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
   dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "accounts"],
   cli: [...BASE, "config"],
+  console: [...BASE, "store", "rate-limits", "config", "rest", "accounts"],
 };
 
 const room = (name) => (name.endsWith(".ts") ? `^src/${name}$` : `^src/${name}/`);

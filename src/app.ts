@@ -1,17 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type http2 from "node:http2";
+import { createClient } from "@connectrpc/connect";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
+import { AdminService } from "../gen/sms/admin/v1/admin_pb.ts";
 import { apiKeysCollection, ensureApiKeyIndexes } from "./accounts/api-keys.ts";
 import { auditLogCollection, ensureAuditIndexes } from "./accounts/audit-log.ts";
+import { carrierStatesCollection, writeCarrierState } from "./accounts/carrier-states.ts";
 import { HeldMessages } from "./accounts/held-messages.ts";
 import { KeyUseRecorder } from "./accounts/key-use.ts";
 import { ensureRejectionIndexes, rejectionsCollection } from "./accounts/sender-name-rejections.ts";
 import { BackgroundControl } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
+import { consoleServer } from "./console/console.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { Routing } from "./delivery/routing/routing.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
@@ -36,7 +40,7 @@ import { inboundRoutes } from "./rest/inbound.ts";
 import { messageRoutes } from "./rest/messages.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
-import { inProcessClients } from "./rest/service-clients.ts";
+import { inProcessClients, inProcessTransport } from "./rest/service-clients.ts";
 import { rpcRequests } from "./rpc/call-requests.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
 import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
@@ -69,6 +73,8 @@ export interface Service {
   store: Store;
   /** The metrics, when METRICS_PORT is not 0; main.ts serves them on that port. */
   metrics: Metrics | undefined;
+  /** The operator's console, when OPERATOR_PORT is not 0; main.ts listens on that port. */
+  console: FastifyInstance | undefined;
   /** Readiness with its details, for the operator: main.ts serves it on METRICS_PORT. */
   health: () => Promise<HealthReport>;
   /**
@@ -169,10 +175,11 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // The delivery worker and its carriers, the notifier and the settler; started by
   // startBackground() once the ports listen. (schedule and the inbound queue above call it only
   // once requests and MOs come, after build.)
+  const instanceId = randomUUID();
   const background = new BackgroundControl({
     config,
     store,
-    instanceId: randomUUID(),
+    instanceId,
     logger: log,
     metrics,
     screen: (messages) => optOutRules.screen(messages),
@@ -273,6 +280,37 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       }),
     { prefix: "/dashboard" },
   );
+  // The operator's console: its own server (main.ts listens on OPERATOR_PORT), every action an
+  // AdminService call on the in-process transport.
+  const operatorConsole =
+    config.operatorPort === 0
+      ? undefined
+      : await consoleServer(
+          {
+            admin: createClient(AdminService, inProcessTransport(serviceRoutes)),
+            store,
+            sessions: new DashboardSessions(store.db.collection("operator_sessions"), () =>
+              store.clock.now(),
+            ),
+            limits,
+            config,
+          },
+          logger,
+        );
+  if (operatorConsole) app.addHook("onClose", async () => operatorConsole.close());
+  // Where this instance's carriers stand, for the console's carriers page of any instance.
+  const carrierStates = carrierStatesCollection(store.db);
+  const reportCarriers = setInterval(() => {
+    const carrier = background.carrier();
+    if (!carrier) return;
+    writeCarrierState(carrierStates, {
+      _id: instanceId,
+      at: store.clock.now(),
+      carriers: [carrier as { name: string }],
+    }).catch((err: unknown) => log.warn({ err }, "writing the carriers' state failed"));
+  }, 5_000);
+  reportCarriers.unref();
+  app.addHook("onClose", async () => clearInterval(reportCarriers));
   registerErrorHandler(app);
   registerNotFoundHandler(app);
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -291,6 +329,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     grpc: grpc.server,
     store,
     metrics,
+    console: operatorConsole,
     health,
     startBackground: () => background.start(),
   };

@@ -64,7 +64,10 @@ export const STATUS_VALUES: Record<"active" | "suspended" | "closed", AccountSta
 
 /** Who made an operator call, for the audit log. */
 export function authorOf(ctx: HandlerContext): AuditAuthor {
-  const author: AuditAuthor = { door: ctx.protocolName };
+  // AdminService's only in-process caller is the operator's console (src/console).
+  const author: AuditAuthor = {
+    door: ctx.protocolName === "in-process" ? "console" : ctx.protocolName,
+  };
   const address = ctx.values.get(CLIENT_ADDRESS);
   if (address) author.address = address;
   const operator = ctx.requestHeader.get("sms-operator")?.trim().slice(0, OPERATOR_MAX_CHARS);
