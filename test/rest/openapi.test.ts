@@ -47,8 +47,10 @@ describe("the document", () => {
         .map(([path, method]) => `${method.toUpperCase()} ${path}`)
         .sort(),
     ).toEqual([
+      "DELETE /api-keys/{key}",
       "DELETE /opt-outs/{number}",
       "DELETE /sender_names/{name}",
+      "GET /api-keys",
       "GET /inbound",
       "GET /inbound/{id}",
       "GET /opt-outs",
@@ -56,10 +58,12 @@ describe("the document", () => {
       "GET /sender_names",
       "GET /sms-batch/{id}",
       "GET /sms/quote",
+      "POST /api-keys",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
       "POST /sms-batch",
+      "POST /webhook-secret",
     ]);
   });
 
