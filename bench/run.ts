@@ -7,6 +7,7 @@ import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
+import { apiKeysFigure } from "./api-keys-figure.ts";
 import {
   ADMIN_TOKEN,
   type BenchContext,
@@ -45,7 +46,8 @@ const quick = process.argv.includes("--quick");
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
-// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts.
+// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
+// "keys" (issue 40) in api-keys-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -286,6 +288,7 @@ await hostileBodiesFigure(ctx);
 await moIntakeFigure(ctx);
 // ---- 15 (issue 26). Sends checked against a 100000-number opt-out list
 await optOutFigure(ctx);
+await apiKeysFigure(ctx);
 // ---- 16, 17 (issue 27). Failover when a carrier's SMSC dies; a split over two carriers beside one
 await failoverFigure(ctx);
 await twoCarriersFigure(ctx);
