@@ -81,6 +81,8 @@ function serviceEnv(db: string, extra: Record<string, string> = {}) {
     LOG_LEVEL: "warn",
     // The figures measure throughput from one account: the per-account request limit is off.
     SMS_RATE_LIMIT_RPS: "0",
+    // No operator console: figures run several services at once, which would share its port.
+    OPERATOR_PORT: "0",
     ...extra,
   };
 }

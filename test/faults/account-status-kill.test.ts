@@ -23,7 +23,6 @@ const ENV = {
   SMS_SETTLE_AFTER_MS: "12000",
   SMS_REQUEST_TIMEOUT_MS: "5000",
   SMS_BATCH_STORE_TIMEOUT_MS: "6000",
-  OPERATOR_PORT: "0",
 };
 const operator = {
   headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "sms-operator": "kill-test" },
