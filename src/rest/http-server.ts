@@ -21,7 +21,7 @@ export function httpServer(
     bodyLimit: 1024 * 1024,
     // Path parameters longer than the router's default (100) reach their schema, whose maxLength
     // answers a 400 naming the parameter instead of the router's 414.
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
     // Header, body-idle, whole-request and keep-alive bounds (connections/http1-limits.ts).
     ...http1ServerOptions(
       config.connections,

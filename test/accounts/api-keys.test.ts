@@ -87,6 +87,21 @@ describe("making and listing keys", () => {
     expect((await storedFor(service, account.apiKey)).messages).toBe(2);
   });
 
+  it("shows when a key was last used, written beside the request, not in its way", async () => {
+    const account = await service.createAccount();
+    const sender = await keyOf(account, "send");
+    const before = (await listKeys(account)).body.apiKeys.find(
+      (k: any) => k.apiKey === sender.apiKey,
+    );
+    expect(before.lastUseTime).toBeUndefined();
+    expect((await send(sender)).status).toBe(200);
+    await vi.waitFor(async () => {
+      const listed = (await listKeys(account)).body.apiKeys;
+      const used = listed.find((k: any) => k.apiKey === sender.apiKey);
+      expect(Date.parse(used.lastUseTime)).not.toBeNaN();
+    });
+  });
+
   it("refuses hostile input with a 400 naming the field, and makes nothing", async () => {
     const account = await service.createAccount();
     const cases: [Record<string, unknown>, string][] = [
