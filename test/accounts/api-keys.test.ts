@@ -1,5 +1,5 @@
 /**
- * API keys over real HTTP, Connect and gRPC (docs/design.md "Accounts, API keys and the operator
+ * API keys over real HTTP, Connect, gRPC and gRPC-Web (docs/design.md "Accounts, API keys and the operator
  * console"): made with their secret shown once, listed without it, scoped on every door,
  * revoked and expired on every instance within 5 s, and the first key working throughout.
  */
@@ -8,6 +8,7 @@ import { Code, createClient } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
+  createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -246,12 +247,13 @@ describe("scopes on every door", () => {
     expect((await makeKey(sender, { name: "mine" })).status).toBe(403);
   });
 
-  it("Connect and gRPC: PERMISSION_DENIED with reason API_KEY_SCOPE, before the Idempotency-Key", async () => {
+  it("Connect, gRPC and gRPC-Web: PERMISSION_DENIED with reason API_KEY_SCOPE, before the Idempotency-Key", async () => {
     const account = await service.createAccount();
     const reader = await keyOf(account, "read");
     for (const transport of [
       createConnectTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
       createGrpcTransport({ baseUrl: service.grpcUrl, sessionManager: session }),
+      createGrpcWebTransport({ baseUrl: service.baseUrl, httpVersion: "1.1" }),
     ]) {
       const messaging = createClient(MessagingService, transport);
       const names = createClient(SenderNameService, transport);
