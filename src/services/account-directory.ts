@@ -21,7 +21,12 @@ export interface AccountView {
  * at once (`forget`); other instances see them within `ttlMs`.
  */
 export class AccountDirectory {
-  private readonly cache = new Map<string, { view: AccountView | null; until: number }>();
+  private readonly cache = new Map<
+    string,
+    { view: AccountView | null; until: number; refreshing?: boolean }
+  >();
+  /** Loads in progress: the calls that miss together wait for one load (three reads). */
+  private readonly loading = new Map<string, Promise<AccountView | null>>();
 
   constructor(
     private readonly accounts: Collection<AccountDoc>,
@@ -30,18 +35,53 @@ export class AccountDirectory {
     private readonly ttlMs = 2000,
   ) {}
 
+  /**
+   * The account's view, at most `ttlMs` old. Past half its time a view is reloaded in the
+   * background while it is still served, so a steady caller never waits for the reads; calls that
+   * find no view wait for one load together (issue 43: when a view expired, every call in flight
+   * read the account, its sender names and numbers again).
+   */
   async get(apiKey: string): Promise<AccountView | null> {
     const now = Date.now();
     const hit = this.cache.get(apiKey);
-    if (hit && hit.until > now) return hit.view;
-    const view = await this.load(apiKey);
-    if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(apiKey, { view, until: now + this.ttlMs });
-    return view;
+    if (hit && hit.until > now) {
+      if (!hit.refreshing && hit.until - now < this.ttlMs / 2) {
+        hit.refreshing = true;
+        this.reload(apiKey).catch(() => {
+          hit.refreshing = false;
+        });
+      }
+      return hit.view;
+    }
+    return this.reload(apiKey);
   }
 
   forget(apiKey: string): void {
     this.cache.delete(apiKey);
+    this.loading.delete(apiKey);
+  }
+
+  private reload(apiKey: string): Promise<AccountView | null> {
+    const pending = this.loading.get(apiKey);
+    if (pending) return pending;
+    const started = Date.now();
+    const loaded = this.load(apiKey).then(
+      (view) => {
+        // A forget() meanwhile dropped this load: its view may be older than the change.
+        if (this.loading.get(apiKey) === loaded) {
+          this.loading.delete(apiKey);
+          if (this.cache.size > 10_000) this.cache.clear();
+          this.cache.set(apiKey, { view, until: started + this.ttlMs });
+        }
+        return view;
+      },
+      (error: unknown) => {
+        if (this.loading.get(apiKey) === loaded) this.loading.delete(apiKey);
+        throw error;
+      },
+    );
+    this.loading.set(apiKey, loaded);
+    return loaded;
   }
 
   private async load(apiKey: string): Promise<AccountView | null> {
