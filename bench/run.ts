@@ -24,6 +24,7 @@ import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
+import { ownWebhooksFigure } from "./own-webhooks-figure.ts";
 import {
   buildService,
   collectEmulatorHeap,
@@ -42,7 +43,7 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts (6b, run with
-// 6, in own-batches-figure.ts); 11 in
+// 6, in own-batches-figure.ts; 6c, alone, in own-webhooks-figure.ts); 11 in
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
@@ -276,6 +277,11 @@ if (runs("4", "4b")) {
 // ---- 6 to 10: delivery and notification under load (issue 9), each beside its quiet baseline.
 await deliveryFigures(ctx);
 await webhookFigures(ctx);
+// ---- 6c (issue 38): an account's own webhooks take turns behind its big batch's.
+if (runs("6c")) {
+  log("figure 6c: an account's own webhooks behind its 10000-message batch's");
+  await ownWebhooksFigure(ctx);
+}
 await throughputFigure(ctx);
 // ---- 11: SMPP throughput through the test SMSC (issue 10).
 await smppFigure(ctx);

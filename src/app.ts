@@ -29,6 +29,7 @@ import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs/list.ts";
 import { OptOutReads } from "./opt-outs/list-reads.ts";
 import { OptOutRules } from "./opt-outs/rules.ts";
+import { StopFeed } from "./opt-outs/stop-feed.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
@@ -137,6 +138,13 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // Two-way messaging: the opt-out list and its rules, and the intake of inbound messages.
   const optOuts = openOptOuts(store.db);
   const optOutReads = new OptOutReads(optOuts, store.accounts);
+  const instanceId = randomUUID();
+  // A handset's STOP told to every delivering instance: it waits only for claims not yet told.
+  const stops = new StopFeed({
+    db: store.db,
+    instanceId,
+    logger: log.child({ component: "opt-outs" }),
+  });
   const optOutRules = new OptOutRules({
     store,
     optOuts,
@@ -144,6 +152,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     messageIds: new IdAllocator(store.counters, "message", 20),
     pricePerPartMicros: config.pricePerPartMicros,
     onQueued: schedule,
+    stops,
   });
   const inboundLog = log.child({ component: "inbound" });
   const inbound = new InboundIntake({
@@ -175,7 +184,6 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // The delivery worker and its carriers, the notifier and the settler; started by
   // startBackground() once the ports listen. (schedule and the inbound queue above call it only
   // once requests and MOs come, after build.)
-  const instanceId = randomUUID();
   const background = new BackgroundControl({
     config,
     store,
@@ -184,6 +192,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     metrics,
     screen: (messages) => optOutRules.screen(messages),
     hold: heldMessages,
+    stops,
     inbound,
   });
 
@@ -252,8 +261,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     // What reaches a Connect path on PORT without being a Connect call is answered like REST.
     registerErrorHandler(rpc);
     refuseForeignRequests(rpc);
-    fastifyAdapter(rpc, rpcOptions(), (request, response) =>
-      rpcRequest(request, response, request.socket.remoteAddress),
+    fastifyAdapter(
+      rpc,
+      rpcOptions(),
+      (request, response) => rpcRequest(request, response, request.socket.remoteAddress),
+      {
+        call: (request, response) =>
+          rpcRequest.jsonCall(request, response, request.socket.remoteAddress),
+      },
     );
   });
   await app.register(async (rest) => {

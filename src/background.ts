@@ -42,6 +42,8 @@ export interface BackgroundDeps {
   screen?: DeliveryWorkerOptions["screen"];
   /** Accounts whose messages the worker holds (suspended, closed). */
   hold?: DeliveryWorkerOptions["hold"];
+  /** The STOPs seen since a claim's screen (opt-outs/stop-feed.ts), started with the worker. */
+  stops?: DeliveryWorkerOptions["stops"] & { start(): Promise<void>; stop(): Promise<void> };
   /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
   inbound?: InboundIntake | undefined;
 }
@@ -110,6 +112,8 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
       carrier: () => undefined,
     };
   const logger = deps.logger.child({ component: "delivery" });
+  // Before the first claim: a claim screened before a STOP this instance has not seen is held back.
+  await deps.stops?.start();
   if (config.carriers.carriers.length > 1) return startPlanCarriers(deps, logger);
   let carrier: Carrier =
     config.carrier === "smpp" && config.smpp
@@ -124,6 +128,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     instanceId,
     ...(deps.screen && { screen: deps.screen }),
     ...(deps.hold && { hold: deps.hold }),
+    ...(deps.stops && { stops: deps.stops }),
   });
   const notifier = startNotifier(deps);
   await worker.start();
@@ -141,6 +146,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     // The worker first, so its last status changes are still notified by a running notifier.
     stop: async () => {
       await worker.stop();
+      await deps.stops?.stop();
       await deps.inbound?.stop();
       await notifier.stop();
     },
@@ -250,6 +256,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
         },
         ...(deps.screen && { screen: deps.screen }),
         ...(deps.hold && { hold: deps.hold }),
+        ...(deps.stops && { stops: deps.stops }),
       }),
   );
   const notifier = startNotifier(deps);
@@ -281,6 +288,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
     },
     stop: async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
+      await deps.stops?.stop();
       await deps.inbound?.stop();
       await notifier.stop();
     },

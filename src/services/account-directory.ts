@@ -39,7 +39,12 @@ export interface CallerKey {
  * the operator console").
  */
 export class AccountDirectory {
-  private readonly cache = new Map<string, { view: AccountView | null; until: number }>();
+  private readonly cache = new Map<
+    string,
+    { view: AccountView | null; until: number; refreshing?: boolean }
+  >();
+  /** Loads in progress: the calls that miss together wait for one load (three reads). */
+  private readonly loading = new Map<string, Promise<AccountView | null>>();
 
   constructor(
     private readonly accounts: Collection<AccountDoc>,
@@ -49,23 +54,61 @@ export class AccountDirectory {
     private readonly ttlMs = 2000,
   ) {}
 
-  /** The account of a presented key (any of its keys), with that key's own terms. */
+  /**
+   * The account of a presented key (any of its keys), with that key's own terms, at most `ttlMs`
+   * old. Past half its time a view is reloaded in the background while it is still served, so a
+   * steady caller never waits for the reads; calls that find no view wait for one load together
+   * (when a view expired, every call in flight read the account, its sender names and numbers).
+   */
   async get(apiKey: string): Promise<AccountView | null> {
     const now = Date.now();
     const hit = this.cache.get(apiKey);
-    if (hit && hit.until > now) return hit.view;
-    const view = await this.load(apiKey);
-    // Room for 10000 accounts of 20 keys each: a full cache is dropped, not evicted one by one.
-    if (this.cache.size > 250_000) this.cache.clear();
-    this.cache.set(apiKey, { view, until: now + this.ttlMs });
-    return view;
+    if (hit && hit.until > now) {
+      if (!hit.refreshing && hit.until - now < this.ttlMs / 2) {
+        hit.refreshing = true;
+        this.reload(apiKey).catch(() => {
+          hit.refreshing = false;
+        });
+      }
+      return hit.view;
+    }
+    return this.reload(apiKey);
   }
 
-  /** Forgets the account `accountId` under every key it was read with (this instance). */
+  /**
+   * Forgets the account `accountId` under every key it was read with (this instance). Loads in
+   * flight are dropped too: one of them may be another key's of this account, older than the
+   * change.
+   */
   forget(accountId: string): void {
     for (const [key, entry] of this.cache) {
       if (key === accountId || entry.view?.apiKey === accountId) this.cache.delete(key);
     }
+    this.loading.clear();
+  }
+
+  private reload(apiKey: string): Promise<AccountView | null> {
+    const pending = this.loading.get(apiKey);
+    if (pending) return pending;
+    const started = Date.now();
+    const loaded = this.load(apiKey).then(
+      (view) => {
+        // A forget() meanwhile dropped this load: its view may be older than the change.
+        if (this.loading.get(apiKey) === loaded) {
+          this.loading.delete(apiKey);
+          // Room for 10000 accounts of 20 keys each: a full cache is dropped, not evicted one by one.
+          if (this.cache.size > 250_000) this.cache.clear();
+          this.cache.set(apiKey, { view, until: started + this.ttlMs });
+        }
+        return view;
+      },
+      (error: unknown) => {
+        if (this.loading.get(apiKey) === loaded) this.loading.delete(apiKey);
+        throw error;
+      },
+    );
+    this.loading.set(apiKey, loaded);
+    return loaded;
   }
 
   private async load(presented: string): Promise<AccountView | null> {

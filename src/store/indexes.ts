@@ -4,6 +4,7 @@ import { ensureInboundPartIndexes } from "./inbound-parts.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
 import { SEQUENCES } from "./sequences.ts";
+import { ensureUnmatchedReceiptIndexes } from "./unmatched-receipts.ts";
 
 /**
  * Seeds the id sequences, then creates the indexes of the store's own collections (a capability
@@ -45,6 +46,7 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ensureListingIndexes(store),
     // Two-way messaging: numbers and inbound messages.
     ensureNumberIndexes(store.db),
+    ensureUnmatchedReceiptIndexes(store.db),
     ensureInboundMessageIndexes(store.db),
     ensureInboundPartIndexes(store.db),
   ]);

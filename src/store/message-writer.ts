@@ -154,7 +154,9 @@ export class MessageWriter {
           write.reject(failure);
         } else write.resolve({ creditMicros });
       }
-      if (refundMicros === 0) this.confirmations.add(account.apiKey, charge);
+      // With sends waiting for the next group, its confirmation may go with theirs.
+      if (refundMicros === 0)
+        this.confirmations.add(account.apiKey, charge, this.groups.waitingCount > 0);
       else {
         // Some were refused by the server: certain, so settled now (else by the settler, alike).
         await settleCharge(this.accounts, account.apiKey, charge, refundMicros).catch(
