@@ -55,9 +55,9 @@ export function apiKeyRoutes(app: FastifyInstance, clients: ServiceClients): voi
     { schema: createApiKeySchema },
     async (request, reply) => {
       const { name, scope, expireTime } = request.body;
-      const call = serviceCall(request, reply, request.body);
-      // No Idempotency-Key: a replay would have to keep the secret (design).
-      delete (call.headers as Record<string, string>)["idempotency-key"];
+      // No Idempotency-Key: a replay would have to keep the secret (design). The call's only
+      // header would be that key.
+      const { headers: _idempotencyKey, ...call } = serviceCall(request, reply, request.body);
       const expire = expireTimeOf(expireTime);
       const made = await clients.apiKeys.createApiKey(
         { name, scope: SCOPE_VALUES[scope], ...(expire && { expireTime: expire }) },
