@@ -22,6 +22,7 @@ const MAY_IMPORT = {
   "rate-limits": [...BASE, "scheduling"],
   "request-bodies": [...BASE, "rate-limits"],
   "opt-outs": [...BASE, "store"],
+  accounts: [...BASE, "store", "opt-outs"],
   inbound: [...BASE, "store", "smpp", "opt-outs"],
   delivery: [...BASE, "store", "scheduling", "tracing", "smpp", "inbound"],
   money: [...BASE, "store"],
@@ -33,15 +34,18 @@ const MAY_IMPORT = {
   services: [
     ...BASE,
     ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics", "money"],
+    "accounts",
   ],
   idempotency: [...BASE, "store", "services"],
   rest: [
     ...BASE,
     ...["store", "tracing", "rate-limits", "request-bodies", "config", "connections", "services"],
+    "accounts",
   ],
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
-  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money"],
+  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money", "accounts"],
   cli: [...BASE, "config"],
+  console: [...BASE, "store", "rate-limits", "config", "rest", "accounts"],
 };
 
 const room = (name) => (name.endsWith(".ts") ? `^src/${name}$` : `^src/${name}/`);

@@ -1,12 +1,21 @@
 import { randomUUID } from "node:crypto";
 import type http2 from "node:http2";
+import { createClient } from "@connectrpc/connect";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
+import { AdminService } from "../gen/sms/admin/v1/admin_pb.ts";
+import { apiKeysCollection, ensureApiKeyIndexes } from "./accounts/api-keys.ts";
+import { auditLogCollection, ensureAuditIndexes } from "./accounts/audit-log.ts";
+import { carrierStatesCollection, writeCarrierState } from "./accounts/carrier-states.ts";
+import { HeldMessages } from "./accounts/held-messages.ts";
+import { KeyUseRecorder } from "./accounts/key-use.ts";
+import { ensureRejectionIndexes, rejectionsCollection } from "./accounts/sender-name-rejections.ts";
 import { BackgroundControl } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
+import { consoleServer } from "./console/console.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { Routing } from "./delivery/routing/routing.ts";
 import { DEFAULT_RISK } from "./domain/risk-settings.ts";
@@ -22,9 +31,11 @@ import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs/list.ts";
 import { OptOutReads } from "./opt-outs/list-reads.ts";
 import { OptOutRules } from "./opt-outs/rules.ts";
+import { StopFeed } from "./opt-outs/stop-feed.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
+import { apiKeyRoutes } from "./rest/api-keys.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
 import { httpServer } from "./rest/http-server.ts";
@@ -33,7 +44,7 @@ import { messageRoutes } from "./rest/messages.ts";
 import { moneyRoutes } from "./rest/money.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
-import { inProcessClients } from "./rest/service-clients.ts";
+import { inProcessClients, inProcessTransport } from "./rest/service-clients.ts";
 import { rpcRequests } from "./rpc/call-requests.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
 import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
@@ -66,6 +77,8 @@ export interface Service {
   store: Store;
   /** The metrics, when METRICS_PORT is not 0; main.ts serves them on that port. */
   metrics: Metrics | undefined;
+  /** The operator's console, when OPERATOR_PORT is not 0; main.ts listens on that port. */
+  console: FastifyInstance | undefined;
   /** Readiness with its details, for the operator: main.ts serves it on METRICS_PORT. */
   health: () => Promise<HealthReport>;
   /**
@@ -95,10 +108,15 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   if (tracingActive()) traceRequests(app);
   metrics?.requests.observe(app);
 
+  const apiKeys = apiKeysCollection(store.db);
   const directory = new AccountDirectory(
     store.accounts,
     store.senderNames,
     numbersCollection(store.db),
+    apiKeys,
+  );
+  const keyUse = new KeyUseRecorder(apiKeys, (err) =>
+    log.warn({ err }, "recording a key's last use failed"),
   );
   const confirmations = new ChargeConfirmations(store, (err) =>
     log.warn({ err }, "confirming charges failed; the settler will"),
@@ -123,6 +141,13 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   // Two-way messaging: the opt-out list and its rules, and the intake of inbound messages.
   const optOuts = openOptOuts(store.db);
   const optOutReads = new OptOutReads(optOuts, store.accounts);
+  const instanceId = randomUUID();
+  // A handset's STOP told to every delivering instance: it waits only for claims not yet told.
+  const stops = new StopFeed({
+    db: store.db,
+    instanceId,
+    logger: log.child({ component: "opt-outs" }),
+  });
   const optOutRules = new OptOutRules({
     store,
     optOuts,
@@ -130,6 +155,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     messageIds: new IdAllocator(store.counters, "message", 20),
     pricePerPartMicros: config.pricePerPartMicros,
     onQueued: schedule,
+    stops,
   });
   const inboundLog = log.child({ component: "inbound" });
   const inbound = new InboundIntake({
@@ -144,16 +170,32 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     reassemblyMs: config.moReassemblyS * 1000,
     defaultAlphabet: config.moDefaultAlphabet,
   });
+  // Suspended and closed accounts' messages: held by the worker's claims, withdrawn on close.
+  const heldMessages = new HeldMessages(store, {
+    pricePerPartMicros: config.pricePerPartMicros,
+    now: () => store.clock.now(),
+  });
+  const onStatusChange = async (accountId: string, change: string) => {
+    heldMessages.forget();
+    if (change === "close") {
+      await heldMessages.withdraw(accountId, "closed", store.clock.now());
+    } else if (change === "resume") {
+      // Held messages go on at once, not at the held lane's next look.
+      await schedule(accountId, store.clock.now(), store.clock.now());
+    }
+  };
   // The delivery worker and its carriers, the notifier and the settler; started by
   // startBackground() once the ports listen. (schedule and the inbound queue above call it only
   // once requests and MOs come, after build.)
   const background = new BackgroundControl({
     config,
     store,
-    instanceId: randomUUID(),
+    instanceId,
     logger: log,
     metrics,
     screen: (messages) => optOutRules.screen(messages),
+    hold: heldMessages,
+    stops,
     inbound,
   });
 
@@ -196,6 +238,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inbound,
     ...(metrics && { intake: metrics.intake }),
     log: log.child({ component: "services" }),
+    keyUse: keyUse.note,
+    onStatusChange,
   });
 
   // The doors. Connect on both ports: read limits per method, credentials checked before a body
@@ -229,8 +273,14 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     // What reaches a Connect path on PORT without being a Connect call is answered like REST.
     registerErrorHandler(rpc);
     refuseForeignRequests(rpc);
-    fastifyAdapter(rpc, rpcOptions(), (request, response) =>
-      rpcRequest(request, response, request.socket.remoteAddress),
+    fastifyAdapter(
+      rpc,
+      rpcOptions(),
+      (request, response) => rpcRequest(request, response, request.socket.remoteAddress),
+      {
+        call: (request, response) =>
+          rpcRequest.jsonCall(request, response, request.socket.remoteAddress),
+      },
     );
   });
   await app.register(async (rest) => {
@@ -242,6 +292,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inboundRoutes(rest, clients);
     optOutRoutes(rest, clients);
     moneyRoutes(rest, clients);
+    apiKeyRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.
@@ -257,6 +308,37 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       }),
     { prefix: "/dashboard" },
   );
+  // The operator's console: its own server (main.ts listens on OPERATOR_PORT), every action an
+  // AdminService call on the in-process transport.
+  const operatorConsole =
+    config.operatorPort === 0
+      ? undefined
+      : await consoleServer(
+          {
+            admin: createClient(AdminService, inProcessTransport(serviceRoutes)),
+            store,
+            sessions: new DashboardSessions(store.db.collection("operator_sessions"), () =>
+              store.clock.now(),
+            ),
+            limits,
+            config,
+          },
+          logger,
+        );
+  if (operatorConsole) app.addHook("onClose", async () => operatorConsole.close());
+  // Where this instance's carriers stand, for the console's carriers page of any instance.
+  const carrierStates = carrierStatesCollection(store.db);
+  const reportCarriers = setInterval(() => {
+    const carrier = background.carrier();
+    if (!carrier) return;
+    writeCarrierState(carrierStates, {
+      _id: instanceId,
+      at: store.clock.now(),
+      carriers: [carrier as { name: string }],
+    }).catch((err: unknown) => log.warn({ err }, "writing the carriers' state failed"));
+  }, 5_000);
+  reportCarriers.unref();
+  app.addHook("onClose", async () => clearInterval(reportCarriers));
   registerErrorHandler(app);
   registerNotFoundHandler(app);
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -275,6 +357,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     grpc: grpc.server,
     store,
     metrics,
+    console: operatorConsole,
     health,
     startBackground: () => background.start(),
   };
@@ -286,6 +369,9 @@ async function openServiceStore(db: Db, metrics: Metrics | undefined): Promise<S
   const store = openStore(metrics ? metrics.database.timed(durableDb) : durableDb);
   await ensureIndexes(store);
   await ensureOptOutIndexes(openOptOuts(store.db));
+  await ensureApiKeyIndexes(apiKeysCollection(store.db));
+  await ensureAuditIndexes(auditLogCollection(store.db));
+  await ensureRejectionIndexes(rejectionsCollection(store.db));
   return store;
 }
 

@@ -41,6 +41,10 @@ export interface BackgroundDeps {
   metrics?: Metrics | undefined;
   /** The delivery worker's last check before the carrier (opt-outs). */
   screen?: DeliveryWorkerOptions["screen"];
+  /** Accounts whose messages the worker holds (suspended, closed). */
+  hold?: DeliveryWorkerOptions["hold"];
+  /** The STOPs seen since a claim's screen (opt-outs/stop-feed.ts), started with the worker. */
+  stops?: DeliveryWorkerOptions["stops"] & { start(): Promise<void>; stop(): Promise<void> };
   /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
   inbound?: InboundIntake | undefined;
 }
@@ -119,6 +123,8 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
       carrier: () => undefined,
     };
   const logger = deps.logger.child({ component: "delivery" });
+  // Before the first claim: a claim screened before a STOP this instance has not seen is held back.
+  await deps.stops?.start();
   if (config.carriers.carriers.length > 1) return startPlanCarriers(deps, logger);
   let carrier: Carrier =
     config.carrier === "smpp" && config.smpp
@@ -132,6 +138,8 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     logger,
     instanceId,
     ...(deps.screen && { screen: deps.screen }),
+    ...(deps.hold && { hold: deps.hold }),
+    ...(deps.stops && { stops: deps.stops }),
   });
   const notifier = startNotifier(deps);
   await worker.start();
@@ -149,6 +157,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     // The worker first, so its last status changes are still notified by a running notifier.
     stop: async () => {
       await worker.stop();
+      await deps.stops?.stop();
       await deps.inbound?.stop();
       await notifier.stop();
     },
@@ -257,6 +266,8 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
           }),
         },
         ...(deps.screen && { screen: deps.screen }),
+        ...(deps.hold && { hold: deps.hold }),
+        ...(deps.stops && { stops: deps.stops }),
       }),
   );
   const notifier = startNotifier(deps);
@@ -288,6 +299,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
     },
     stop: async () => {
       await Promise.all(workers.map((worker) => worker.stop()));
+      await deps.stops?.stop();
       await deps.inbound?.stop();
       await notifier.stop();
     },
@@ -310,6 +322,7 @@ function startNotifier(deps: BackgroundDeps): Notifier {
     receiverConcurrency: config.webhookReceiverConcurrency,
     accountConcurrency: config.webhookAccountConcurrency,
     allowPrivate: config.webhookAllowPrivate,
+    secretOverlapMs: config.webhookSecretOverlapMs,
     ...(deps.metrics && { metrics: deps.metrics }),
   });
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { UsageGroup, type UsageRow } from "../../gen/sms/v1/money_pb.ts";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { recentRejections, rejectionsCollection } from "../accounts/sender-name-rejections.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
 import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
@@ -123,6 +124,16 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
     ownerTypes: Object.keys(OWNER_TYPES),
   };
 
+  /** The operator's rejections the account is shown for 30 days (accounts/sender-name-rejections.ts). */
+  const rejectionsOf = async (accountId: string) =>
+    (
+      await recentRejections(
+        rejectionsCollection(dashboard.deps.store.db),
+        accountId,
+        dashboard.deps.store.clock.now(),
+      )
+    ).map((r) => ({ ...r, at: r.at.toISOString().replace(/\.\d{3}Z$/, "Z") }));
+
   app.get<{ Querystring: { requested?: string; deleted?: string } }>(
     "/sender-names",
     dashboard.signedIn(async (request, reply, account) => {
@@ -133,6 +144,7 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
         {
           ...senderNamesPage,
           names: await listSenderNames(sessionCall(request, account)),
+          rejections: await rejectionsOf(account.apiKey),
           form: { name: "", purpose: "", ownerType: "", owner: "", exampleMsg: "" },
           errors: {},
           requested: text(query.requested),
@@ -176,6 +188,7 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
           {
             ...senderNamesPage,
             names: await listSenderNames(call),
+            rejections: await rejectionsOf(account.apiKey),
             form,
             errors,
             requested: "",

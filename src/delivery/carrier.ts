@@ -1,13 +1,7 @@
-import type { ReasonName } from "../domain/message-status.ts";
-import type {
-  MultipartReceipts,
-  ReceiptIdMatching,
-  CarrierStatus as ReceiptStatus,
-} from "../domain/receipt-ids.ts";
 /**
  * The carrier port (docs/design.md "Message lifecycle"): how the delivery worker hands message parts to an
- * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and, later,
- * SMPP. The worker only knows this interface.
+ * SMS carrier and learns their fate. Adapters: the simulator (default, `simulator.ts`) and SMPP
+ * (`smpp-carrier/adapter.ts`). The worker only knows this interface.
  *
  * - `submit` sends parts in bulk and answers one result per part, in order: accepted with the
  *   carrier's id of the part (SMPP `submit_sm_resp.message_id`), or refused.
@@ -17,21 +11,15 @@ import type {
  *   again later (the worker lists the ones whose part it cannot match yet, e.g. a receipt that
  *   overtook the recording of the submission). A receipt carries only the carrier's id, as SMPP's do.
  */
+import type { MessagePart } from "../domain/message-part.ts";
+import type { ReasonName } from "../domain/message-status.ts";
+import type {
+  MultipartReceipts,
+  ReceiptIdMatching,
+  CarrierStatus as ReceiptStatus,
+} from "../domain/receipt-ids.ts";
 
-export interface CarrierPart {
-  /** The message the part belongs to. */
-  messageId: number;
-  /** The part's own id (the segment id; the message id for a single-part message). */
-  partId: number;
-  /** 0-based position of the part in its message. */
-  partIndex: number;
-  partCount: number;
-  to: string;
-  from: string;
-  text: string;
-  /** When the message's ttl runs out (server clock): SMPP's `validity_period` is the time left. */
-  expiresAt: Date;
-}
+export type CarrierPart = MessagePart;
 
 export type SubmitResult =
   | { ok: true; carrierId: string }
@@ -43,7 +31,22 @@ export type SubmitResult =
        * was accepted, so with several carriers the message may go to the next of its route.
        */
       carrierFault?: boolean;
+      /**
+       * Not written: `SubmitOptions.mayWrite` said no (its recipient sent STOP after the claim's
+       * screen). The carrier has nothing of it; the worker gives the message back to its queue.
+       */
+      heldBack?: true;
     };
+
+/** What a submit call is told besides its parts. */
+export interface SubmitOptions {
+  /**
+   * Asked right before the first part of each message is written (a carrier that queues parts
+   * asks when it takes them from its queue): false leaves the message's parts unwritten, answered
+   * `heldBack`. Once one part of a message is written, its others are written too.
+   */
+  mayWrite?: (part: CarrierPart) => boolean;
+}
 
 /**
  * What a `submit` that throws may tell: the parts the carrier accepted before the call failed, by
@@ -116,7 +119,7 @@ export interface Carrier {
    * Submits parts in bulk; one result per part, in the order given. Throws when the carrier cannot
    * be reached at all (with `SubmitFailure.acceptedParts` when it had accepted some before).
    */
-  submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]>;
+  submit(parts: readonly CarrierPart[], options?: SubmitOptions): Promise<SubmitResult[]>;
   /** Connects and starts delivering receipts to `onReceipts`. */
   start(onReceipts: ReceiptHandler): Promise<void>;
   /** Stops delivering receipts, waits for the handler calls in flight, disconnects. */

@@ -31,6 +31,18 @@ export interface LaneClaim {
   full: boolean;
 }
 
+/**
+ * Accounts whose messages are held (suspended or closed: docs/design.md "Accounts, API keys and
+ * the operator console"), handed in by the root. A held lane's turn claims nothing: `heldTurn`
+ * ends what must end now (a closed account's messages, those past their ttl) and says when the
+ * lane is looked at again.
+ */
+export interface AccountHold {
+  /** Whether the account is held, as the database said at most a few seconds ago. */
+  held(accountId: string): Promise<boolean>;
+  heldTurn(accountId: string): Promise<Date | undefined>;
+}
+
 export interface DeliveryRoundsOptions {
   store: Store;
   lanes: FairLanes;
@@ -48,6 +60,8 @@ export interface DeliveryRoundsOptions {
   track: (work: Promise<void>) => void;
   /** Further conditions on the messages claimed, asked each turn (a carrier's worker: its routes' messages). */
   filter?: () => Filter<MessageDoc>;
+  /** Held accounts; none when absent. */
+  hold?: AccountHold;
 }
 
 export class DeliveryRounds {
@@ -100,8 +114,13 @@ export class DeliveryRounds {
   }
 
   private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
-    const { store, instanceId, leaseMs } = this.options;
+    const { store, instanceId, leaseMs, hold } = this.options;
     const token = `${instanceId}:${++this.claimSeq}`;
+    if (await hold?.held(turn.key)) {
+      // Held: nothing claimed; the lane is looked at again later, not at every round.
+      this.options.track(this.holdLane(turn, hold as AccountHold));
+      return { turn, token, messages: [], full: false };
+    }
     const messages = await this.laneClaims.inTurn(turn.key, () =>
       claimDueDeliveries(store.messages, {
         now: store.clock.now(),
@@ -121,6 +140,10 @@ export class DeliveryRounds {
       messages: await this.withinParts(messages, share),
       full: messages.length >= share,
     };
+  }
+
+  private async holdLane(turn: Turn, hold: AccountHold): Promise<void> {
+    await this.options.lanes.settle(turn, await hold.heldTurn(turn.key));
   }
 
   private async settle(turn: Turn): Promise<void> {

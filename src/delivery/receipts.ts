@@ -1,17 +1,47 @@
 /**
  * The worker's receipt handler: applies the carrier's receipts (store/receipts.ts) and marks the
- * notification lanes of the accounts concerned. Receipts whose part cannot be matched yet are
- * handed back to the carrier to be offered again (at least once; see carrier.ts).
+ * notification lanes of the accounts concerned.
+ *
+ * A receipt whose part cannot be matched yet (it overtook the recording of its submission, here
+ * or on another instance) is kept among unmatched receipts (store/unmatched-receipts.ts) and
+ * then answered: the carrier's `deliver_sm_resp` never waits for the match (docs/design.md
+ * "Carrier-grade SMPP": "Receipts that overtake"). Every `sweepMs` the carrier's kept receipts are
+ * applied again; a match removes one; one still unmatched after `holdMs` (10 minutes) is dropped,
+ * logged and counted. While keeping fails (the database), the receipt is offered again unanswered.
+ * A receipt of a message this instance is recording waits for that record instead.
  */
 
 import type { LaneMarker } from "../scheduling/lanes.ts";
 import type { Store } from "../store/database.ts";
 import { applyReceipts, type ReceiptUpdate } from "../store/receipts.ts";
+import {
+  forgetKept,
+  type KeptReceipt,
+  keepUnmatched,
+  keptFor,
+  unmatchedReceipts,
+} from "../store/unmatched-receipts.ts";
 import type { CarrierReceipt, ReceiptHandlerResult, ReceiptRules } from "./carrier.ts";
+
+/** How long a receipt that matched nothing is kept and matched again (docs/design.md: 10 minutes). */
+export const UNMATCHED_HOLD_MS = 10 * 60_000;
+/** Kept receipts applied again per sweep at most. */
+const SWEEP_BATCH = 500;
+
+export interface UnmatchedReceiptOptions {
+  /** Default UNMATCHED_HOLD_MS. */
+  holdMs?: number;
+  /** How often kept receipts are applied again. Default 1000. */
+  sweepMs?: number;
+}
 
 export class ReceiptHandler {
   /** Messages this instance submitted, by id, with the promise of their submission's record. */
   private readonly recording = new Map<number, Promise<void>>();
+  private readonly holdMs: number;
+  private readonly sweepMs: number;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
 
   constructor(
     private readonly store: Store,
@@ -20,6 +50,10 @@ export class ReceiptHandler {
       receipts: number;
       receiptChanges: number;
       receiptsAmbiguous?: number;
+      /** Receipts that matched nothing when they came, kept (unmatched-receipts.ts). */
+      receiptsKept?: number;
+      /** Kept receipts still unmatched after the hold: dropped. */
+      receiptsUnmatchedDropped?: number;
     },
     private readonly logger: {
       debug(obj: unknown, msg?: string): void;
@@ -29,7 +63,34 @@ export class ReceiptHandler {
     private readonly carrier?: string,
     /** How the carrier's ids and multi-part receipts are matched; default exact, each. */
     private readonly rules?: ReceiptRules,
-  ) {}
+    unmatched: UnmatchedReceiptOptions = {},
+  ) {
+    this.holdMs = unmatched.holdMs ?? UNMATCHED_HOLD_MS;
+    this.sweepMs = unmatched.sweepMs ?? 1_000;
+  }
+
+  /** Starts applying kept receipts again every `sweepMs`. */
+  start(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setInterval(() => void this.sweep(), this.sweepMs);
+    this.sweepTimer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
+    await this.sweeping;
+  }
+
+  /** Applies the kept receipts again (one sweep at a time); failures are logged. */
+  sweep(): Promise<void> {
+    this.sweeping ??= this.sweepKept()
+      .catch((err: unknown) => this.logger.warn?.({ err }, "matching kept receipts failed"))
+      .finally(() => {
+        this.sweeping = undefined;
+      });
+    return this.sweeping;
+  }
 
   /** Receipts of `messages` wait for `recorded` rather than be offered again. */
   awaitRecording(messages: readonly { _id: number }[], recorded: Promise<void>): void {
@@ -62,21 +123,73 @@ export class ReceiptHandler {
       this.apply(ready),
       Promise.allSettled([...recordings]).then(() => this.apply(overtaking)),
     ]);
-    return { retry: applied.flatMap((result) => result.retry) };
+    const unmatched = new Set(applied.flatMap((result) => result.retry));
+    if (unmatched.size === 0) return { retry: [] };
+    // Kept, then answered: a failure here throws, and the carrier offers them again unanswered.
+    const kept = new Map<string, KeptReceipt>();
+    for (const r of receipts) if (unmatched.has(r.carrierId)) kept.set(r.carrierId, keptOf(r));
+    const now = this.store.clock.now();
+    await keepUnmatched(
+      this.keptReceipts(),
+      this.carrier ?? "",
+      [...kept.values()],
+      now,
+      this.holdMs,
+    );
+    this.counters.receiptsKept = (this.counters.receiptsKept ?? 0) + kept.size;
+    return { retry: [] };
   };
 
-  private async apply(receipts: readonly CarrierReceipt[]): Promise<{ retry: string[] }> {
+  private keptReceipts() {
+    return unmatchedReceipts(this.store.db);
+  }
+
+  private async sweepKept(): Promise<void> {
+    const now = this.store.clock.now();
+    const kept = await keptFor(this.keptReceipts(), this.carrier ?? "", SWEEP_BATCH);
+    if (kept.length === 0) return;
+    const { retry } = await this.apply(
+      kept.map((doc) => doc.receipt),
+      false,
+    );
+    const still = new Set(retry);
+    const matched = kept.filter((doc) => !still.has(doc.receipt.carrierId));
+    const expired = kept.filter(
+      (doc) => still.has(doc.receipt.carrierId) && doc.dropAt.getTime() <= now.getTime(),
+    );
+    await forgetKept(
+      this.keptReceipts(),
+      [...matched, ...expired].map((doc) => doc._id),
+    );
+    if (expired.length > 0) {
+      this.counters.receiptsUnmatchedDropped =
+        (this.counters.receiptsUnmatchedDropped ?? 0) + expired.length;
+      this.logger.warn?.(
+        {
+          count: expired.length,
+          carrierIds: expired.slice(0, 20).map((doc) => doc.receipt.carrierId),
+          heldMs: this.holdMs,
+        },
+        "receipts that matched no part within the hold: dropped",
+      );
+    }
+  }
+
+  private async apply(
+    receipts: readonly (CarrierReceipt | KeptReceipt)[],
+    fresh = true,
+  ): Promise<{ retry: string[] }> {
     if (receipts.length === 0) return { retry: [] };
     const updates = receipts.map((r) => {
       const update: ReceiptUpdate = { carrierId: r.carrierId, status: r.status };
       if (r.reason) update.reason = r.reason;
-      if (r.messageId !== undefined) update.messageId = r.messageId;
+      if ("messageId" in r && r.messageId !== undefined) update.messageId = r.messageId;
       if (r.carrierStatus) update.carrierStatus = r.carrierStatus;
       return update;
     });
     const now = this.store.clock.now();
     const result = await applyReceipts(this.store.messages, updates, now, this.carrier, this.rules);
-    this.counters.receipts += receipts.length;
+    if (fresh) this.counters.receipts += receipts.length;
     this.counters.receiptChanges += result.changed;
     for (const accountId of result.accounts) this.marks.mark(accountId, "notify", now);
     await this.marks.flush();
@@ -96,4 +209,16 @@ export class ReceiptHandler {
     }
     return { retry: result.retry };
   }
+}
+
+/** What is kept of a receipt that matched nothing (its message hint matched nothing either). */
+function keptOf(receipt: CarrierReceipt): KeptReceipt {
+  const kept: KeptReceipt = {
+    carrierId: receipt.carrierId,
+    status: receipt.status,
+    at: receipt.at,
+  };
+  if (receipt.reason) kept.reason = receipt.reason;
+  if (receipt.carrierStatus) kept.carrierStatus = receipt.carrierStatus;
+  return kept;
 }

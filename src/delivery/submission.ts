@@ -21,6 +21,7 @@ import {
   type Carrier,
   type CarrierPart,
   partsAcceptedBefore,
+  type SubmitOptions,
   type SubmitResult,
 } from "./carrier.ts";
 import { type ClaimedMessage, placeInQueue } from "./delivery-claims.ts";
@@ -85,6 +86,8 @@ export interface SubmissionDeps {
    * withdrew (their recipient opted out: SEND_ERROR, refunded; opt-outs/rules.ts).
    */
   screen?: (messages: readonly ClaimedMessage[]) => Promise<ReadonlySet<number>>;
+  /** STOPs that came after the screen (opt-outs/stop-feed.ts): their messages are not written. */
+  stops?: StopChecks;
   /**
    * With several carriers, this carrier's name in the plan: a message it cut off after accepting
    * some of its parts stays with it (never split between carriers), and one it refused for a
@@ -93,6 +96,18 @@ export interface SubmissionDeps {
   planCarrier?: string;
   /** Told of messages this carrier answered that were meant for another (`from`, their route's first). */
   failedOver?: (from: string, messages: number) => void;
+}
+
+/**
+ * The handsets' STOPs as this instance has seen them (opt-outs/stop-feed.ts). The screen runs once
+ * per claim; a message then waits for the window, and a STOP stored meanwhile must keep it off
+ * the wire without waiting for the window (docs/design.md "Carrier-grade SMPP").
+ */
+export interface StopChecks {
+  /** The last STOP seen; read right before the screen's read of the list. */
+  seen(): number;
+  /** Whether a STOP of `number` to `accountId` came after `since`: its message is not written. */
+  heldBack(accountId: string, number: string, since: number): boolean;
 }
 
 /** How a message goes back to the queue besides its due time (Release's options). */
@@ -136,9 +151,12 @@ export async function workClaim(
     const classes = classesOf(claim.messages);
     outcome.expired = await expireMessages(deps.messages, toExpire, now, classes);
   }
+  // The STOPs seen before the screen reads the list: any later one may have been missed by it.
+  const seen = deps.stops?.seen();
   const withdrawn = toSubmit.length > 0 && deps.screen ? await deps.screen(toSubmit) : undefined;
   const submitting = withdrawn?.size ? toSubmit.filter((m) => !withdrawn.has(m._id)) : toSubmit;
-  if (submitting.length > 0) await submit(deps, submitting, outcome, release, logger);
+  const mayGo = mayGoAfter(deps.stops, seen);
+  if (submitting.length > 0) await submit(deps, submitting, outcome, release, logger, mayGo);
   await releaseDeliveries(deps.messages, releases);
   return outcome;
 }
@@ -154,6 +172,7 @@ async function submit(
     options?: BackOptions,
   ) => void,
   logger: { warn(obj: unknown, msg?: string): void },
+  mayGo?: MayGo,
 ): Promise<void> {
   // This claim counted one attempt; more means an earlier claim was cut off (a crash or a lost
   // lease) and may have reached the carrier with these parts.
@@ -187,7 +206,7 @@ async function submit(
       taken += parts;
       group.push(messages[next] as ClaimedMessage);
     }
-    const recorded = submitGroup(deps, group, outcome, giveBack, logger);
+    const recorded = submitGroup(deps, group, outcome, giveBack, logger, mayGo);
     deps.submitting?.(group, recorded);
     groups.push(recorded.finally(() => deps.window.give(taken)));
   }
@@ -199,20 +218,46 @@ async function submit(
 /** Puts a claimed message back in its place in the queue. */
 type GiveBack = (message: ClaimedMessage, attempted: boolean, options?: BackOptions) => void;
 
+/** Whether a claimed message may still be written (no STOP of its recipient since its screen). */
+type MayGo = (message: Pick<ClaimedMessage, "accountId" | "to" | "keywordReply">) => boolean;
+
+function mayGoAfter(stops: StopChecks | undefined, seen: number | undefined): MayGo | undefined {
+  if (!stops || seen === undefined) return undefined;
+  // A reply to an opt-out word confirms the block it passes: never held back.
+  return (m) => m.keywordReply !== undefined || !stops.heldBack(m.accountId, m.to, seen);
+}
+
 /** Submits one run of messages and records the carrier's answers. */
 async function submitGroup(
   deps: SubmissionDeps,
-  messages: ClaimedMessage[],
+  run: ClaimedMessage[],
   outcome: ClaimOutcome,
   giveBack: GiveBack,
   logger: { warn(obj: unknown, msg?: string): void },
+  mayGo?: MayGo,
 ): Promise<void> {
+  // The last moment before the carrier: a message whose recipient sent STOP since its screen
+  // goes back to its queue unwritten, where the next claim's screen withdraws it.
+  let messages = run;
+  let options: SubmitOptions | undefined;
+  if (mayGo) {
+    messages = run.filter(mayGo);
+    for (const message of run) if (!messages.includes(message)) giveBack(message, false);
+    if (messages.length === 0) return;
+    const byId = new Map(messages.map((m) => [m._id, m]));
+    options = {
+      mayWrite: (part) => {
+        const message = byId.get(part.messageId);
+        return message === undefined || mayGo(message);
+      },
+    };
+  }
   const parts = messages.flatMap(carrierParts);
   // Spans in each message's own trace (none when tracing is off).
   const spans = submissionSpans(deps.carrier.name, messages);
   let results: SubmitResult[];
   try {
-    results = await deps.carrier.submit(parts);
+    results = await (options ? deps.carrier.submit(parts, options) : deps.carrier.submit(parts));
     if (results.length !== parts.length) {
       throw new Error(`carrier answered ${results.length} results for ${parts.length} parts`);
     }
@@ -229,6 +274,7 @@ async function submitGroup(
     const result = results[i];
     const entry = perMessage.get(part.messageId) ?? { carrierIds: [], carrierFault: true };
     if (result?.ok) entry.carrierIds.push(result.carrierId);
+    else if (result?.heldBack) entry.heldBack = true;
     else {
       entry.error ??= result?.error ?? "no result";
       if (!result?.carrierFault) entry.carrierFault = false;
@@ -238,6 +284,12 @@ async function submitGroup(
   spans?.answered((id) => perMessage.get(id)?.error);
   countFailovers(deps, messages);
   const recorded = messages.filter((message) => {
+    const answered = perMessage.get(message._id);
+    if (answered?.heldBack && answered.carrierIds.length === 0 && answered.error === undefined) {
+      // Not written (a STOP came since its screen): back in its place, its attempt taken back.
+      giveBack(message, false);
+      return false;
+    }
     const leave = movesOn(deps.planCarrier, message, perMessage.get(message._id));
     // Not recorded: back in its place, its attempt taken back, for the next carrier of its route.
     if (leave) giveBack(message, false, { leave });
@@ -311,6 +363,8 @@ export interface Answered {
   error?: string;
   /** Every refusal blamed the carrier itself (SubmitResult.carrierFault). */
   carrierFault: boolean;
+  /** Some part was held back unwritten (SubmitResult.heldBack). */
+  heldBack?: boolean;
 }
 
 /**

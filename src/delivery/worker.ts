@@ -33,8 +33,8 @@ import type { MessageDoc } from "../store/documents.ts";
 import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
-import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
-import { ReceiptHandler } from "./receipts.ts";
+import { type AccountHold, DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
+import { ReceiptHandler, type UnmatchedReceiptOptions } from "./receipts.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
 import { SubmissionRecorder } from "./submission-recorder.ts";
 
@@ -77,6 +77,15 @@ export interface DeliveryWorkerOptions {
   overdueSweepMs?: number;
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
+  /** Accounts whose messages are held (suspended, closed); none when absent. */
+  hold?: AccountHold;
+  /** How receipts that matched no part are kept and matched again (receipts.ts). */
+  unmatchedReceipts?: UnmatchedReceiptOptions;
+  /**
+   * The STOPs this instance has seen (opt-outs/stop-feed.ts): a message whose recipient sent STOP
+   * after its claim's screen is not written (SubmissionDeps.stops).
+   */
+  stops?: SubmissionDeps["stops"];
   /**
    * With several carriers (docs/design.md "Routing, failover and prices"), one worker runs per carrier:
    * this carrier's name in the plan and which messages it claims now (those whose route's current
@@ -98,6 +107,10 @@ export interface DeliveryWorkerStats {
   expired: number;
   receipts: number;
   receiptChanges: number;
+  /** Receipts that matched no part when they came, kept to be matched later. */
+  receiptsKept: number;
+  /** Kept receipts that matched no part within the hold (10 minutes): dropped. */
+  receiptsUnmatchedDropped: number;
   /**
    * Parts claimed again after a claim of them was cut off (a crash or a lost lease): at most the
    * claimed parts per crash, of which at most the window's had reached the carrier.
@@ -124,6 +137,7 @@ export class DeliveryWorker {
   private readonly pacing: ClaimPacing;
   private readonly recorder: SubmissionRecorder;
   private readonly screen: SubmissionDeps["screen"];
+  private readonly stops: SubmissionDeps["stops"];
   private readonly planCarrier: DeliveryWorkerOptions["planCarrier"];
   private readonly receipts: ReceiptHandler;
   private running = false;
@@ -143,6 +157,8 @@ export class DeliveryWorker {
     expired: 0,
     receipts: 0,
     receiptChanges: 0,
+    receiptsKept: 0,
+    receiptsUnmatchedDropped: 0,
     resubmittedParts: 0,
   };
 
@@ -155,6 +171,7 @@ export class DeliveryWorker {
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.submitRetryMs = options.submitRetryMs ?? 5_000;
     this.screen = options.screen;
+    this.stops = options.stops;
     this.pacing = new ClaimPacing(this.carrier.limits, options.claimAheadParts);
     const planCarrier = options.planCarrier;
     this.planCarrier = planCarrier;
@@ -188,6 +205,7 @@ export class DeliveryWorker {
       this.logger,
       planCarrier?.name,
       options.carrier.receiptRules,
+      options.unmatchedReceipts,
     );
     this.rounds = new DeliveryRounds({
       store: options.store,
@@ -204,6 +222,7 @@ export class DeliveryWorker {
       onClaim: (claim) => this.startClaim(claim),
       track: (work) => this.track(work),
       ...(planCarrier && { filter: planCarrier.claims }),
+      ...(options.hold && { hold: options.hold }),
     });
   }
 
@@ -211,6 +230,7 @@ export class DeliveryWorker {
     if (this.running) return;
     this.running = true;
     await this.carrier.start((receipts) => this.receipts.handle(receipts));
+    this.receipts.start();
     this.leases.start();
     this.pollTimer = setInterval(() => this.wake(), this.pollIntervalMs);
     this.pollTimer.unref();
@@ -239,6 +259,7 @@ export class DeliveryWorker {
     await this.leases.stop();
     await this.marks.flush();
     await this.carrier.stop();
+    await this.receipts.stop();
     this.logger.info({ instanceId: this.instanceId, ...this.counters }, "delivery worker stopped");
   }
 
@@ -337,6 +358,7 @@ export class DeliveryWorker {
           recorded.then(runDone(submitted), runDone(submitted));
         },
         ...(this.screen && { screen: this.screen }),
+        ...(this.stops && { stops: this.stops }),
         ...(this.planCarrier && { planCarrier: this.planCarrier.name }),
         ...(this.planCarrier?.failedOver && { failedOver: this.planCarrier.failedOver }),
       },

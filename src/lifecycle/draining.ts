@@ -32,18 +32,20 @@ export function refuseWhileClosing(app: FastifyInstance): () => boolean {
     clearInterval(reaper);
   });
   // An answer finished while closing tells the client not to reuse the connection.
-  app.addHook("onSend", async (_request, reply) => {
+  // Both hooks take a callback, not a promise: they run on every request (issue 43).
+  app.addHook("onSend", (_request, reply, payload, done) => {
     if (closing) reply.header("connection", "close");
+    done(null, payload);
   });
-  app.addHook("onRequest", async (request, reply) => {
-    if (!closing || HEALTH_PATH.test(request.url)) return;
+  app.addHook("onRequest", (request, reply, done) => {
+    if (!closing || HEALTH_PATH.test(request.url)) return done();
     reply
       .code(503)
       .header("retry-after", String(CLOSING_RETRY_AFTER_S))
       .header("connection", "close")
       .type("application/json")
       .serializer(JSON.stringify);
-    return reply.send(closingBody(request));
+    reply.send(closingBody(request));
   });
   return () => closing;
 }

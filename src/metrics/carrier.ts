@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { Carrier, CarrierPart, SubmitResult } from "../delivery/carrier.ts";
+import type { Carrier, CarrierPart, SubmitOptions, SubmitResult } from "../delivery/carrier.ts";
 
 // The carrier seen from the delivery worker: a wrapper around whichever adapter is configured
 // (simulator or SMPP), so neither adapter nor worker changes for metrics. Submissions are timed
@@ -166,15 +166,20 @@ export function measuredCarrier(
     ...(carrier.receiptRules && { receiptRules: carrier.receiptRules }),
     start: (onReceipts) => carrier.start(onReceipts),
     stop: () => carrier.stop(),
-    async submit(given: readonly CarrierPart[]): Promise<SubmitResult[]> {
+    async submit(given: readonly CarrierPart[], options?: SubmitOptions): Promise<SubmitResult[]> {
       const end = latency.startTimer(labels);
       source.inFlight += given.length;
       try {
-        const results = await carrier.submit(given);
+        const results = await carrier.submit(given, options);
         let accepted = 0;
-        for (const result of results) if (result.ok) accepted++;
+        let heldBack = 0;
+        for (const result of results) {
+          if (result.ok) accepted++;
+          else if (result.heldBack) heldBack++;
+        }
         parts.inc({ ...labels, result: "accepted" }, accepted);
-        parts.inc({ ...labels, result: "refused" }, results.length - accepted);
+        // Parts held back (their recipient sent STOP) were not offered to the carrier.
+        parts.inc({ ...labels, result: "refused" }, results.length - accepted - heldBack);
         return results;
       } catch (error) {
         parts.inc({ ...labels, result: "error" }, given.length);

@@ -2,7 +2,9 @@
  * What the notifier holds claimed (status notifications and inbound webhooks alike) until each
  * outcome is recorded, in all and by account, and what its next claim round may take: claims go
  * in chunks (a good part of the pipeline free), and an account is claimed for again once a quarter
- * of its claim limit is free.
+ * of its claim limit is free; an account whose work takes turns between groups (its batches,
+ * receivers, retries: notify-turns.ts) once a sixteenth is, so that a group that comes due waits
+ * for that much of the others' work, not for a quarter of the limit (figure 6c).
  */
 export interface BudgetLimits {
   maxInFlight: number;
@@ -42,16 +44,22 @@ export class ClaimBudget {
     else this.byAccount.delete(accountId);
   }
 
-  /** What a round may claim now; undefined while too little is free (a recorded outcome wakes). */
-  round(): RoundRoom | undefined {
+  /**
+   * What a round may claim now; undefined while too little is free (a recorded outcome wakes).
+   * `takesTurns`: whether an account's work takes turns between groups.
+   */
+  round(takesTurns: (accountId: string) => boolean = () => false): RoundRoom | undefined {
     const { maxInFlight, chunkSize, accountClaimLimit } = this.limits;
     const free = maxInFlight - this.inFlight;
     if (free <= 0 || (this.inFlight > 0 && free < Math.min(chunkSize, maxInFlight / 4)))
       return undefined;
     const skip = new Set<string>();
     const refill = Math.ceil(accountClaimLimit / 4);
-    for (const [accountId, held] of this.byAccount)
-      if (accountClaimLimit - held < refill) skip.add(accountId);
+    const finer = Math.ceil(accountClaimLimit / 16);
+    for (const [accountId, held] of this.byAccount) {
+      const free = accountClaimLimit - held;
+      if (free < finer || (free < refill && !takesTurns(accountId))) skip.add(accountId);
+    }
     return {
       limit: Math.min(free, chunkSize),
       room: (accountId) => accountClaimLimit - (this.byAccount.get(accountId) ?? 0),

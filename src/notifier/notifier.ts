@@ -72,6 +72,8 @@ export class Notifier {
   private loop: Promise<void> | undefined;
   private readonly signal = new WakeSignal();
   private timers: NodeJS.Timeout[] = [];
+  /** Per kind's wake-up: the timer for the earliest retry time asked (see `alarm`). */
+  private readonly alarms = new Map<() => void, { atMs: number; timer: NodeJS.Timeout }>();
   /** Claimed messages here until their outcome is recorded, in all and by account. */
   private readonly budget: ClaimBudget;
   private readonly counters = { rounds: 0, lanesRepaired: 0 };
@@ -145,6 +147,8 @@ export class Notifier {
     this.running = false;
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
+    for (const { timer } of this.alarms.values()) clearTimeout(timer);
+    this.alarms.clear();
     this.signal.release();
     const watching = this.watcher?.stop();
     await this.loop;
@@ -231,7 +235,7 @@ export class Notifier {
   private async claimRound(
     kind: StatusNotifications | InboundNotifications,
   ): Promise<boolean | undefined> {
-    const room = this.budget.round();
+    const room = this.budget.round((accountId) => kind.takesTurns(accountId));
     if (!room) return undefined;
     const started = Date.now();
     const round = await kind.claimRound(room.limit, room.room, room.skip);
@@ -287,6 +291,26 @@ export class Notifier {
         for (const accountId of accountIds) this.budget.done(accountId);
         wake();
       },
+      dueAt: (at) => this.alarm(at.getTime(), wake),
     };
+  }
+
+  /**
+   * Wakes `wake` at `atMs` (server time): a retry goes out at its time, not at the next periodic
+   * wake-up (up to `sweepIntervalMs` later). One timer per kind, for the earliest time asked.
+   */
+  private alarm(atMs: number, wake: () => void): void {
+    const current = this.alarms.get(wake);
+    if (!this.running || (current && current.atMs <= atMs)) return;
+    if (current) clearTimeout(current.timer);
+    const timer = setTimeout(
+      () => {
+        this.alarms.delete(wake);
+        wake();
+      },
+      Math.max(0, atMs - this.store.clock.nowMs()),
+    );
+    timer.unref();
+    this.alarms.set(wake, { atMs, timer });
   }
 }

@@ -37,6 +37,8 @@ export class OutcomeRecorder<O extends RecordedOutcome> {
       write: (outcomes: O[], now: Date) => Promise<(Date | undefined)[]>;
       /** After each write, with the account of each outcome written (once per outcome). */
       recorded: (accountIds: string[]) => void;
+      /** After each write, with the earliest due time its outcomes left in the future. */
+      dueAt?: (at: Date) => void;
     },
   ) {}
 
@@ -71,11 +73,14 @@ export class OutcomeRecorder<O extends RecordedOutcome> {
           // The claims run out and the notifications are sent again (at least once).
           logger.error({ err: error, count: batch.length }, "notifier: recording outcomes failed");
         }
+        let earliest: Date | undefined;
         for (const [i, { outcome, accountId }] of batch.entries()) {
           if (!outcome.keepLease) claimer.release(outcome.messageId, outcome.claim);
           const at = dueAt[i];
           if (at) claimer.mark(accountId, at);
+          if (at && (earliest === undefined || at < earliest)) earliest = at;
         }
+        if (earliest && earliest.getTime() > store.clock.nowMs()) this.deps.dueAt?.(earliest);
         await claimer.flushMarks();
         this.deps.recorded(batch.map((p) => p.accountId));
       }

@@ -42,6 +42,8 @@ export interface NotifierHost<T> {
   take(accountId: string): void;
   /** Outcomes written: one per account id given. */
   recorded(accountIds: string[]): void;
+  /** A written outcome left work due at `at` (a retry): look for due work then. */
+  dueAt(at: Date): void;
 }
 
 /** What the shared loop reads of an outcome. */
@@ -122,6 +124,7 @@ export abstract class WebhookQueue<
       logger: options.logger,
       write: queue.write,
       recorded: (accountIds) => host.recorded(accountIds),
+      dueAt: (at) => host.dueAt(at),
     });
   }
 
@@ -168,6 +171,11 @@ export abstract class WebhookQueue<
 
   stats(): WebhookStats {
     return { ...this.counters };
+  }
+
+  /** Whether the account's last claim was dealt between groups of its work (claiming.ts). */
+  takesTurns(accountId: string): boolean {
+    return this.claimer.takesTurns(accountId);
   }
 
   /** The overdue sweep of this kind's lanes (see claiming.ts); answers how many were marked. */

@@ -29,6 +29,7 @@ import {
   removeOptOut,
 } from "./list.ts";
 import { replyToKeyword } from "./replies.ts";
+import { instanceOfOwner, type StopFeed } from "./stop-feed.ts";
 import { withdrawMessages } from "./withdrawals.ts";
 
 /** What the rules read of a stored inbound message (store/inbound-messages.ts). */
@@ -54,6 +55,11 @@ export interface OptOutRulesDeps {
   onQueued: (accountId: string, deliveryAt: Date, acceptedAt: Date) => Promise<void> | void;
   /** How long a STOP waits for messages a worker claimed before it; default 40 s (a lease and more). */
   claimWaitMs?: number;
+  /**
+   * The STOPs announced to every delivering instance (stop-feed.ts): a STOP then waits only for
+   * claims on instances that have not yet seen it. Without it, a STOP waits for every claim.
+   */
+  stops?: Pick<StopFeed, "announce" | "coveredAmong">;
   logger?: { warn(obj: unknown, msg?: string): void };
 }
 
@@ -148,9 +154,11 @@ export class OptOutRules {
    * this returns.
    */
   private async withdrawQueued(accountId: string, number: string, wait: boolean): Promise<void> {
-    const { store } = this.deps;
+    const { store, stops } = this.deps;
     const until = Date.now() + (this.deps.claimWaitMs ?? 40_000);
     const recipient = { accountId, to: { $in: [number, number.slice(1)] } };
+    // After the entry is stored: an instance that reads this seq also reads the list with it.
+    const seq = wait && stops ? await stops.announce(accountId, number) : undefined;
     for (;;) {
       const now = store.clock.now();
       const queued = await store.messages
@@ -164,13 +172,26 @@ export class OptOutRules {
       const unheld: Filter<MessageDoc> = {
         $or: [{ deliveryLease: { $exists: false } }, { "deliveryLease.until": { $lte: now } }],
       };
-      if (free.length > 0) await this.withdraw(accountId, free, unheld);
-      else if (!wait) return;
-      else if (Date.now() > until) {
+      if (free.length > 0) {
+        await this.withdraw(accountId, free, unheld);
+        continue;
+      }
+      if (!wait) return;
+      if (seq !== undefined && stops) {
+        // Claimed messages whose instance holds this STOP back are left to it: written already
+        // (not to be stopped) or given back unwritten, to be withdrawn by the next claim's screen.
+        const instances = [
+          ...new Set(queued.map((m) => instanceOfOwner(m.deliveryLease?.owner ?? ""))),
+        ];
+        const covered = await stops.coveredAmong(instances, seq);
+        if (covered.size === instances.length) return;
+      }
+      if (Date.now() > until) {
         throw new Error(
           `messages to an opted-out number are still held by a worker after ${this.deps.claimWaitMs ?? 40_000} ms`,
         );
-      } else await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
     }
   }
 

@@ -40,6 +40,7 @@ export async function withdrawMessages(
   pricePerPartMicros: number,
   now: Date,
   filter: Filter<MessageDoc> = {},
+  sendError = OPTED_OUT_ERROR,
 ): Promise<number[]> {
   if (messages.length === 0) return [];
   const priced = messages.map((m) => ({
@@ -66,7 +67,7 @@ export async function withdrawMessages(
     ["ACCEPTED"],
     {
       status: "SEND_ERROR",
-      set: { sendError: OPTED_OUT_ERROR, withdrawal: refund.ref },
+      set: { sendError, withdrawal: refund.ref },
       unset: ["deliveryAt", "deliveryLease"],
     },
     now,

@@ -1,9 +1,9 @@
 import type { CallOptions } from "@connectrpc/connect";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { fromAddress } from "../rate-limits/client-address.ts";
-import { basicAuthorization } from "../services/authentication.ts";
+import { PRESENTED_CREDENTIALS } from "../services/authentication.ts";
 
-// How a REST request becomes a service call and back: credentials as the Basic header, the
+// How a REST request becomes a service call and back: credentials as a context value, the
 // Idempotency-Key header as is, the client's address for the failed-authentication limit; and
 // the headers the service answers with (a replay's mark, a refusal's retry hint) onto the reply.
 
@@ -25,12 +25,15 @@ export function serviceCall(
   reply: FastifyReply,
   { apiKey, apiSecret }: Credentials,
 ): CallOptions {
-  const headers: Record<string, string> = { authorization: basicAuthorization(apiKey, apiSecret) };
+  // The credentials go to authentication as they are (no Basic header to encode and decode).
+  const contextValues = fromAddress(request.ip);
+  contextValues.set(PRESENTED_CREDENTIALS, { apiKey, apiSecret });
   const key = request.headers["idempotency-key"];
-  if (key !== undefined) headers["idempotency-key"] = Array.isArray(key) ? key.join(", ") : key;
   return {
-    headers,
-    contextValues: fromAddress(request.ip),
+    ...(key !== undefined && {
+      headers: { "idempotency-key": Array.isArray(key) ? key.join(", ") : key },
+    }),
+    contextValues,
     onHeader: (answered) => forwardServiceHeaders(answered, reply),
   };
 }

@@ -1,3 +1,4 @@
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
@@ -17,6 +18,7 @@ for (const service of [
   OptOutService,
   UsageService,
   AccountService,
+  ApiKeyService,
 ]) {
   for (const method of service.methods) {
     for (const field of method.input.fields) JSON_NAMES.set(field.name, field.jsonName);

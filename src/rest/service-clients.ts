@@ -10,6 +10,7 @@ import {
   type HandlerContext,
   type Transport,
 } from "@connectrpc/connect";
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
@@ -24,6 +25,7 @@ export interface ServiceClients {
   optOuts: Client<typeof OptOutService>;
   usage: Client<typeof UsageService>;
   account: Client<typeof AccountService>;
+  apiKeys: Client<typeof ApiKeyService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -90,5 +92,6 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     optOuts: createClient(OptOutService, transport),
     usage: createClient(UsageService, transport),
     account: createClient(AccountService, transport),
+    apiKeys: createClient(ApiKeyService, transport),
   };
 }

@@ -20,6 +20,7 @@ import {
 } from "./guarded-bodies.ts";
 import { knownFieldsOfMessage, replaceBody } from "./json-requests.ts";
 import { readMaxBytesOf } from "./read-limits.ts";
+import type { JsonCall } from "./unary-json-calls.ts";
 
 // A call as both ports hand it to connect-es: its body checked as it arrives (guarded-bodies.ts)
 // and, for Connect unary calls (JSON or binary), read and parsed by the request gate instead
@@ -55,8 +56,39 @@ export function rpcRequests(deps: {
   const known = new Map<string, KnownFields>();
   for (const [path, input] of inputs) known.set(path, knownFieldsOfMessage(input));
 
+  /**
+   * A Connect unary JSON call from `address` for the fast path (unary-json-calls.ts): its context
+   * values and the reader of its body, through the same checks as `prepare`'s; undefined for a
+   * path whose body is not read here.
+   */
+  const jsonCall = (
+    request: NodeRequest,
+    response: NodeResponse,
+    address: string | undefined,
+  ): JsonCall | undefined => {
+    const path = request.url?.split("?")[0] ?? "";
+    const fields = known.get(path);
+    if (!fields) return undefined;
+    const body = guardedBody(request, response, {
+      slots: deps.slots,
+      address: clientAddress(address),
+      readMaxBytes: readMaxBytesOf(path, deps.batchReadMaxBytes),
+      input: inputs.get(path),
+    });
+    if (body?.whole !== "json") return undefined;
+    return {
+      values: fromAddress(address),
+      read: async () => {
+        const parse = await readInto(body, new JsonBodyParse({ known: fields, plain: true }));
+        const result = await parse.end();
+        if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
+        return parse.inWorker ? result.value : keepKnown(result.value, fields);
+      },
+    };
+  };
+
   /** The universal request of a call from `address`, with the call's context values. */
-  return (
+  const prepare = (
     request: NodeRequest,
     response: NodeResponse,
     address: string | undefined,
@@ -93,4 +125,5 @@ export function rpcRequests(deps: {
     }
     return universal;
   };
+  return Object.assign(prepare, { jsonCall });
 }

@@ -22,9 +22,10 @@ function isRpcContentType(type: string | null): boolean {
 
 /** Adds the check to `scope`, the encapsulated scope the Connect plugin is registered in. */
 export function refuseForeignRequests(scope: FastifyInstance): void {
-  scope.addHook("onRequest", async (request, reply) => {
+  // A callback, not a promise: it runs on every call (issue 43).
+  scope.addHook("onRequest", (request, reply, done) => {
     const path = request.url.split("?")[0];
-    if (request.method === "GET" && /[?&]encoding=/.test(request.url)) return;
+    if (request.method === "GET" && /[?&]encoding=/.test(request.url)) return done();
     if (request.method !== "POST") {
       return reply
         .code(405)
@@ -42,5 +43,6 @@ export function refuseForeignRequests(scope: FastifyInstance): void {
         .type("application/json")
         .send({ errors: { request: [message] } });
     }
+    done();
   });
 }

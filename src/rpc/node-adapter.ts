@@ -8,6 +8,12 @@ import {
 } from "@connectrpc/connect-node";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import type { NodeRequest, NodeResponse } from "./guarded-bodies.ts";
+import {
+  type JsonCall,
+  takesUnaryJsonPath,
+  type UnaryJsonOptions,
+  unaryJsonHandlers,
+} from "./unary-json-calls.ts";
 
 // Both ports' Connect adapters, in place of connect-node's connectNodeAdapter (GRPC_PORT) and
 // connect-fastify's plugin (PORT): the same routing and answers, but each call's universal
@@ -65,19 +71,41 @@ const CONNECT_TYPES = [
   /^application\/grpc/,
 ];
 
-/** PORT's Connect routes, in `scope` (which they take the JSON and proto parsers of). */
-export function fastifyAdapter(scope: FastifyInstance, options: RouterOptions, prepare: Prepare) {
+/**
+ * PORT's Connect routes, in `scope` (which they take the JSON and proto parsers of). With `json`,
+ * unary calls with a JSON body take the fast path (unary-json-calls.ts).
+ */
+export function fastifyAdapter(
+  scope: FastifyInstance,
+  options: RouterOptions & Pick<UnaryJsonOptions, "requestGate" | "interceptors">,
+  prepare: Prepare,
+  json?: { call: (request: NodeRequest, response: NodeResponse) => JsonCall | undefined },
+) {
   for (const type of CONNECT_TYPES) {
     scope.addContentTypeParser(type, (_request, _payload, done) => done(null, undefined));
   }
+  const fast = json && unaryJsonHandlers(options);
   for (const handler of handlersOf(options)) {
+    const fastHandler = fast?.get(handler.requestPath);
     scope.all(handler.requestPath, async (request, reply) => {
-      const universal = prepare(request.raw, reply.raw);
-      // Headers set on the reply (by hooks) go out with connect-es's answer, written raw.
+      // Headers set on the reply (by hooks) go out with the answer, written raw.
       for (const [name, value] of Object.entries(reply.getHeaders())) {
         if (value !== undefined) reply.raw.setHeader(name, value);
       }
-      await serve(handler, universal, reply.raw, request.log);
+      const call =
+        fastHandler && takesUnaryJsonPath(request.raw) && json?.call(request.raw, reply.raw);
+      if (fastHandler && call) {
+        try {
+          await fastHandler(request.raw, reply.raw, call);
+        } catch (reason) {
+          request.log.error(
+            { err: reason },
+            `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`,
+          );
+        }
+        return;
+      }
+      await serve(handler, prepare(request.raw, reply.raw), reply.raw, request.log);
     });
   }
 }

@@ -1,6 +1,7 @@
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { timingSafeEqual } from "node:crypto";
+import { type ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { sameSecret, secretMatches } from "../domain/credentials.ts";
-import { cannotBeEmpty, unauthenticated } from "../errors/api-errors.ts";
+import { cannotBeEmpty, errorReasonOf, unauthenticated } from "../errors/api-errors.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
 import { asUnavailable } from "./database-deadlines.ts";
 
@@ -11,14 +12,27 @@ export const AUTHENTICATED_ACCOUNT = createContextKey<AccountView | undefined>(u
   description: "the authenticated calling account",
 });
 
-/** The calling account, from `Authorization: Basic base64(apiKey:apiSecret)`. */
+/**
+ * Credentials a door has in hand already (REST's body or query): the call carries them as they
+ * are, not encoded into a Basic header that authentication would decode again (issue 43).
+ */
+export const PRESENTED_CREDENTIALS = createContextKey<
+  { apiKey: string; apiSecret: string } | undefined
+>(undefined, { description: "the caller's apiKey and apiSecret, as its door read them" });
+
+/**
+ * The calling account, from the door's PRESENTED_CREDENTIALS or else
+ * `Authorization: Basic base64(apiKey:apiSecret)`.
+ */
 export async function authenticateAccount(
   ctx: HandlerContext,
   directory: AccountDirectory,
 ): Promise<AccountView> {
   const known = ctx.values.get(AUTHENTICATED_ACCOUNT);
   if (known) return known;
-  const { apiKey, apiSecret } = basicCredentials(ctx.requestHeader.get("authorization"));
+  const { apiKey, apiSecret } =
+    ctx.values.get(PRESENTED_CREDENTIALS) ??
+    basicCredentials(ctx.requestHeader.get("authorization"));
   const missing: string[] = [];
   if (!apiKey) missing.push(cannotBeEmpty("apiKey"));
   if (!apiSecret) missing.push(cannotBeEmpty("apiSecret"));
@@ -29,10 +43,54 @@ export async function authenticateAccount(
   const account = await directory.get(apiKey).catch((error: unknown) => {
     throw asUnavailable(error);
   });
-  if (!account || !secretMatches(apiSecret, account.secretHash)) {
+  if (!account || !verifiedSecret(account, apiSecret)) {
     throw unauthenticated(WRONG_CREDENTIALS);
   }
+  const refusal = keyRefusal(account, Date.now());
+  if (refusal) throw refusal;
   return account;
+}
+
+/**
+ * Why a key whose secret matched may no longer be used: revoked (a closed account's keys all are)
+ * or expired. Undefined while it may. Checked on every call against the cached view, so an expiry
+ * holds to the second and a revocation within the directory's cache time.
+ */
+export function keyRefusal(account: AccountView, now: number): ConnectError | undefined {
+  if (account.key.revoked || account.status === "closed") {
+    return unauthenticated("this API key was revoked", "API_KEY_REVOKED");
+  }
+  if (account.key.expireAt && account.key.expireAt.getTime() <= now) {
+    return unauthenticated("this API key has expired", "API_KEY_EXPIRED");
+  }
+  return undefined;
+}
+
+/**
+ * Refusals of a key whose secret matched: not a guess at credentials, so they do not count toward
+ * the address's failed-authentication limit (a fleet still using a revoked key must not lock out
+ * its own address).
+ */
+export function isKnownKeyRefusal(error: ConnectError): boolean {
+  const reason = errorReasonOf(error);
+  return reason === "API_KEY_REVOKED" || reason === "API_KEY_EXPIRED";
+}
+
+/**
+ * The secret last verified against each cached account view (views live as long as the
+ * directory caches them, 2 s): a caller presenting it again is compared with it in constant
+ * time, without a SHA-256 digest per request. Any other secret is checked against the stored hash.
+ */
+const VERIFIED = new WeakMap<AccountView, Buffer>();
+
+function verifiedSecret(account: AccountView, apiSecret: string): boolean {
+  const presented = Buffer.from(apiSecret, "utf8");
+  const known = VERIFIED.get(account);
+  // Secrets are all 43 characters: a length that differs from the verified one's tells nothing.
+  if (known && known.length === presented.length && timingSafeEqual(known, presented)) return true;
+  if (!secretMatches(apiSecret, account.secretHash)) return false;
+  VERIFIED.set(account, presented);
+  return true;
 }
 
 function basicCredentials(header: string | null): { apiKey: string; apiSecret: string } {

@@ -54,19 +54,18 @@ export function withDeadlines<S extends DescService>(
   return guarded(service, impl, async (method, _request, context, next) => {
     const deadline = Deadline.in(timeoutMs);
     context.values.set(REQUEST_DEADLINE, deadline);
-    const handled = Promise.resolve().then(next);
     // Past the deadline the caller is answered; the handler's own calls stop at the same time.
-    void handled.then(
-      () => deadline.dispose(),
-      () => deadline.dispose(),
-    );
-    const expired = new Promise<never>((_, reject) => {
-      deadline.signal.addEventListener("abort", () => reject(deadline.signal.reason), {
-        once: true,
-      });
+    // One promise per call: the handler's outcome or the deadline's, whichever comes first (no
+    // listener on an abort signal, no race of two promises).
+    const answered = new Promise<unknown>((resolve, reject) => {
+      deadline.onExpiry(() => reject(new DeadlineExceeded()));
+      Promise.resolve()
+        .then(next)
+        .then(resolve, reject)
+        .finally(() => deadline.dispose());
     });
     try {
-      return await Promise.race([handled, expired]);
+      return await answered;
     } catch (error) {
       const answer = asUnavailable(error);
       if (answer !== error) {

@@ -61,8 +61,8 @@ export function accountMessage(doc: AccountDoc, now: Date): AccountMessage {
   return create(AccountViewSchema, {
     apiKey: doc._id,
     name: doc.name,
-    // Suspension and closing (issue 40) will set a status on the document; until then, ACTIVE.
     status: statusOf(doc),
+    ...(doc.status && doc.statusReason && { suspendReason: doc.statusReason }),
     creditMicros: BigInt(doc.creditMicros),
     ...(doc.statusUrl && { statusUrl: doc.statusUrl }),
     ...(doc.defaultSender && { defaultSender: doc.defaultSender }),
@@ -79,9 +79,10 @@ export function accountMessage(doc: AccountDoc, now: Date): AccountMessage {
   });
 }
 
-function statusOf(doc: AccountDoc & { status?: string }): AccountStatus {
-  if (doc.status === "SUSPENDED") return AccountStatus.SUSPENDED;
-  if (doc.status === "CLOSED") return AccountStatus.CLOSED;
+/** The account's status as the operator set it (accounts/account-status.ts); absent: active. */
+function statusOf(doc: AccountDoc): AccountStatus {
+  if (doc.status === "suspended") return AccountStatus.SUSPENDED;
+  if (doc.status === "closed") return AccountStatus.CLOSED;
   return AccountStatus.ACTIVE;
 }
 

@@ -12,6 +12,7 @@
  *   without `+`; anything else is alphanumeric, TON 5 / NPI 0.
  * - `registered_delivery` 1; `validity_period` relative (`YYMMDDhhmmss000R`) from the ttl left.
  */
+import type { MessagePart } from "../domain/message-part.ts";
 
 export type Concatenation = "sar" | "udh";
 
@@ -85,19 +86,9 @@ export function concatenationUdh(reference: number, total: number, seq: number):
  * The `submit_sm` parameters and TLVs of a part, in the `smpp` package's names. `now` (ms) is the
  * time of the submission on the same clock as `part.expiresAt`.
  */
-/** What `submit_sm` carries of one part of a message (the carrier port's part has these fields). */
-export interface SubmittedPart {
-  messageId: number;
-  partIndex: number;
-  partCount: number;
-  to: string;
-  from: string;
-  text: string;
-  expiresAt: Date;
-}
 
 export function submitSmFields(
-  part: SubmittedPart,
+  part: MessagePart,
   options: { now: number; concatenation: Concatenation },
 ): Record<string, unknown> {
   const source = sourceAddress(part.from);

@@ -279,6 +279,13 @@ export function chargedMessages(charge: PendingCharge): ChargedMessage[] {
 }
 
 /**
+ * How long a confirmation may wait for those of the groups behind it while the message writer
+ * has sends waiting. The records a wait adds to an account's pending list are the groups written
+ * in it (a handful, against MAX_PENDING_CHARGES).
+ */
+const CONFIRM_DEFER_MS = 20;
+
+/**
  * Removes the pending records of charges whose messages are stored, after writing their ledger
  * entries and usage. Confirmations are buffered and written per account in one bulk write, off
  * the request path.
@@ -286,7 +293,10 @@ export function chargedMessages(charge: PendingCharge): ChargedMessage[] {
 export class ChargeConfirmations {
   private buffered: { apiKey: string; charge: PendingCharge; usage: readonly UsageDelta[] }[] = [];
   private flushing: Promise<void> = Promise.resolve();
+  /** A flush on the next turn of the event loop is scheduled. */
   private flushScheduled = false;
+  /** A deferred flush (under load) is scheduled. */
+  private deferred: NodeJS.Timeout | undefined;
 
   /** `onError` hears of a failed flush; the records stay pending and the settler resolves them. */
   constructor(
@@ -298,15 +308,31 @@ export class ChargeConfirmations {
    * Buffers a confirmation and schedules a flush, so everything confirmed meanwhile is written
    * together: the account document's pending list stays as short as the writes in flight, which
    * keeps every debit of that account cheap. `usage`: what the charge adds to the usage rows.
+   * `more`: further writes are already waiting (the message writer under load), so the flush may
+   * wait up to CONFIRM_DEFER_MS for their confirmations: one write for several groups instead of
+   * one per group. Without `more` everything buffered is written on the next turn of the loop.
    */
-  add(apiKey: string, charge: PendingCharge, usage: readonly UsageDelta[] = []): void {
+  add(
+    apiKey: string,
+    charge: PendingCharge,
+    usage: readonly UsageDelta[] = [],
+    more = false,
+  ): void {
     this.buffered.push({ apiKey, charge, usage });
     if (this.flushScheduled) return;
+    if (more) {
+      this.deferred ??= setTimeout(() => this.scheduledFlush(), CONFIRM_DEFER_MS).unref();
+      return;
+    }
     this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.flush().catch(this.onError);
-    });
+    setImmediate(() => this.scheduledFlush());
+  }
+
+  private scheduledFlush(): void {
+    this.flushScheduled = false;
+    clearTimeout(this.deferred);
+    this.deferred = undefined;
+    this.flush().catch(this.onError);
   }
 
   /** Writes what is buffered. Failures keep the records pending, which the settler resolves. */

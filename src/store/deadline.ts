@@ -16,12 +16,14 @@ export class DeadlineExceeded extends Error {
 }
 
 export class Deadline {
-  private controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
+  /** Made when a caller first asks for the signal: most requests end without anyone listening. */
+  private controller: AbortController | undefined;
+  private reason: DeadlineExceeded | undefined;
+  private listeners: (() => void)[] | undefined;
 
   /** `at`: local epoch milliseconds. */
   constructor(private atMs: number) {
-    this.arm();
+    DEADLINES.watch(this);
   }
 
   static in(ms: number): Deadline {
@@ -42,14 +44,28 @@ export class Deadline {
 
   /** Aborted when the deadline passes, with a `DeadlineExceeded` as its reason. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.reason) this.controller.abort(this.reason);
+    }
     return this.controller.signal;
+  }
+
+  /** Calls `listener` once when the deadline passes (never after `dispose`). */
+  onExpiry(listener: () => void): void {
+    if (this.reason) {
+      listener();
+      return;
+    }
+    this.listeners ??= [];
+    this.listeners.push(listener);
   }
 
   /** Moves the deadline later (never earlier), e.g. when a batch starts storing its messages. */
   extendTo(atMs: number): void {
-    if (atMs <= this.atMs || this.signal.aborted) return;
+    if (atMs <= this.atMs || this.reason) return;
     this.atMs = atMs;
-    this.arm();
+    DEADLINES.watch(this);
   }
 
   /**
@@ -58,24 +74,76 @@ export class Deadline {
    */
   options(): { maxTimeMS: number; signal: AbortSignal } {
     const left = Math.floor(this.remaining());
-    if (left <= 0 || this.signal.aborted) throw new DeadlineExceeded();
+    if (left <= 0 || this.reason) throw new DeadlineExceeded();
     return { maxTimeMS: left, signal: this.signal };
   }
 
-  /** Stops the timer: the request is over. */
+  /** The request is over: the deadline is no longer watched. */
   dispose(): void {
-    clearTimeout(this.timer);
+    DEADLINES.unwatch(this);
+    this.listeners = undefined;
   }
 
-  private arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(
-      () => this.controller.abort(new DeadlineExceeded()),
-      Math.max(0, this.remaining()),
-    );
-    this.timer.unref();
+  /** Called by the shared timer once the deadline has passed. */
+  expire(): void {
+    if (this.reason) return;
+    this.reason = new DeadlineExceeded();
+    this.controller?.abort(this.reason);
+    const listeners = this.listeners;
+    this.listeners = undefined;
+    if (listeners) for (const listener of listeners) listener();
   }
 }
+
+/**
+ * One timer for every deadline in the process, armed for the earliest one watched: a request
+ * costs a set insertion and removal, not a timer of its own (issue 43). A deadline disposed before
+ * its time leaves the timer armed; when it fires, the deadlines past their time expire and the
+ * timer is armed for the earliest of the others.
+ */
+class DeadlineTimer {
+  private readonly watched = new Set<Deadline>();
+  private timer: NodeJS.Timeout | undefined;
+  private armedAt = Number.POSITIVE_INFINITY;
+
+  watch(deadline: Deadline): void {
+    this.watched.add(deadline);
+    if (deadline.at < this.armedAt) this.arm(deadline.at);
+  }
+
+  unwatch(deadline: Deadline): void {
+    this.watched.delete(deadline);
+    if (this.watched.size === 0 && this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      this.armedAt = Number.POSITIVE_INFINITY;
+    }
+  }
+
+  private arm(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.armedAt = at;
+    this.timer = setTimeout(() => this.fire(), Math.max(0, at - Date.now()));
+    this.timer.unref();
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    this.armedAt = Number.POSITIVE_INFINITY;
+    const now = Date.now();
+    let next = Number.POSITIVE_INFINITY;
+    const due: Deadline[] = [];
+    for (const deadline of this.watched) {
+      if (deadline.at <= now) due.push(deadline);
+      else if (deadline.at < next) next = deadline.at;
+    }
+    for (const deadline of due) this.watched.delete(deadline);
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+    for (const deadline of due) deadline.expire();
+  }
+}
+
+const DEADLINES = new DeadlineTimer();
 
 /** How long a write off the request path (lane marks, charge confirmations) may take. */
 export const BACKGROUND_WRITE_MS = 10_000;

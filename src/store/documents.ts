@@ -40,6 +40,20 @@ export interface AccountDoc {
    */
   spentByDay?: Record<string, number>;
   createdAt: Date;
+  /** Set by the operator only (src/accounts/account-status.ts); absent: active. */
+  status?: "suspended" | "closed";
+  /** Why the account is suspended or closed; shown to it. */
+  statusReason?: string;
+  /**
+   * The account's keys not revoked and its `full` ones among them (src/accounts/api-keys.ts),
+   * kept beside the keys so that concurrent requests never make a 21st key nor delete the last
+   * `full` one. Absent until its keys are first managed: then only the first key exists.
+   */
+  keyCount?: number;
+  fullKeyCount?: number;
+  /** The webhook secret before the last rotation, still signing until `webhookSecretRotatedAt` + overlap. */
+  previousWebhookSecret?: string;
+  webhookSecretRotatedAt?: Date;
 }
 
 export interface SpendControlsDoc {

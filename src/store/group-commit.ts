@@ -17,6 +17,11 @@ export class GroupCommit<T extends { reject: (error: unknown) => void }> {
 
   constructor(private readonly options: GroupCommitOptions<T>) {}
 
+  /** Items waiting for a group. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
   push(item: T): void {
     this.waiting.push(item);
     this.pump();

@@ -5,6 +5,7 @@ import { ensureLedgerIndexes } from "./ledger.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
 import { SEQUENCES } from "./sequences.ts";
+import { ensureUnmatchedReceiptIndexes } from "./unmatched-receipts.ts";
 
 /**
  * Seeds the id sequences, then creates the indexes of the store's own collections (a capability
@@ -41,6 +42,8 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ensureLedgerIndexes(store),
     // Usage rows of an account over a range of days.
     store.usage.createIndex({ accountId: 1, day: 1 }, { name: "account_day" }),
+    // Held accounts, read by every worker every 2 s (accounts/held-messages.ts): few, sparse.
+    store.accounts.createIndex({ status: 1 }, { name: "held_accounts", sparse: true }),
     store.senderNames.createIndex(
       { accountId: 1, name: 1 },
       { name: "account_sender_name", unique: true },
@@ -49,6 +52,7 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ensureListingIndexes(store),
     // Two-way messaging: numbers and inbound messages.
     ensureNumberIndexes(store.db),
+    ensureUnmatchedReceiptIndexes(store.db),
     ensureInboundMessageIndexes(store.db),
     ensureInboundPartIndexes(store.db),
   ]);

@@ -179,7 +179,9 @@ export class MessageWriter {
         }
       }
       const usage = stored.map((w) => chargedUsage({ ...w.doc, amountMicros: w.amountMicros }));
-      if (refundMicros === 0) this.confirmations.add(account.apiKey, charge, usage);
+      // With sends waiting for the next group, its confirmation may go with theirs.
+      if (refundMicros === 0)
+        this.confirmations.add(account.apiKey, charge, usage, this.groups.waitingCount > 0);
       else {
         // Some were refused by the server: certain, so settled now (else by the settler, alike).
         const entry = entryOf(account.apiKey, charge, refundMicros - charge.amountMicros, {

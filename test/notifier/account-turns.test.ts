@@ -122,3 +122,21 @@ describe("an account's webhooks take turns", () => {
 function succeeded(requests: readonly ReceivedRequest[]): ReceivedRequest[] {
   return requests.filter((r) => r.answered >= 200 && r.answered < 300);
 }
+
+describe("a retry at its time", () => {
+  it("goes out when it is due, not at the next periodic wake-up", async () => {
+    const failing = await startWebhookReceiver({ failFirst: 1 });
+    try {
+      const account = await insertAccount(fixture.store, `${failing.baseUrl}/once`);
+      await insertMessages(fixture.store, [testMessage(account._id, "+4915140999999")]);
+      // The periodic wake-up would come only after a minute: the retry's own alarm sends it.
+      await notifiers
+        .make("alarm", { retrySchedule: [300], sweepIntervalMs: 60_000, overdueSweepMs: 60_000 })
+        .start();
+      await failing.waitFor((requests) => requests.length >= 2, 20_000);
+      expect(failing.requests.map((r) => r.answered)).toEqual([500, 200]);
+    } finally {
+      await failing.close();
+    }
+  }, 60_000);
+});

@@ -4,11 +4,13 @@
  * retries) and interleaved, the head's first group first; an account with one group costs one
  * round trip as before; with more groups than a turn takes they have turns in rotation; and a
  * message moves into its retries' group while a retry waits, back after it, and out of every group
- * once its final status is notified.
+ * once its final status is notified; such an account is claimed for again sooner than one whose
+ * work is one group (a sixteenth of its claim limit free, not a quarter).
  */
 import { type CommandStartedEvent, MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { notifyGroupOf, retryGroupOf } from "../../src/domain/notify-groups.ts";
+import { ClaimBudget } from "../../src/notifier/claim-budget.ts";
 import { claimDueNotifications, type NotifyingMessage } from "../../src/notifier/claiming.ts";
 import { recordNotificationOutcomes } from "../../src/notifier/notification-records.ts";
 import { MAX_GROUPS, NotifyTurns } from "../../src/notifier/notify-turns.ts";
@@ -132,7 +134,8 @@ describe("an account's notifications take turns", () => {
     // Single sends rank two minutes ahead: their group is the head's first, it goes first.
     const single = await messages(account, 2, 3_000, { statusCallback: "http://single.test/a" });
 
-    const first = await claim(12);
+    // A turn of 24: each group up to 3 (a turn of 8 groups' share), the rest from the head.
+    const first = await claim(24);
     // The retry first: its message is one of the big batch's.
     const names = groupsOf(first.claimed, { retry, big, small, single });
     expect(names.slice(0, 4).sort()).toEqual(["big", "retry", "single", "small"]);
@@ -140,12 +143,12 @@ describe("an account's notifications take turns", () => {
     expect(names.filter((g) => g === "small")).toHaveLength(3);
     expect(names.filter((g) => g === "single")).toHaveLength(2);
     expect(names.filter((g) => g === "retry")).toHaveLength(1);
-    expect(names.filter((g) => g === "big")).toHaveLength(6);
+    expect(names.filter((g) => g === "big")).toHaveLength(18);
     // Each group in its own order.
     const ids = first.claimed.map((m) => m._id);
     expect(ids.filter((id) => small.has(id))).toEqual([...small]);
     expect(ids.filter((id) => big.has(id) && !retry.has(id))).toEqual(
-      [...big].filter((id) => !retry.has(id)).slice(0, 6),
+      [...big].filter((id) => !retry.has(id)).slice(0, 18),
     );
   });
 
@@ -214,5 +217,46 @@ describe("a message's group", () => {
     const done = await stored(id as number);
     expect(done.notifyGroup).toBeUndefined();
     expect(done.notifyAt).toBeUndefined();
+  });
+});
+
+describe("the claim budget of an account whose work takes turns", () => {
+  const budget = () =>
+    new ClaimBudget({ maxInFlight: 4096, chunkSize: 512, accountClaimLimit: 512 });
+  const holding = (b: ClaimBudget, account: string, n: number) => {
+    for (let i = 0; i < n; i++) b.take(account);
+  };
+
+  it("is claimed for again once a sixteenth of its limit is free, others once a quarter is", () => {
+    const b = budget();
+    holding(b, "turns", 512 - 100);
+    holding(b, "plain", 512 - 100);
+    const room = b.round((account) => account === "turns");
+    expect([...(room?.skip ?? [])]).toEqual(["plain"]);
+    expect(room?.room("turns")).toBe(100);
+    holding(b, "turns", 90);
+    expect([...(b.round((account) => account === "turns")?.skip ?? [])].sort()).toEqual([
+      "plain",
+      "turns",
+    ]);
+  });
+
+  it("an account found with several groups is one whose work takes turns, one with one group is not", async () => {
+    const account = `nturns-${++runs}`;
+    const collection = fixture.store.messages;
+    const turns = new NotifyTurns(collection);
+    await batch(account, 10, 2_000);
+    const read = (limit: number) =>
+      turns.candidates(account, {
+        filter: { accountId: account },
+        projection: { _id: 1 },
+        limit,
+        now: fixture.store.clock.now(),
+      });
+    await read(5);
+    expect(turns.takesTurns(account)).toBe(false);
+    await batch(account, 2, 1_000);
+    await read(5);
+    expect(turns.takesTurns(account)).toBe(true);
   });
 });

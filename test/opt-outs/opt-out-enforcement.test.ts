@@ -18,6 +18,7 @@ import { SimulatorCarrier } from "../../src/delivery/simulator.ts";
 import { DeliveryWorker } from "../../src/delivery/worker.ts";
 import { openOptOuts, optOutId, optOutKey } from "../../src/opt-outs/list.ts";
 import { type InboundForOptOut, OptOutRules } from "../../src/opt-outs/rules.ts";
+import { StopFeed } from "../../src/opt-outs/stop-feed.ts";
 import { OPTED_OUT_ERROR } from "../../src/opt-outs/withdrawals.ts";
 import { markLanesDue } from "../../src/scheduling/lanes.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
@@ -60,9 +61,13 @@ class RecordingCarrier implements Carrier {
 let rules: OptOutRules;
 let carrier: RecordingCarrier;
 let worker: DeliveryWorker;
+let stops: StopFeed;
 
 beforeAll(async () => {
   const { store } = fixture;
+  // As an instance runs it (app.ts): a STOP waits only for claims this worker has not yet been
+  // told of, and the worker holds back what its screen saw before the STOP.
+  stops = new StopFeed({ db: store.db, instanceId: "opt-out-worker", pollMs: 20 });
   // The replies' ids from the sequence, far from the fixtures' own.
   await store.counters.updateOne({ _id: "message" }, { $set: { seq: 10_000_000 } });
   rules = new OptOutRules({
@@ -98,11 +103,14 @@ beforeAll(async () => {
     instanceId: "opt-out-worker",
     pollIntervalMs: 20,
     screen: (messages) => rules.screen(messages),
+    stops,
   });
+  await stops.start();
   await worker.start();
 });
 afterAll(async () => {
   await worker?.stop();
+  await stops?.stop();
 });
 
 let nextNumber = 1000;

@@ -47,9 +47,11 @@ describe("the document", () => {
         .map(([path, method]) => `${method.toUpperCase()} ${path}`)
         .sort(),
     ).toEqual([
+      "DELETE /api-keys/{key}",
       "DELETE /opt-outs/{number}",
       "DELETE /sender_names/{name}",
       "GET /account",
+      "GET /api-keys",
       "GET /inbound",
       "GET /inbound/{id}",
       "GET /ledger",
@@ -60,10 +62,12 @@ describe("the document", () => {
       "GET /sms/quote",
       "GET /usage",
       "PATCH /account/spend-controls",
+      "POST /api-keys",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
       "POST /sms-batch",
+      "POST /webhook-secret",
     ]);
   });
 

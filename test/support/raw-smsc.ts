@@ -30,6 +30,10 @@ export interface RawSmsc {
    * before (0 for the first). Default `raw1`, `raw2`...
    */
   messageIdFor: ((destination: string, nth: number) => string) | undefined;
+  /** While true, submit_sm_resps are held (their ids are in `submits` already) until `release`. */
+  holdAnswers: boolean;
+  /** Writes the held submit_sm_resps, in order, and stops holding. */
+  release(): void;
   /** Writes bytes on the newest connection. */
   write(bytes: Buffer): void;
   /** The next sequence number for a request the SMSC sends. */
@@ -157,7 +161,9 @@ export async function startRawSmsc(): Promise<RawSmsc> {
   const submits: { destination: string; messageId: string }[] = [];
   const self = {
     messageIdFor: undefined as ((destination: string, nth: number) => string) | undefined,
+    holdAnswers: false,
   };
+  const heldAnswers: { socket: Socket; bytes: Buffer }[] = [];
   const server: Server = createServer((socket) => {
     const connection = sockets.push(socket);
     let buffered = Buffer.alloc(0);
@@ -197,7 +203,9 @@ export async function startRawSmsc(): Promise<RawSmsc> {
       const nth = submits.filter((s) => s.destination === destination).length;
       const messageId = self.messageIdFor?.(destination, nth) ?? `raw${messageIds}`;
       submits.push({ destination, messageId });
-      socket.write(pdu(0x80000004, got.sequence, cstring(messageId)));
+      const bytes = pdu(0x80000004, got.sequence, cstring(messageId));
+      if (self.holdAnswers) heldAnswers.push({ socket, bytes });
+      else socket.write(bytes);
     } else if (got.commandId === 0x00000006) {
       socket.write(pdu(0x80000006, got.sequence));
       socket.end();
@@ -240,6 +248,16 @@ export async function startRawSmsc(): Promise<RawSmsc> {
     },
     set messageIdFor(f) {
       self.messageIdFor = f;
+    },
+    get holdAnswers() {
+      return self.holdAnswers;
+    },
+    set holdAnswers(hold) {
+      self.holdAnswers = hold;
+    },
+    release: () => {
+      self.holdAnswers = false;
+      for (const { socket, bytes } of heldAnswers.splice(0)) socket.write(bytes);
     },
     write: (bytes) => sockets.at(-1)?.write(bytes),
     nextSequence: () => ++sequence,

@@ -125,10 +125,12 @@ export function healthTracked(carrier: Carrier, health: CarrierHealth): Carrier 
     name: carrier.name,
     limits: carrier.limits,
     ...(carrier.receiptRules && { receiptRules: carrier.receiptRules }),
-    submit: async (parts) => {
-      const results = await carrier.submit(parts);
+    submit: async (parts, options) => {
+      const results = await carrier.submit(parts, options);
       const accepted = results.filter((r) => r.ok).length;
-      health.answered(accepted, results.length - accepted);
+      // Parts held back were never offered to the carrier: they say nothing of its health.
+      const heldBack = results.filter((r) => !r.ok && r.heldBack).length;
+      health.answered(accepted, results.length - accepted - heldBack);
       return results;
     },
     start: (onReceipts) => carrier.start(onReceipts),

@@ -45,6 +45,7 @@ import type {
   ReceiptHandler,
   ReceiptRules,
   SubmitFailure,
+  SubmitOptions,
   SubmitResult,
 } from "../carrier.ts";
 import type { MalformedPdu, SmppCarrierOptions } from "./carrier-options.ts";
@@ -60,6 +61,10 @@ interface Call {
   resolve: () => void;
   reject: (error: Error) => void;
   unboundTimer?: NodeJS.Timeout;
+  /** Asked before a message's first part is written (SubmitOptions.mayWrite). */
+  mayWrite?: (part: CarrierPart) => boolean;
+  /** Messages a part of which was written: their other parts go too. */
+  started?: Set<number>;
 }
 
 interface Job {
@@ -204,7 +209,7 @@ export class SmppCarrier implements Carrier {
     await Promise.all(this.binds.map((bind) => bind.stop()));
   }
 
-  submit(parts: readonly CarrierPart[]): Promise<SubmitResult[]> {
+  submit(parts: readonly CarrierPart[], options?: SubmitOptions): Promise<SubmitResult[]> {
     if (!this.running) return Promise.reject(new CarrierUnavailable("SMPP carrier not started"));
     if (parts.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
@@ -217,6 +222,10 @@ export class SmppCarrier implements Carrier {
         resolve: () => resolve(results),
         reject,
       };
+      if (options?.mayWrite) {
+        call.mayWrite = options.mayWrite;
+        call.started = new Set();
+      }
       this.calls.add(call);
       parts.forEach((part, i) => {
         this.queue.push({
@@ -270,13 +279,31 @@ export class SmppCarrier implements Carrier {
           else if (!best || bind.free > best.free) best = bind;
         }
         if (!best) break;
+        const job = this.queue.shift() as Job;
+        if (!this.mayWrite(job)) continue;
         this.rotation = (this.rotation + 1) % n;
-        this.send(this.queue.shift() as Job, best);
+        this.send(job, best);
       }
       if (this.queue.length > 0 && wait < Number.POSITIVE_INFINITY) this.wakeIn(wait);
     } finally {
       this.pumping = false;
     }
+  }
+
+  /**
+   * The last moment a part can be stopped (docs/design.md "Carrier-grade SMPP": a STOP waits only
+   * for what is not yet written): a message whose first part is about to be written is asked
+   * about once; held back, its parts are answered `heldBack`, unwritten.
+   */
+  private mayWrite(job: Job): boolean {
+    const { call, part } = job;
+    if (!call.mayWrite || !call.started || call.started.has(part.messageId)) return true;
+    if (call.mayWrite(part)) {
+      call.started.add(part.messageId);
+      return true;
+    }
+    job.settle({ ok: false, error: "held back: the recipient sent STOP", heldBack: true });
+    return false;
   }
 
   private wakeIn(ms: number): void {

@@ -653,8 +653,12 @@ type Message struct {
 	// What each part was charged, in micro-units of the account currency; unset on messages
 	// accepted before prices by destination.
 	PricePerPartMicros *int64 `protobuf:"varint,16,opt,name=price_per_part_micros,json=pricePerPartMicros,proto3,oneof" json:"price_per_part_micros,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// What the carrier said in its receipt, as written (SMPP: stat, err, network_error_code, done
+	// date): the first failing part's, else the last part's; unset before any receipt, and for
+	// carriers that say nothing more than the status (the simulator).
+	CarrierStatus *CarrierStatus `protobuf:"bytes,17,opt,name=carrier_status,json=carrierStatus,proto3" json:"carrier_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Message) Reset() {
@@ -799,6 +803,87 @@ func (x *Message) GetPricePerPartMicros() int64 {
 	return 0
 }
 
+func (x *Message) GetCarrierStatus() *CarrierStatus {
+	if x != nil {
+		return x.CarrierStatus
+	}
+	return nil
+}
+
+// A carrier's own words about a message's delivery, beside the spec's status and reason, so a
+// failure can be taken up with the carrier.
+type CarrierStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The receipt's state, e.g. DELIVRD, UNDELIV, EXPIRED, REJECTD.
+	Stat string `protobuf:"bytes,1,opt,name=stat,proto3" json:"stat,omitempty"`
+	// The receipt's `err:` as written (a GSM MAP error, e.g. 027); empty when absent.
+	Err string `protobuf:"bytes,2,opt,name=err,proto3" json:"err,omitempty"`
+	// The network_error_code TLV as hex (type octet, then the 2-octet code), when present.
+	NetworkErrorCode *string `protobuf:"bytes,3,opt,name=network_error_code,json=networkErrorCode,proto3,oneof" json:"network_error_code,omitempty"`
+	// The receipt's `done date:` as written (YYMMDDhhmm or YYMMDDhhmmss); empty when absent.
+	DoneTime      string `protobuf:"bytes,4,opt,name=done_time,json=doneTime,proto3" json:"done_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CarrierStatus) Reset() {
+	*x = CarrierStatus{}
+	mi := &file_sms_v1_types_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CarrierStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CarrierStatus) ProtoMessage() {}
+
+func (x *CarrierStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_types_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CarrierStatus.ProtoReflect.Descriptor instead.
+func (*CarrierStatus) Descriptor() ([]byte, []int) {
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CarrierStatus) GetStat() string {
+	if x != nil {
+		return x.Stat
+	}
+	return ""
+}
+
+func (x *CarrierStatus) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *CarrierStatus) GetNetworkErrorCode() string {
+	if x != nil && x.NetworkErrorCode != nil {
+		return *x.NetworkErrorCode
+	}
+	return ""
+}
+
+func (x *CarrierStatus) GetDoneTime() string {
+	if x != nil {
+		return x.DoneTime
+	}
+	return ""
+}
+
 // One status notification of a message: `GET <url>?id=<id>&status=<STATUS>[&batch_id=<id>]`,
 // signed with the Standard Webhooks headers, retried with backoff until a 2xx answer.
 type StatusNotification struct {
@@ -821,7 +906,7 @@ type StatusNotification struct {
 
 func (x *StatusNotification) Reset() {
 	*x = StatusNotification{}
-	mi := &file_sms_v1_types_proto_msgTypes[2]
+	mi := &file_sms_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -833,7 +918,7 @@ func (x *StatusNotification) String() string {
 func (*StatusNotification) ProtoMessage() {}
 
 func (x *StatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[2]
+	mi := &file_sms_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -846,7 +931,7 @@ func (x *StatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusNotification.ProtoReflect.Descriptor instead.
 func (*StatusNotification) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{2}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *StatusNotification) GetStatus() MessageStatus {
@@ -908,7 +993,7 @@ type WebhookAttempt struct {
 
 func (x *WebhookAttempt) Reset() {
 	*x = WebhookAttempt{}
-	mi := &file_sms_v1_types_proto_msgTypes[3]
+	mi := &file_sms_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -920,7 +1005,7 @@ func (x *WebhookAttempt) String() string {
 func (*WebhookAttempt) ProtoMessage() {}
 
 func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[3]
+	mi := &file_sms_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +1018,7 @@ func (x *WebhookAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookAttempt.ProtoReflect.Descriptor instead.
 func (*WebhookAttempt) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{3}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *WebhookAttempt) GetAttemptTime() *timestamppb.Timestamp {
@@ -993,7 +1078,7 @@ type SenderName struct {
 
 func (x *SenderName) Reset() {
 	*x = SenderName{}
-	mi := &file_sms_v1_types_proto_msgTypes[4]
+	mi := &file_sms_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1090,7 @@ func (x *SenderName) String() string {
 func (*SenderName) ProtoMessage() {}
 
 func (x *SenderName) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[4]
+	mi := &file_sms_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1103,7 @@ func (x *SenderName) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SenderName.ProtoReflect.Descriptor instead.
 func (*SenderName) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SenderName) GetName() string {
@@ -1110,7 +1195,7 @@ type InboundMessage struct {
 
 func (x *InboundMessage) Reset() {
 	*x = InboundMessage{}
-	mi := &file_sms_v1_types_proto_msgTypes[5]
+	mi := &file_sms_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1207,7 @@ func (x *InboundMessage) String() string {
 func (*InboundMessage) ProtoMessage() {}
 
 func (x *InboundMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[5]
+	mi := &file_sms_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1220,7 @@ func (x *InboundMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundMessage.ProtoReflect.Descriptor instead.
 func (*InboundMessage) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InboundMessage) GetId() int64 {
@@ -1221,7 +1306,7 @@ type InboundWebhook struct {
 
 func (x *InboundWebhook) Reset() {
 	*x = InboundWebhook{}
-	mi := &file_sms_v1_types_proto_msgTypes[6]
+	mi := &file_sms_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1233,7 +1318,7 @@ func (x *InboundWebhook) String() string {
 func (*InboundWebhook) ProtoMessage() {}
 
 func (x *InboundWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[6]
+	mi := &file_sms_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1246,7 +1331,7 @@ func (x *InboundWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InboundWebhook.ProtoReflect.Descriptor instead.
 func (*InboundWebhook) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InboundWebhook) GetState() NotificationState {
@@ -1298,7 +1383,7 @@ type OptOut struct {
 
 func (x *OptOut) Reset() {
 	*x = OptOut{}
-	mi := &file_sms_v1_types_proto_msgTypes[7]
+	mi := &file_sms_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1395,7 @@ func (x *OptOut) String() string {
 func (*OptOut) ProtoMessage() {}
 
 func (x *OptOut) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[7]
+	mi := &file_sms_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1408,7 @@ func (x *OptOut) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptOut.ProtoReflect.Descriptor instead.
 func (*OptOut) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OptOut) GetNumber() string {
@@ -1383,7 +1468,7 @@ type OptOutChange struct {
 
 func (x *OptOutChange) Reset() {
 	*x = OptOutChange{}
-	mi := &file_sms_v1_types_proto_msgTypes[8]
+	mi := &file_sms_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1480,7 @@ func (x *OptOutChange) String() string {
 func (*OptOutChange) ProtoMessage() {}
 
 func (x *OptOutChange) ProtoReflect() protoreflect.Message {
-	mi := &file_sms_v1_types_proto_msgTypes[8]
+	mi := &file_sms_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1493,7 @@ func (x *OptOutChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OptOutChange.ProtoReflect.Descriptor instead.
 func (*OptOutChange) Descriptor() ([]byte, []int) {
-	return file_sms_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_sms_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OptOutChange) GetNumber() string {
@@ -1460,7 +1545,7 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"\x12sms/v1/types.proto\x12\x06sms.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"-\n" +
 	"\aSegment\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"\xf2\x05\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\xb0\x06\n" +
 	"\aMessage\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x03R\x02id\x12\x0e\n" +
 	"\x02to\x18\x02 \x01(\tR\x02to\x12\x14\n" +
@@ -1481,10 +1566,17 @@ const file_sms_v1_types_proto_rawDesc = "" +
 	"updateTime\x12@\n" +
 	"\rnotifications\x18\x0e \x03(\v2\x1a.sms.v1.StatusNotificationR\rnotifications\x12\x18\n" +
 	"\acountry\x18\x0f \x01(\tR\acountry\x126\n" +
-	"\x15price_per_part_micros\x18\x10 \x01(\x03H\x02R\x12pricePerPartMicros\x88\x01\x01B\x1a\n" +
+	"\x15price_per_part_micros\x18\x10 \x01(\x03H\x02R\x12pricePerPartMicros\x88\x01\x01\x12<\n" +
+	"\x0ecarrier_status\x18\x11 \x01(\v2\x15.sms.v1.CarrierStatusR\rcarrierStatusB\x1a\n" +
 	"\x18_credit_remaining_microsB\v\n" +
 	"\t_batch_idB\x18\n" +
-	"\x16_price_per_part_micros\"\xbf\x02\n" +
+	"\x16_price_per_part_micros\"\x9c\x01\n" +
+	"\rCarrierStatus\x12\x12\n" +
+	"\x04stat\x18\x01 \x01(\tR\x04stat\x12\x10\n" +
+	"\x03err\x18\x02 \x01(\tR\x03err\x121\n" +
+	"\x12network_error_code\x18\x03 \x01(\tH\x00R\x10networkErrorCode\x88\x01\x01\x12\x1b\n" +
+	"\tdone_time\x18\x04 \x01(\tR\bdoneTimeB\x15\n" +
+	"\x13_network_error_code\"\xbf\x02\n" +
 	"\x12StatusNotification\x12-\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x15.sms.v1.MessageStatusR\x06status\x12/\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x19.sms.v1.NotificationStateR\x05state\x12\x10\n" +
@@ -1613,7 +1705,7 @@ func file_sms_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_sms_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_sms_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_sms_v1_types_proto_goTypes = []any{
 	(MessageStatus)(0),            // 0: sms.v1.MessageStatus
 	(NonDeliveryReason)(0),        // 1: sms.v1.NonDeliveryReason
@@ -1626,46 +1718,48 @@ var file_sms_v1_types_proto_goTypes = []any{
 	(OptOutAction)(0),             // 8: sms.v1.OptOutAction
 	(*Segment)(nil),               // 9: sms.v1.Segment
 	(*Message)(nil),               // 10: sms.v1.Message
-	(*StatusNotification)(nil),    // 11: sms.v1.StatusNotification
-	(*WebhookAttempt)(nil),        // 12: sms.v1.WebhookAttempt
-	(*SenderName)(nil),            // 13: sms.v1.SenderName
-	(*InboundMessage)(nil),        // 14: sms.v1.InboundMessage
-	(*InboundWebhook)(nil),        // 15: sms.v1.InboundWebhook
-	(*OptOut)(nil),                // 16: sms.v1.OptOut
-	(*OptOutChange)(nil),          // 17: sms.v1.OptOutChange
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*CarrierStatus)(nil),         // 11: sms.v1.CarrierStatus
+	(*StatusNotification)(nil),    // 12: sms.v1.StatusNotification
+	(*WebhookAttempt)(nil),        // 13: sms.v1.WebhookAttempt
+	(*SenderName)(nil),            // 14: sms.v1.SenderName
+	(*InboundMessage)(nil),        // 15: sms.v1.InboundMessage
+	(*InboundWebhook)(nil),        // 16: sms.v1.InboundWebhook
+	(*OptOut)(nil),                // 17: sms.v1.OptOut
+	(*OptOutChange)(nil),          // 18: sms.v1.OptOutChange
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 }
 var file_sms_v1_types_proto_depIdxs = []int32{
 	0,  // 0: sms.v1.Message.status:type_name -> sms.v1.MessageStatus
 	9,  // 1: sms.v1.Message.segments:type_name -> sms.v1.Segment
 	1,  // 2: sms.v1.Message.non_delivery_reason:type_name -> sms.v1.NonDeliveryReason
-	18, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
-	18, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
-	11, // 5: sms.v1.Message.notifications:type_name -> sms.v1.StatusNotification
-	0,  // 6: sms.v1.StatusNotification.status:type_name -> sms.v1.MessageStatus
-	3,  // 7: sms.v1.StatusNotification.state:type_name -> sms.v1.NotificationState
-	12, // 8: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
-	18, // 9: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
-	18, // 10: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
-	18, // 11: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
-	4,  // 12: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
-	5,  // 13: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
-	18, // 14: sms.v1.InboundMessage.receive_time:type_name -> google.protobuf.Timestamp
-	6,  // 15: sms.v1.InboundMessage.opt_out_type:type_name -> sms.v1.OptOutType
-	15, // 16: sms.v1.InboundMessage.webhook:type_name -> sms.v1.InboundWebhook
-	3,  // 17: sms.v1.InboundWebhook.state:type_name -> sms.v1.NotificationState
-	12, // 18: sms.v1.InboundWebhook.attempts:type_name -> sms.v1.WebhookAttempt
-	18, // 19: sms.v1.InboundWebhook.next_attempt_time:type_name -> google.protobuf.Timestamp
-	7,  // 20: sms.v1.OptOut.source:type_name -> sms.v1.OptOutSource
-	18, // 21: sms.v1.OptOut.create_time:type_name -> google.protobuf.Timestamp
-	8,  // 22: sms.v1.OptOutChange.action:type_name -> sms.v1.OptOutAction
-	7,  // 23: sms.v1.OptOutChange.source:type_name -> sms.v1.OptOutSource
-	18, // 24: sms.v1.OptOutChange.change_time:type_name -> google.protobuf.Timestamp
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	19, // 3: sms.v1.Message.create_time:type_name -> google.protobuf.Timestamp
+	19, // 4: sms.v1.Message.update_time:type_name -> google.protobuf.Timestamp
+	12, // 5: sms.v1.Message.notifications:type_name -> sms.v1.StatusNotification
+	11, // 6: sms.v1.Message.carrier_status:type_name -> sms.v1.CarrierStatus
+	0,  // 7: sms.v1.StatusNotification.status:type_name -> sms.v1.MessageStatus
+	3,  // 8: sms.v1.StatusNotification.state:type_name -> sms.v1.NotificationState
+	13, // 9: sms.v1.StatusNotification.attempts:type_name -> sms.v1.WebhookAttempt
+	19, // 10: sms.v1.StatusNotification.next_attempt_time:type_name -> google.protobuf.Timestamp
+	19, // 11: sms.v1.StatusNotification.create_time:type_name -> google.protobuf.Timestamp
+	19, // 12: sms.v1.WebhookAttempt.attempt_time:type_name -> google.protobuf.Timestamp
+	4,  // 13: sms.v1.SenderName.purpose:type_name -> sms.v1.SenderNamePurpose
+	5,  // 14: sms.v1.SenderName.owner_type:type_name -> sms.v1.SenderNameOwnerType
+	19, // 15: sms.v1.InboundMessage.receive_time:type_name -> google.protobuf.Timestamp
+	6,  // 16: sms.v1.InboundMessage.opt_out_type:type_name -> sms.v1.OptOutType
+	16, // 17: sms.v1.InboundMessage.webhook:type_name -> sms.v1.InboundWebhook
+	3,  // 18: sms.v1.InboundWebhook.state:type_name -> sms.v1.NotificationState
+	13, // 19: sms.v1.InboundWebhook.attempts:type_name -> sms.v1.WebhookAttempt
+	19, // 20: sms.v1.InboundWebhook.next_attempt_time:type_name -> google.protobuf.Timestamp
+	7,  // 21: sms.v1.OptOut.source:type_name -> sms.v1.OptOutSource
+	19, // 22: sms.v1.OptOut.create_time:type_name -> google.protobuf.Timestamp
+	8,  // 23: sms.v1.OptOutChange.action:type_name -> sms.v1.OptOutAction
+	7,  // 24: sms.v1.OptOutChange.source:type_name -> sms.v1.OptOutSource
+	19, // 25: sms.v1.OptOutChange.change_time:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_types_proto_init() }
@@ -1674,15 +1768,16 @@ func file_sms_v1_types_proto_init() {
 		return
 	}
 	file_sms_v1_types_proto_msgTypes[1].OneofWrappers = []any{}
-	file_sms_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
+	file_sms_v1_types_proto_msgTypes[2].OneofWrappers = []any{}
 	file_sms_v1_types_proto_msgTypes[8].OneofWrappers = []any{}
+	file_sms_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_types_proto_rawDesc), len(file_sms_v1_types_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
