@@ -22,9 +22,11 @@ const MAY_IMPORT = {
   "rate-limits": [...BASE, "scheduling"],
   "request-bodies": [...BASE, "rate-limits"],
   "opt-outs": [...BASE, "store"],
+  accounts: [...BASE, "store", "opt-outs"],
   "quiet-hours": [...BASE],
   inbound: [...BASE, "store", "smpp", "opt-outs"],
   delivery: [...BASE, "store", "scheduling", "tracing", "smpp", "inbound"],
+  money: [...BASE, "store"],
   lifecycle: [...BASE, "store", "delivery"],
   metrics: [...BASE, "store", "delivery", "lifecycle"],
   notifier: [...BASE, "store", "scheduling", "tracing", "inbound", "metrics"],
@@ -32,17 +34,20 @@ const MAY_IMPORT = {
   connections: [...BASE, "config"],
   services: [
     ...BASE,
-    ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics"],
+    ...["store", "tracing", "rate-limits", "opt-outs", "inbound", "delivery", "metrics", "money"],
+    "accounts",
     "quiet-hours",
   ],
   idempotency: [...BASE, "store", "services"],
   rest: [
     ...BASE,
     ...["store", "tracing", "rate-limits", "request-bodies", "config", "connections", "services"],
+    "accounts",
   ],
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
-  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest"],
+  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money", "accounts"],
   cli: [...BASE, "config"],
+  console: [...BASE, "store", "rate-limits", "config", "rest", "accounts"],
 };
 
 const room = (name) => (name.endsWith(".ts") ? `^src/${name}$` : `^src/${name}/`);

@@ -7,6 +7,7 @@ import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
+import { apiKeysFigure } from "./api-keys-figure.ts";
 import {
   ADMIN_TOKEN,
   type BenchContext,
@@ -21,8 +22,10 @@ import { embeddedFigure } from "./embedded-figure.ts";
 import { failoverFigure } from "./failover-figure.ts";
 import { hostileBodiesFigure } from "./hostile-bodies-figure.ts";
 import { moIntakeFigure } from "./mo-intake-figure.ts";
+import { moneyFigure } from "./money-figure.ts";
 import { observabilityFigure } from "./observability-figure.ts";
 import { optOutFigure } from "./opt-out-figure.ts";
+import { ownWebhooksFigure } from "./own-webhooks-figure.ts";
 import {
   buildService,
   collectEmulatorHeap,
@@ -41,11 +44,13 @@ import { webhookRun } from "./webhook-run.ts";
 const quick = process.argv.includes("--quick");
 // --only 1,4 runs just those figures (for profiling one path); 4a and 4b are the halves of 4;
 // 6 to 10 are in delivery-figures.ts, webhook-figures.ts and throughput-figure.ts (6b, run with
-// 6, in own-batches-figure.ts); 11 in
+// 6, in own-batches-figure.ts; 6c, alone, in own-webhooks-figure.ts); 11 in
 // smpp-figure.ts; 12 in embedded-figure.ts; 13 in observability-figure.ts; "hostile" (issue 25)
 // in hostile-bodies-figure.ts; "mo" (issue 26's figure 14) in mo-intake-figure.ts; "optout"
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
-// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts.
+// "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
+// "keys" (issue 40) in api-keys-figure.ts; "20" or "money" (issue 41, with figure 2c) in
+// money-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -79,6 +84,8 @@ function serviceEnv(db: string, extra: Record<string, string> = {}) {
     LOG_LEVEL: "warn",
     // The figures measure throughput from one account: the per-account request limit is off.
     SMS_RATE_LIMIT_RPS: "0",
+    // No operator console: figures run several services at once, which would share its port.
+    OPERATOR_PORT: "0",
     ...extra,
   };
 }
@@ -272,6 +279,11 @@ if (runs("4", "4b")) {
 // ---- 6 to 10: delivery and notification under load (issue 9), each beside its quiet baseline.
 await deliveryFigures(ctx);
 await webhookFigures(ctx);
+// ---- 6c (issue 38): an account's own webhooks take turns behind its big batch's.
+if (runs("6c")) {
+  log("figure 6c: an account's own webhooks behind its 10000-message batch's");
+  await ownWebhooksFigure(ctx);
+}
 await throughputFigure(ctx);
 // ---- 11: SMPP throughput through the test SMSC (issue 10).
 await smppFigure(ctx);
@@ -286,11 +298,14 @@ await hostileBodiesFigure(ctx);
 await moIntakeFigure(ctx);
 // ---- 15 (issue 26). Sends checked against a 100000-number opt-out list
 await optOutFigure(ctx);
+await apiKeysFigure(ctx);
 // ---- 16, 17 (issue 27). Failover when a carrier's SMSC dies; a split over two carriers beside one
 await failoverFigure(ctx);
 await twoCarriersFigure(ctx);
 // ---- 18 (issue 27). 250 routes and prices for 250 countries beside one carrier
 await routingCostFigure(ctx);
+// ---- 20, 2c (issue 41). Every spend control and the toll-fraud guard on, beside none
+await moneyFigure(ctx);
 
 await client.close();
 await database.stop();

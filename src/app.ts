@@ -1,15 +1,25 @@
 import { randomUUID } from "node:crypto";
 import type http2 from "node:http2";
+import { createClient } from "@connectrpc/connect";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifyServerOptions } from "fastify";
 import type { Db } from "mongodb";
+import { AdminService } from "../gen/sms/admin/v1/admin_pb.ts";
+import { apiKeysCollection, ensureApiKeyIndexes } from "./accounts/api-keys.ts";
+import { auditLogCollection, ensureAuditIndexes } from "./accounts/audit-log.ts";
+import { carrierStatesCollection, writeCarrierState } from "./accounts/carrier-states.ts";
+import { HeldMessages } from "./accounts/held-messages.ts";
+import { KeyUseRecorder } from "./accounts/key-use.ts";
+import { ensureRejectionIndexes, rejectionsCollection } from "./accounts/sender-name-rejections.ts";
 import { BackgroundControl } from "./background.ts";
 import type { Config } from "./config/config.ts";
 import { grpcServer } from "./connections/grpc-server.ts";
+import { consoleServer } from "./console/console.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.ts";
 import { DueAlarm } from "./delivery/due-alarm.ts";
 import { Routing } from "./delivery/routing/routing.ts";
+import { DEFAULT_RISK } from "./domain/risk-settings.ts";
 import { IdempotencyKeys } from "./idempotency/idempotent-calls.ts";
 import { KeyStore } from "./idempotency/key-store.ts";
 import { InboundIntake } from "./inbound/intake.ts";
@@ -17,6 +27,7 @@ import { runCloseSteps } from "./lifecycle/close-steps.ts";
 import { refuseWhileClosing } from "./lifecycle/draining.ts";
 import { type HealthReport, healthRoutes } from "./lifecycle/health.ts";
 import { createMetrics, type Metrics } from "./metrics/metrics.ts";
+import { type RiskEventDoc, RiskEvents, TollFraudGuard } from "./money/toll-fraud-guard.ts";
 import { InboundWebhookQueue } from "./notifier/inbound-queue.ts";
 import { ensureOptOutIndexes, openOptOuts } from "./opt-outs/list.ts";
 import { OptOutReads } from "./opt-outs/list-reads.ts";
@@ -25,15 +36,17 @@ import { StopFeed } from "./opt-outs/stop-feed.ts";
 import { LargeBodySlots } from "./rate-limits/large-bodies.ts";
 import { RateLimits } from "./rate-limits/rate-limits.ts";
 import { trackRequests } from "./request-context.ts";
+import { apiKeyRoutes } from "./rest/api-keys.ts";
 import { registerBodyParsers } from "./rest/body-parsers.ts";
 import { registerErrorHandler, registerNotFoundHandler } from "./rest/error-handler.ts";
 import { httpServer } from "./rest/http-server.ts";
 import { inboundRoutes } from "./rest/inbound.ts";
 import { messageRoutes } from "./rest/messages.ts";
+import { moneyRoutes } from "./rest/money.ts";
 import { optOutRoutes } from "./rest/opt-outs.ts";
 import { quietHoursRoutes } from "./rest/quiet-hours.ts";
 import { senderNameRoutes } from "./rest/sender-names.ts";
-import { inProcessClients } from "./rest/service-clients.ts";
+import { inProcessClients, inProcessTransport } from "./rest/service-clients.ts";
 import { rpcRequests } from "./rpc/call-requests.ts";
 import { callerCheck } from "./rpc/caller-check.ts";
 import { refuseForeignRequests } from "./rpc/foreign-requests.ts";
@@ -66,6 +79,8 @@ export interface Service {
   store: Store;
   /** The metrics, when METRICS_PORT is not 0; main.ts serves them on that port. */
   metrics: Metrics | undefined;
+  /** The operator's console, when OPERATOR_PORT is not 0; main.ts listens on that port. */
+  console: FastifyInstance | undefined;
   /** Readiness with its details, for the operator: main.ts serves it on METRICS_PORT. */
   health: () => Promise<HealthReport>;
   /**
@@ -95,12 +110,17 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
   if (tracingActive()) traceRequests(app);
   metrics?.requests.observe(app);
 
+  const apiKeys = apiKeysCollection(store.db);
   const directory = new AccountDirectory(
     store.accounts,
     store.senderNames,
     numbersCollection(store.db),
+    apiKeys,
   );
-  const confirmations = new ChargeConfirmations(store.accounts, (err) =>
+  const keyUse = new KeyUseRecorder(apiKeys, (err) =>
+    log.warn({ err }, "recording a key's last use failed"),
+  );
+  const confirmations = new ChargeConfirmations(store, (err) =>
     log.warn({ err }, "confirming charges failed; the settler will"),
   );
   // Accepted work is scheduled in its account's lanes before the answer (see scheduling/lanes.ts).
@@ -157,6 +177,20 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     reassemblyMs: config.moReassemblyS * 1000,
     defaultAlphabet: config.moDefaultAlphabet,
   });
+  // Suspended and closed accounts' messages: held by the worker's claims, withdrawn on close.
+  const heldMessages = new HeldMessages(store, {
+    pricePerPartMicros: config.pricePerPartMicros,
+    now: () => store.clock.now(),
+  });
+  const onStatusChange = async (accountId: string, change: string) => {
+    heldMessages.forget();
+    if (change === "close") {
+      await heldMessages.withdraw(accountId, "closed", store.clock.now());
+    } else if (change === "resume") {
+      // Held messages go on at once, not at the held lane's next look.
+      await schedule(accountId, store.clock.now(), store.clock.now());
+    }
+  };
   // The delivery worker and its carriers, the notifier and the settler; started by
   // startBackground() once the ports listen. (schedule and the inbound queue above call it only
   // once requests and MOs come, after build.)
@@ -167,18 +201,28 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     logger: log,
     metrics,
     screen: (messages) => optOutRules.screen(messages),
+    hold: heldMessages,
     stops,
     inbound,
   });
 
+  // The toll-fraud guard (docs/design.md "Money"), counted in memory on this instance.
+  const riskEvents = store.db.collection<RiskEventDoc>("risk_events");
+  await RiskEvents.ensureIndexes(riskEvents);
+  const risk = {
+    guard: new TollFraudGuard(config.carriers.risk ?? DEFAULT_RISK),
+    events: new RiskEvents(riskEvents, (err) =>
+      log.warn({ err }, "keeping a toll-fraud guard event failed"),
+    ),
+  };
+
   const serviceRoutes = routes({
+    risk,
     store,
     directory,
     messageIds: new IdAllocator(store.counters, "message"),
     confirmations,
-    writer: new MessageWriter(store.accounts, store.messages, confirmations, () =>
-      store.clock.now(),
-    ),
+    writer: new MessageWriter(store, store.messages, confirmations, () => store.clock.now()),
     timeouts: { requestMs: config.requestTimeoutMs, batchStoreMs: config.batchStoreTimeoutMs },
     policy: {
       sharedSender: config.sharedSender,
@@ -201,6 +245,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inbound,
     ...(metrics && { intake: metrics.intake }),
     log: log.child({ component: "services" }),
+    keyUse: keyUse.note,
+    onStatusChange,
   });
 
   // The doors. Connect on both ports: read limits per method, credentials checked before a body
@@ -253,6 +299,8 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     inboundRoutes(rest, clients);
     optOutRoutes(rest, clients);
     quietHoursRoutes(rest, clients);
+    moneyRoutes(rest, clients);
+    apiKeyRoutes(rest, clients);
   });
   // The account dashboard: HTML pages over the same services, in a scope of its own (its
   // session, CSRF, body parsers and error pages touch no other route). Not in the OpenAPI document.
@@ -268,6 +316,37 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
       }),
     { prefix: "/dashboard" },
   );
+  // The operator's console: its own server (main.ts listens on OPERATOR_PORT), every action an
+  // AdminService call on the in-process transport.
+  const operatorConsole =
+    config.operatorPort === 0
+      ? undefined
+      : await consoleServer(
+          {
+            admin: createClient(AdminService, inProcessTransport(serviceRoutes)),
+            store,
+            sessions: new DashboardSessions(store.db.collection("operator_sessions"), () =>
+              store.clock.now(),
+            ),
+            limits,
+            config,
+          },
+          logger,
+        );
+  if (operatorConsole) app.addHook("onClose", async () => operatorConsole.close());
+  // Where this instance's carriers stand, for the console's carriers page of any instance.
+  const carrierStates = carrierStatesCollection(store.db);
+  const reportCarriers = setInterval(() => {
+    const carrier = background.carrier();
+    if (!carrier) return;
+    writeCarrierState(carrierStates, {
+      _id: instanceId,
+      at: store.clock.now(),
+      carriers: [carrier as { name: string }],
+    }).catch((err: unknown) => log.warn({ err }, "writing the carriers' state failed"));
+  }, 5_000);
+  reportCarriers.unref();
+  app.addHook("onClose", async () => clearInterval(reportCarriers));
   registerErrorHandler(app);
   registerNotFoundHandler(app);
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
@@ -286,6 +365,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     grpc: grpc.server,
     store,
     metrics,
+    console: operatorConsole,
     health,
     startBackground: () => background.start(),
   };
@@ -297,6 +377,9 @@ async function openServiceStore(db: Db, metrics: Metrics | undefined): Promise<S
   const store = openStore(metrics ? metrics.database.timed(durableDb) : durableDb);
   await ensureIndexes(store);
   await ensureOptOutIndexes(openOptOuts(store.db));
+  await ensureApiKeyIndexes(apiKeysCollection(store.db));
+  await ensureAuditIndexes(auditLogCollection(store.db));
+  await ensureRejectionIndexes(rejectionsCollection(store.db));
   return store;
 }
 

@@ -16,6 +16,7 @@ import { SmppCarrier } from "./delivery/smpp-carrier/adapter.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "./delivery/worker.ts";
 import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";
+import { UnsentPartsRefunder } from "./money/refunds.ts";
 import { Notifier } from "./notifier/notifier.ts";
 import { settleAbandonedCharges } from "./store/charges.ts";
 import type { Store } from "./store/database.ts";
@@ -40,6 +41,8 @@ export interface BackgroundDeps {
   metrics?: Metrics | undefined;
   /** The delivery worker's last check before the carrier (opt-outs). */
   screen?: DeliveryWorkerOptions["screen"];
+  /** Accounts whose messages the worker holds (suspended, closed). */
+  hold?: DeliveryWorkerOptions["hold"];
   /** The STOPs seen since a claim's screen (opt-outs/stop-feed.ts), started with the worker. */
   stops?: DeliveryWorkerOptions["stops"] & { start(): Promise<void>; stop(): Promise<void> };
   /** Mobile-originated messages the carrier receives go here; its sweep runs with the worker. */
@@ -56,6 +59,7 @@ export class BackgroundControl {
   private work: BackgroundWork | undefined;
   private closing = false;
   private settleTimer: NodeJS.Timeout | undefined;
+  private refunder: UnsentPartsRefunder | undefined;
 
   constructor(private readonly deps: BackgroundDeps) {}
 
@@ -74,6 +78,14 @@ export class BackgroundControl {
       },
       Math.min(30_000, config.settleAfterMs / 4),
     );
+    // Parts no carrier accepted are refunded on every instance (docs/design.md "Money").
+    this.refunder = new UnsentPartsRefunder(
+      store,
+      () => store.clock.now(),
+      config.pricePerPartMicros,
+      (err) => logger.warn({ err }, "refunding unsent parts failed; the next sweep will"),
+    );
+    this.refunder.start();
   }
 
   /** From the first moment of a close: no start after it. */
@@ -85,6 +97,7 @@ export class BackgroundControl {
     this.closing = true;
     clearInterval(this.settleTimer);
     await this.work?.stop();
+    await this.refunder?.stop();
   }
 
   wake(): void {
@@ -125,6 +138,7 @@ export async function startBackgroundWork(deps: BackgroundDeps): Promise<Backgro
     logger,
     instanceId,
     ...(deps.screen && { screen: deps.screen }),
+    ...(deps.hold && { hold: deps.hold }),
     ...(deps.stops && { stops: deps.stops }),
   });
   const notifier = startNotifier(deps);
@@ -252,6 +266,7 @@ async function startPlanCarriers(deps: BackgroundDeps, logger: Logger): Promise<
           }),
         },
         ...(deps.screen && { screen: deps.screen }),
+        ...(deps.hold && { hold: deps.hold }),
         ...(deps.stops && { stops: deps.stops }),
       }),
   );
@@ -307,6 +322,7 @@ function startNotifier(deps: BackgroundDeps): Notifier {
     receiverConcurrency: config.webhookReceiverConcurrency,
     accountConcurrency: config.webhookAccountConcurrency,
     allowPrivate: config.webhookAllowPrivate,
+    secretOverlapMs: config.webhookSecretOverlapMs,
     ...(deps.metrics && { metrics: deps.metrics }),
   });
 }

@@ -50,9 +50,15 @@ async function start(config: Config): Promise<void> {
   shutdown.add("database", () => database.stop());
   const client = await startStep(source, () => connect(database.uri));
   shutdown.add("database client", () => client.close());
-  const { app, grpc, metrics, health, startBackground } = await startStep(
-    `preparing database ${config.mongodbDatabase} (MONGODB_DATABASE)`,
-    () => build({ config, db: client.db(config.mongodbDatabase) }),
+  const {
+    app,
+    grpc,
+    metrics,
+    health,
+    startBackground,
+    console: operatorConsole,
+  } = await startStep(`preparing database ${config.mongodbDatabase} (MONGODB_DATABASE)`, () =>
+    build({ config, db: client.db(config.mongodbDatabase) }),
   );
   shutdown.useLogger(app.log);
   if (!config.mongodbUri) {
@@ -83,6 +89,17 @@ async function start(config: Config): Promise<void> {
     { port: (grpc.address() as AddressInfo).port },
     "gRPC and Connect over HTTP/2 cleartext listening",
   );
+
+  if (operatorConsole) {
+    // Closed with the service (app.ts); loopback unless OPERATOR_HOST says otherwise.
+    await listenOn("OPERATOR_PORT", config.operatorPort, config.operatorHost, () =>
+      operatorConsole.listen({ port: config.operatorPort, host: config.operatorHost }),
+    );
+    app.log.info(
+      { url: `http://${config.operatorHost}:${config.operatorPort}/` },
+      "operator console listening",
+    );
+  }
 
   await startStep("the delivery worker and notifier (SMS_CARRIER)", startBackground);
 }

@@ -7,7 +7,8 @@ export const ACCOUNT_USAGE = `  account create --name N [--credit C] [--status-u
   account get --api-key K
   account credit --api-key K --add C
   account status-url --api-key K --url U        (empty U clears it)
-  sender-name approve|reject|default --api-key K --name N`;
+  sender-name approve|default --api-key K --name N
+  sender-name reject --api-key K --name N [--reason R]   (the account sees R for 30 days)`;
 
 // Operators read and type amounts in account currency; the contract carries micro-units.
 const MICROS = 1_000_000;
@@ -81,7 +82,14 @@ export const accountCommands: Commands = async (noun, verb, context) => {
       case "approve":
         return senderNameJson((await client.approveSenderName(target, options)).senderName);
       case "reject":
-        return senderNameJson((await client.rejectSenderName(target, options)).senderName);
+        return senderNameJson(
+          (
+            await client.rejectSenderName(
+              { ...target, reason: (values.reason as string | undefined) ?? "" },
+              options,
+            )
+          ).senderName,
+        );
       case "default":
         return accountJson(
           (

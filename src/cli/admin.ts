@@ -5,6 +5,8 @@ import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
 import { DEV_ADMIN_TOKEN } from "../config/config.ts";
 import { ACCOUNT_USAGE, accountCommands } from "./account-commands.ts";
 import { type CommandContext, UsageError } from "./command-context.ts";
+import { MONEY_USAGE, moneyCommands } from "./money-commands.ts";
+import { OPERATOR_USAGE, operatorCommands } from "./operator-commands.ts";
 import { TWO_WAY_USAGE, twoWayCommands } from "./two-way-commands.ts";
 
 // The operator CLI: `npm run --silent admin -- <command>`. Talks to a running server through
@@ -13,10 +15,13 @@ import { TWO_WAY_USAGE, twoWayCommands } from "./two-way-commands.ts";
 
 const USAGE = `usage: npm run --silent admin -- <command>
 ${ACCOUNT_USAGE}
+${OPERATOR_USAGE}
 ${TWO_WAY_USAGE}
+${MONEY_USAGE}
 environment: SMS_URL (default http://127.0.0.1:8080), SMS_ADMIN_TOKEN`;
 
-const COMMANDS = [accountCommands, twoWayCommands];
+// The operator's commands first: `account list` and `sender-name list` are theirs.
+const COMMANDS = [operatorCommands, accountCommands, twoWayCommands, moneyCommands];
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
@@ -34,6 +39,19 @@ async function run(argv: string[]): Promise<unknown> {
       from: { type: "string" },
       to: { type: "string" },
       text: { type: "string" },
+      "allowed-countries": { type: "string" },
+      "max-price": { type: "string" },
+      "daily-limit": { type: "string" },
+      mode: { type: "string" },
+      max: { type: "string" },
+      scope: { type: "string" },
+      key: { type: "string" },
+      reason: { type: "string" },
+      status: { type: "string" },
+      pending: { type: "boolean" },
+      "name-prefix": { type: "string" },
+      "expire-time": { type: "string" },
+      operator: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -49,7 +67,11 @@ async function run(argv: string[]): Promise<unknown> {
       }),
     ),
     options: {
-      headers: { authorization: `Bearer ${process.env.SMS_ADMIN_TOKEN || DEV_ADMIN_TOKEN}` },
+      headers: {
+        authorization: `Bearer ${process.env.SMS_ADMIN_TOKEN || DEV_ADMIN_TOKEN}`,
+        // The audit log's author (services/admin-accounts.ts).
+        "sms-operator": values.operator || process.env.USER || "cli",
+      },
     },
     values,
     required: (name) => {

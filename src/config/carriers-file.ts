@@ -5,6 +5,7 @@
  * micro-units. Every problem names its path and line (`routes[1].carriers[0]: unknown carrier
  * "gama" (line 9)`), all at once; the service does not start with any.
  */
+
 import { readFileSync } from "node:fs";
 import { Ajv, type ErrorObject } from "ajv";
 import { type CountryCode, getCountryCallingCode } from "libphonenumber-js/max";
@@ -20,6 +21,7 @@ import {
   type SmppSettings,
 } from "../delivery/routing/carrier-plan.ts";
 import { isKnownCountry } from "../domain/destination.ts";
+import { DEFAULT_RISK, type RiskSettings } from "../domain/risk-settings.ts";
 import type { DefaultAlphabet } from "../smpp/alphabets.ts";
 import { parseSmppUrl } from "../smpp/endpoint.ts";
 import { CARRIERS_FILE_SCHEMA } from "./carriers-schema.ts";
@@ -81,6 +83,7 @@ interface CarriersFile {
     prefixes?: Record<string, number>;
   };
   failover?: Partial<typeof DEFAULT_FAILOVER>;
+  risk?: { mode?: RiskSettings["mode"]; prefixBurst?: Partial<RiskSettings["prefixBurst"]> };
 }
 
 type Path = readonly (string | number)[];
@@ -154,6 +157,10 @@ export function parseCarriersFile(
     routes,
     prices,
     failover: { ...DEFAULT_FAILOVER, ...file.failover },
+    risk: {
+      mode: file.risk?.mode ?? DEFAULT_RISK.mode,
+      prefixBurst: { ...DEFAULT_RISK.prefixBurst, ...file.risk?.prefixBurst },
+    },
   };
 }
 

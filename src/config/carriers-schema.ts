@@ -87,5 +87,22 @@ export const CARRIERS_FILE_SCHEMA = {
         circuitOpenSeconds: positiveInteger(3600),
       },
     },
+    // The toll-fraud guard (docs/design.md "Money", "Toll-fraud guard").
+    risk: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        mode: { enum: ["monitor", "block"] },
+        prefixBurst: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            max: positiveInteger(1_000_000),
+            digits: positiveInteger(8),
+            windowSeconds: positiveInteger(86_400),
+          },
+        },
+      },
+    },
   },
 } as const;

@@ -3,7 +3,8 @@ import {
   type SmppSettings,
   singleCarrierPlan,
 } from "../delivery/routing/carrier-plan.ts";
-import { parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { parseDuration, parseRetrySchedule } from "../notifier/retry-schedule.ts";
+import { DEFAULT_SECRET_OVERLAP_MS } from "../notifier/signature.ts";
 import { DEFAULT_ALPHABETS, type DefaultAlphabet } from "../smpp/alphabets.ts";
 import { parseSmppUrl, type SmppEndpoint } from "../smpp/endpoint.ts";
 import { CarriersFileError, loadCarriersFile } from "./carriers-file.ts";
@@ -15,6 +16,10 @@ export interface Config {
   grpcPort: number;
   /** Prometheus `/metrics`, on a port of its own (never PORT or GRPC_PORT); 0: no metrics. */
   metricsPort: number;
+  /** OPERATOR_PORT: the operator's console (src/console); 0 turns it off. */
+  operatorPort: number;
+  /** OPERATOR_HOST: where the console listens; loopback by default. */
+  operatorHost: string;
   host: string;
   /** Unset: the embedded database chain (mongodb-memory-server, else the emulator). */
   mongodbUri: string | undefined;
@@ -42,6 +47,8 @@ export interface Config {
   /** Webhook requests in flight per account and instance. */
   webhookAccountConcurrency: number;
   webhookAllowPrivate: boolean;
+  /** SMS_WEBHOOK_SECRET_OVERLAP: how long a rotated-out webhook secret keeps signing (default 24h). */
+  webhookSecretOverlapMs: number;
   /** Whether this instance runs the delivery worker and the notifier. */
   runWorkers: boolean;
   /** A call's deadline: past it, UNAVAILABLE (REST 503), and no database call of it is issued. */
@@ -139,6 +146,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: read.integer("PORT", 8080, { min: 0, max: 65535 }),
     grpcPort: read.integer("GRPC_PORT", 8081, { min: 0, max: 65535 }),
     metricsPort: read.integer("METRICS_PORT", 9464, { min: 0, max: 65535 }),
+    operatorPort: read.integer("OPERATOR_PORT", 8082, { min: 0, max: 65535 }),
+    operatorHost: read.string("OPERATOR_HOST", "127.0.0.1") ?? "127.0.0.1",
     host: read.string("HOST", "0.0.0.0") ?? "",
     mongodbUri: env.MONGODB_URI || undefined,
     dataDir: read.string("SMS_DATA_DIR", ".data") ?? "",
@@ -174,6 +183,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       max: 10_000,
     }),
     webhookAllowPrivate: read.boolean("SMS_WEBHOOK_ALLOW_PRIVATE", !production),
+    webhookSecretOverlapMs: read.parsed("SMS_WEBHOOK_SECRET_OVERLAP", (text) =>
+      text === undefined || text.trim() === "" ? DEFAULT_SECRET_OVERLAP_MS : parseDuration(text),
+    ),
     runWorkers: read.boolean("SMS_RUN_WORKERS", true),
     requestTimeoutMs: read.integer("SMS_REQUEST_TIMEOUT_MS", 5_000, { min: 100, max: 60_000 }),
     batchStoreTimeoutMs: read.integer("SMS_BATCH_STORE_TIMEOUT_MS", 30_000, {
@@ -220,8 +232,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (config.metricsPort !== 0 && [config.port, config.grpcPort].includes(config.metricsPort)) {
     problems.push("METRICS_PORT: must differ from PORT and GRPC_PORT (0 turns metrics off)");
   }
+  checkOperatorConsole(config, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * The console takes the admin token: reachable beyond this machine only with a token that is
+ * neither the development default nor short (docs/design.md "Accounts, API keys and the operator
+ * console").
+ */
+function checkOperatorConsole(config: Config, problems: string[]): void {
+  if (config.operatorPort === 0) return;
+  if ([config.port, config.grpcPort, config.metricsPort].includes(config.operatorPort)) {
+    problems.push(
+      "OPERATOR_PORT: must differ from PORT, GRPC_PORT and METRICS_PORT (0 turns the console off)",
+    );
+  }
+  const loopback = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i.test(config.operatorHost);
+  if (!loopback && (config.adminToken === DEV_ADMIN_TOKEN || config.adminToken.length < 16)) {
+    problems.push(
+      `OPERATOR_HOST: ${config.operatorHost} is not loopback, and SMS_ADMIN_TOKEN is the default or shorter than 16 characters: set a long SMS_ADMIN_TOKEN, OPERATOR_HOST=127.0.0.1, or OPERATOR_PORT=0`,
+    );
+  }
 }
 
 /** 64 hex digits; a bad value is reported without repeating it (it is a secret). */

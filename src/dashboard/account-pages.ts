@@ -1,5 +1,7 @@
 import type { FastifyInstance } from "fastify";
+import { UsageGroup, type UsageRow } from "../../gen/sms/v1/money_pb.ts";
 import type { SenderName } from "../../gen/sms/v1/types_pb.ts";
+import { recentRejections, rejectionsCollection } from "../accounts/sender-name-rejections.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
 import { SENDER_NAME_PAGES } from "../services/page-tokens.ts";
 import { OWNER_TYPES, PURPOSES } from "../services/sender-name-service.ts";
@@ -43,11 +45,20 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
 
   app.get(
     "/overview",
-    dashboard.signedIn(async (_request, reply, account) => {
+    dashboard.signedIn(async (request, reply, account) => {
       // The credit is read on every view: it is one document, and a view after a send shows it.
-      const [credit, counts] = await Promise.all([
+      const days = lastDays(new Date(store.clock.nowMs()), 30);
+      const call = sessionCall(request, account);
+      const usageOf = (groupBy: UsageGroup[]) =>
+        clients.usage.getUsage(
+          { startDate: days[0] as string, endDate: dayAfter(days.at(-1) as string), groupBy },
+          call,
+        );
+      const [credit, counts, byDay, byCountry] = await Promise.all([
         creditOf(store, account.apiKey, options),
         recentCounts.get(account.apiKey),
+        usageOf([UsageGroup.DAY]),
+        usageOf([UsageGroup.COUNTRY]),
       ]).catch((error: unknown) => {
         throw asUnavailable(error);
       });
@@ -71,6 +82,13 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
           })),
           deliveryRate: final === 0 ? undefined : ((delivered / final) * 100).toFixed(1),
           final,
+          month: monthChart(days, byDay.rows),
+          countries: byCountry.rows.map((row) => ({
+            country: row.country ?? "",
+            messages: Number(row.messages),
+            parts: Number(row.parts),
+            charged: creditText(row.chargedMicros - row.refundedMicros),
+          })),
         },
         account,
       );
@@ -106,6 +124,16 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
     ownerTypes: Object.keys(OWNER_TYPES),
   };
 
+  /** The operator's rejections the account is shown for 30 days (accounts/sender-name-rejections.ts). */
+  const rejectionsOf = async (accountId: string) =>
+    (
+      await recentRejections(
+        rejectionsCollection(dashboard.deps.store.db),
+        accountId,
+        dashboard.deps.store.clock.now(),
+      )
+    ).map((r) => ({ ...r, at: r.at.toISOString().replace(/\.\d{3}Z$/, "Z") }));
+
   app.get<{ Querystring: { requested?: string; deleted?: string } }>(
     "/sender-names",
     dashboard.signedIn(async (request, reply, account) => {
@@ -116,6 +144,7 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
         {
           ...senderNamesPage,
           names: await listSenderNames(sessionCall(request, account)),
+          rejections: await rejectionsOf(account.apiKey),
           form: { name: "", purpose: "", ownerType: "", owner: "", exampleMsg: "" },
           errors: {},
           requested: text(query.requested),
@@ -159,6 +188,7 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
           {
             ...senderNamesPage,
             names: await listSenderNames(call),
+            rejections: await rejectionsOf(account.apiKey),
             form,
             errors,
             requested: "",
@@ -183,4 +213,36 @@ export function accountPages(app: FastifyInstance, dashboard: Dashboard): void {
       return reply.redirect(`/dashboard/sender-names?deleted=${encodeURIComponent(name)}`, 303);
     }),
   );
+}
+
+/** The last `count` UTC days up to `today`'s, oldest first, as `YYYY-MM-DD`. */
+function lastDays(today: Date, count: number): string[] {
+  return Array.from({ length: count }, (_, i) =>
+    new Date(today.getTime() - (count - 1 - i) * DAY_MS).toISOString().slice(0, 10),
+  );
+}
+
+const dayAfter = (day: string) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+
+/**
+ * The overview's 30 days: messages and amount (charged less refunded) per day, each scaled to its
+ * own tallest day, for two server-drawn SVG charts and their table.
+ */
+function monthChart(days: string[], rows: readonly UsageRow[]) {
+  const byDay = new Map(rows.map((r) => [r.day, r]));
+  const points = days.map((day) => {
+    const row = byDay.get(day);
+    const amountMicros = row ? Number(row.chargedMicros - row.refundedMicros) : 0;
+    return { day, messages: row ? Number(row.messages) : 0, amountMicros };
+  });
+  const mostMessages = Math.max(1, ...points.map((p) => p.messages));
+  const mostAmount = Math.max(1, ...points.map((p) => p.amountMicros));
+  return points.map((p) => ({
+    ...p,
+    amountText: creditText(p.amountMicros),
+    // Column heights in percent of the chart's height.
+    messagesHeight: Math.round((p.messages / mostMessages) * 100),
+    amountHeight: Math.round((Math.max(0, p.amountMicros) / mostAmount) * 100),
+  }));
 }

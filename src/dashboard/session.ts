@@ -4,7 +4,11 @@ import secureSession from "@fastify/secure-session";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { fromAddress } from "../rate-limits/client-address.ts";
 import type { AccountDirectory, AccountView } from "../services/account-directory.ts";
-import { AUTHENTICATED_ACCOUNT, basicAuthorization } from "../services/authentication.ts";
+import {
+  AUTHENTICATED_ACCOUNT,
+  basicAuthorization,
+  keyRefusal,
+} from "../services/authentication.ts";
 import { COUNTED_REQUEST } from "../services/call-guards.ts";
 import { asUnavailable } from "../services/database-deadlines.ts";
 import type { DashboardSessions } from "../store/dashboard-sessions.ts";
@@ -87,13 +91,16 @@ export async function signedInAccount(
     request.session.delete();
     return undefined;
   }
-  // A database that cannot answer is a 503 page, as on every door.
-  const [live, account] = await unavailableOnFailure(() =>
-    Promise.all([
-      sessions.isLive(sessionId, apiKey, { maxTimeMS: config.requestTimeoutMs }),
-      directory.get(apiKey),
-    ]),
-  );
+  // A database that cannot answer is a 503 page, as on every door. The cookie holds the key
+  // signed in with (any of the account's keys); the server's session is the account's.
+  const account = await unavailableOnFailure(() => directory.get(apiKey));
+  const live =
+    account !== null &&
+    // A revoked or expired key (a closed account's) ends its sessions at their next page.
+    keyRefusal(account, Date.now()) === undefined &&
+    (await unavailableOnFailure(() =>
+      sessions.isLive(sessionId, account.apiKey, { maxTimeMS: config.requestTimeoutMs }),
+    ));
   if (!live || !account) {
     request.session.delete();
     return undefined;
@@ -108,12 +115,14 @@ export async function signedInAccount(
 export async function startSession(
   request: FastifyRequest,
   apiKey: string,
-  { sessions, config }: SessionDeps,
+  { sessions, config, directory }: SessionDeps,
 ): Promise<void> {
   const previous = request.session.get("sessionId");
   const sessionId = await unavailableOnFailure(async () => {
     if (typeof previous === "string") await sessions.end(previous);
-    return sessions.start(apiKey, config.dashboardSessionMinutes * 60_000);
+    // Kept under the account, whichever of its keys signed in: "sign out everywhere" ends all.
+    const accountId = (await directory.get(apiKey))?.apiKey ?? apiKey;
+    return sessions.start(accountId, config.dashboardSessionMinutes * 60_000);
   });
   request.session.regenerate();
   request.session.set("apiKey", apiKey);

@@ -60,7 +60,8 @@ export async function recordSubmissions(
         },
       });
     } else {
-      const set: Partial<MessageDoc> = { sendError: o.error };
+      // Its unsent parts are refunded by money/refunds.ts: the mark lands with the status.
+      const set: Partial<MessageDoc> = { sendError: o.error, refundDue: true };
       if (o.carrierIds.length > 0) set.carrierIds = o.carrierIds;
       if (carrier !== undefined) set.carrier = carrier;
       failed.push({
@@ -79,7 +80,8 @@ export async function recordSubmissions(
 
 /**
  * DELIVERY_ERROR / Expired for those of `ids` that are still ACCEPTED or SENT and whose ttl ran
- * out. Returns the number of messages changed.
+ * out. Those still ACCEPTED are marked `refundDue` in the same update: no carrier took them, so
+ * money/refunds.ts gives their charge back (docs/design.md "Money"). Returns the number changed.
  */
 export async function expireMessages(
   messages: Collection<MessageDoc>,
@@ -88,18 +90,26 @@ export async function expireMessages(
   classes?: ReadonlyMap<number, DeliveryClass>,
 ): Promise<number> {
   if (ids.length === 0) return 0;
-  return changeStatus(
-    messages,
-    ids,
-    ["ACCEPTED", "SENT"],
-    { status: "DELIVERY_ERROR", reason: "Expired", unset: ["deliveryAt", "deliveryLease"] },
-    now,
-    {
-      filter: { expiresAt: { $lte: now } },
-      stillDue: (doc) => doc.expiresAt.getTime() <= now.getTime(),
-      ...(classes && { classes }),
-    },
-  );
+  const expire = (from: "ACCEPTED" | "SENT") =>
+    changeStatus(
+      messages,
+      ids,
+      [from],
+      {
+        status: "DELIVERY_ERROR",
+        reason: "Expired",
+        unset: ["deliveryAt", "deliveryLease"],
+        ...(from === "ACCEPTED" && { set: { refundDue: true } }),
+      },
+      now,
+      {
+        filter: { expiresAt: { $lte: now } },
+        stillDue: (doc) => doc.expiresAt.getTime() <= now.getTime(),
+        ...(classes && { classes }),
+      },
+    );
+  // ACCEPTED first: a message SENT meanwhile is then expired by the second, without the mark.
+  return (await expire("ACCEPTED")) + (await expire("SENT"));
 }
 
 /** A claimed message that needs nothing now goes back: due again at `dueAt`, or off the queue if undefined. */

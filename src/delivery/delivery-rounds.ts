@@ -33,6 +33,18 @@ export interface LaneClaim {
   full: boolean;
 }
 
+/**
+ * Accounts whose messages are held (suspended or closed: docs/design.md "Accounts, API keys and
+ * the operator console"), handed in by the root. A held lane's turn claims nothing: `heldTurn`
+ * ends what must end now (a closed account's messages, those past their ttl) and says when the
+ * lane is looked at again.
+ */
+export interface AccountHold {
+  /** Whether the account is held, as the database said at most a few seconds ago. */
+  held(accountId: string): Promise<boolean>;
+  heldTurn(accountId: string): Promise<Date | undefined>;
+}
+
 export interface DeliveryRoundsOptions {
   store: Store;
   lanes: FairLanes;
@@ -52,6 +64,8 @@ export interface DeliveryRoundsOptions {
   filter?: () => Filter<MessageDoc>;
   /** A settled lane's earliest work is due later, at this time (a scheduled send, a hold). */
   dueLater?: (at: Date) => void;
+  /** Held accounts; none when absent. */
+  hold?: AccountHold;
 }
 
 export class DeliveryRounds {
@@ -104,9 +118,14 @@ export class DeliveryRounds {
   }
 
   private async claimTurn(turn: Turn, share: number): Promise<LaneClaim> {
-    const { store, instanceId, leaseMs } = this.options;
+    const { store, instanceId, leaseMs, hold } = this.options;
     const token = `${instanceId}:${++this.claimSeq}`;
     let claimedAt = store.clock.now();
+    if (await hold?.held(turn.key)) {
+      // Held: nothing claimed; the lane is looked at again later, not at every round.
+      this.options.track(this.holdLane(turn, hold as AccountHold));
+      return { turn, token, claimedAt, messages: [], full: false };
+    }
     const messages = await this.laneClaims.inTurn(turn.key, () => {
       claimedAt = store.clock.now();
       return claimDueDeliveries(store.messages, {
@@ -128,6 +147,10 @@ export class DeliveryRounds {
       messages: await this.withinParts(messages, share),
       full: messages.length >= share,
     };
+  }
+
+  private async holdLane(turn: Turn, hold: AccountHold): Promise<void> {
+    await this.options.lanes.settle(turn, await hold.heldTurn(turn.key));
   }
 
   private async settle(turn: Turn): Promise<void> {

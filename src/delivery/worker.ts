@@ -33,7 +33,7 @@ import type { MessageDoc } from "../store/documents.ts";
 import type { Carrier } from "./carrier.ts";
 import { ClaimPacing } from "./claim-pacing.ts";
 import { type ClaimedMessage, DELIVERY_QUEUE } from "./delivery-claims.ts";
-import { DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
+import { type AccountHold, DeliveryRounds, type LaneClaim } from "./delivery-rounds.ts";
 import { DueAlarm } from "./due-alarm.ts";
 import { ReceiptHandler, type UnmatchedReceiptOptions } from "./receipts.ts";
 import { type ClaimOutcome, partsOf, type SubmissionDeps, workClaim } from "./submission.ts";
@@ -78,6 +78,8 @@ export interface DeliveryWorkerOptions {
   overdueSweepMs?: number;
   /** The last check of claimed messages before the carrier (SubmissionDeps.screen). */
   screen?: SubmissionDeps["screen"];
+  /** Accounts whose messages are held (suspended, closed); none when absent. */
+  hold?: AccountHold;
   /** How receipts that matched no part are kept and matched again (receipts.ts). */
   unmatchedReceipts?: UnmatchedReceiptOptions;
   /**
@@ -226,6 +228,7 @@ export class DeliveryWorker {
       // the next poll. The server clock's time, on this process's timer.
       dueLater: (at) => this.dueAlarm.add(at.getTime() - options.store.clock.nowMs() + Date.now()),
       ...(planCarrier && { filter: planCarrier.claims }),
+      ...(options.hold && { hold: options.hold }),
     });
   }
 

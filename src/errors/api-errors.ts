@@ -53,7 +53,20 @@ export type Reason =
   | "NUMBER_ASSIGNED_ELSEWHERE"
   | "SIMULATOR_ONLY"
   | "LARGE_BODIES_LIMITED"
-  | "MESSAGE_ALREADY_SUBMITTED";
+  | "MESSAGE_ALREADY_SUBMITTED"
+  | "COUNTRY_NOT_ALLOWED"
+  | "PRICE_ABOVE_LIMIT"
+  | "DAILY_SPEND_LIMIT"
+  | "SUSPECTED_TOLL_FRAUD"
+  | "API_KEY_SCOPE"
+  | "API_KEY_REVOKED"
+  | "API_KEY_EXPIRED"
+  | "API_KEY_NOT_FOUND"
+  | "API_KEY_LIMIT_REACHED"
+  | "OWN_KEY"
+  | "LAST_FULL_KEY"
+  | "ACCOUNT_SUSPENDED"
+  | "ACCOUNT_CLOSED";
 
 /** The reason when the raiser names none: each code is used for one kind of refusal mostly. */
 const REASON_BY_CODE: Partial<Record<Code, Reason>> = {
@@ -172,6 +185,10 @@ export const notFound = (
 
 export const unauthenticated = (message: string, reason: Reason = "CREDENTIALS_INVALID") =>
   fieldErrors(Code.Unauthenticated, { [WHOLE_REQUEST]: message }, { reason });
+
+/** Beyond the key's scope, or the account's status: 403 on REST. */
+export const permissionDenied = (message: string, reason: Reason) =>
+  fieldErrors(Code.PermissionDenied, { [WHOLE_REQUEST]: message }, { reason });
 
 /** Not enough credit: FAILED_PRECONDITION is used for nothing else, so the REST side maps it to 402. */
 export const insufficientCredit = (message: string) =>

@@ -50,7 +50,15 @@ export type NotifyingMessage = Pick<
   | "traceContext"
 >;
 
-export type WebhookAccount = Pick<AccountDoc, "_id" | "statusUrl" | "webhookSecret" | "inboundUrl">;
+export type WebhookAccount = Pick<
+  AccountDoc,
+  | "_id"
+  | "statusUrl"
+  | "webhookSecret"
+  | "inboundUrl"
+  | "previousWebhookSecret"
+  | "webhookSecretRotatedAt"
+>;
 
 export type NotificationClaimOptions = ClaimOptions;
 
@@ -98,7 +106,16 @@ export async function loadWebhookAccounts(
   const found = await accounts
     .find(
       { _id: { $in: [...new Set(ids)] } },
-      { projection: { _id: 1, statusUrl: 1, webhookSecret: 1, inboundUrl: 1 } },
+      {
+        projection: {
+          _id: 1,
+          statusUrl: 1,
+          webhookSecret: 1,
+          inboundUrl: 1,
+          previousWebhookSecret: 1,
+          webhookSecretRotatedAt: 1,
+        },
+      },
     )
     .toArray();
   return new Map(found.map((a) => [a._id, a]));

@@ -21,6 +21,7 @@ import { type InboundOutcome, recordInboundOutcomes } from "./inbound-records.ts
 import type { ResolvedNotifierOptions } from "./options.ts";
 import { afterAttempt, refusedAttempt } from "./outcomes.ts";
 import { type AttemptResult, receiverKey, type WebhookSender } from "./sending.ts";
+import { signingSecrets } from "./signature.ts";
 import {
   type NotifierHost,
   type WebhookPlan,
@@ -152,7 +153,7 @@ export class InboundNotifications extends WebhookQueue<
     return this.sender.attempt(
       task.url,
       inboundWebhookId(task.inbound._id),
-      task.account.webhookSecret,
+      signingSecrets(task.account, this.options.secretOverlapMs, new Date()),
       undefined,
       task.body,
     );

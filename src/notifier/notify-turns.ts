@@ -11,12 +11,13 @@
  * its first and last group keys, and the key after each group key its last turn found. When the
  * head holds all the account's due work, or the account has one group, the head is the turn: one
  * round trip, as before. Otherwise the keys found are the account's groups (a group that came next
- * to a new one is looked for at once, a few seeks in parallel at a time), at most `MAX_GROUPS` of
- * them a turn in rotation from the group after the one last served; the head's first group joins
- * them, and the turn is dealt between them round robin: a group takes its share from the head when
- * the head holds that much of it, else by one read of its own due work in due order (reads in
- * parallel). What groups leave of the turn goes to the head's work in rank order. The claim
- * interleaves the groups, the head's first first.
+ * to a new one is looked for at once, a few seeks in parallel at a time), up to `MAX_KNOWN` of them
+ * in rotation from the group after the one last served. Each gets its due work up to an eighth of
+ * the turn (a share of a turn of `MAX_GROUPS` groups): from the head when the head holds that
+ * much of it, else by one read of its own due work in due order (all reads at once). The head's
+ * first group and up to `MAX_GROUPS` groups with due work are served (a group waiting for its
+ * next status takes no place); what they leave of the turn goes to the head's work in rank order.
+ * The claim interleaves the groups, the head's first first.
  *
  * Only the next pending notification of a message is ever due, so order per message stands; a
  * group only decides when a message's turn comes.
@@ -98,12 +99,7 @@ export class NotifyTurns {
             sorted.findIndex((k) => k > cursor),
           );
     const rotated = [...sorted.slice(from), ...sorted.slice(0, from)];
-    const found = rotated.slice(0, MAX_GROUPS);
-    const lastFound = found.at(-1);
-    this.remember(account, {
-      keys: rotated.slice(0, MAX_KNOWN),
-      ...(rotated.length > MAX_GROUPS && lastFound !== undefined && { cursor: lastFound }),
-    });
+    const looked = rotated.slice(0, MAX_KNOWN);
 
     const byGroup = new Map<string, MessageDoc[]>();
     for (const doc of head) {
@@ -112,16 +108,17 @@ export class NotifyTurns {
       docs.push(doc);
       byGroup.set(key, docs);
     }
+    // Each group's due work, up to a group's share of a turn of MAX_GROUPS groups: from the head
+    // when it holds that much, else one read (all at once). Groups with nothing due (waiting for
+    // their next status) take no place in the turn.
+    const share = Math.max(1, Math.ceil(read.limit / MAX_GROUPS));
     const urgent = head[0]?.notifyGroup ?? UNGROUPED;
-    const served = [...new Set([urgent, ...found, ...(byGroup.has(UNGROUPED) ? [UNGROUPED] : [])])];
-    const shares = served.map(
-      (_, i) => Math.floor(read.limit / served.length) + (i < read.limit % served.length ? 1 : 0),
-    );
-    const taken = await Promise.all(
-      served.map((group, i) => {
-        const share = shares[i] ?? 0;
+    const candidates = [
+      ...new Set([urgent, ...looked, ...(byGroup.has(UNGROUPED) ? [UNGROUPED] : [])]),
+    ];
+    const due = await Promise.all(
+      candidates.map((group) => {
         const inHead = byGroup.get(group) ?? [];
-        if (share === 0) return Promise.resolve([]);
         if (inHead.length >= share || group === UNGROUPED)
           return Promise.resolve(inHead.slice(0, share));
         return this.messages
@@ -131,15 +128,33 @@ export class NotifyTurns {
               notifyGroup: group,
               notifyAt: { $lte: read.now },
             } as Filter<MessageDoc>,
-            {
-              projection,
-            },
+            { projection },
           )
           .sort({ notifyGroup: 1, notifyAt: 1 })
           .limit(share)
           .toArray();
       }),
     );
+    // The head's first group, then up to MAX_GROUPS with due work in rotation.
+    const served: string[] = [];
+    const taken: MessageDoc[][] = [];
+    let more = false;
+    for (const [i, group] of candidates.entries()) {
+      const docs = due[i] ?? [];
+      if (docs.length === 0) continue;
+      if (served.length > MAX_GROUPS && group !== UNGROUPED) {
+        more = true;
+        continue;
+      }
+      served.push(group);
+      taken.push(docs);
+    }
+    const lastServed = served.filter((g) => g !== urgent && g !== UNGROUPED).at(-1);
+    this.remember(account, {
+      keys: looked,
+      ...((more || rotated.length > MAX_KNOWN) &&
+        lastServed !== undefined && { cursor: lastServed }),
+    });
     // What the groups left of the turn: the head's work not taken yet, in rank order.
     const lists = new Map<string, MessageDoc[]>(served.map((group, i) => [group, taken[i] ?? []]));
     const chosen = new Set<number>();
@@ -155,7 +170,8 @@ export class NotifyTurns {
       chosen.add(doc._id);
       left--;
     }
-    return interleave([...lists.values()]);
+    // At most the turn: the groups' last rounds go when they were dealt more than it holds.
+    return interleave([...lists.values()]).slice(0, read.limit);
   }
 
   /** The first (`direction` 1) or last (-1) group key of the account in [from, to). */

@@ -10,6 +10,7 @@ import { DEFAULT_LEASE_MS } from "../scheduling/lease-keeper.ts";
 import type { Store } from "../store/database.ts";
 import { RESUME_TOKEN_KEY } from "./resume-token.ts";
 import { DEFAULT_RETRY_SCHEDULE_MS } from "./retry-schedule.ts";
+import { DEFAULT_SECRET_OVERLAP_MS } from "./signature.ts";
 
 /** What the notifier reports to the metrics (metrics/webhooks.ts, metrics/change-stream.ts). */
 export interface NotifierMetrics {
@@ -71,6 +72,8 @@ export interface NotifierOptions {
   /** `state` document holding the resume token. Default `notifier.resumeToken`. */
   resumeTokenKey?: string;
   userAgent?: string;
+  /** How long a rotated-out webhook secret keeps signing beside the new one. Default 24 h. */
+  secretOverlapMs?: number;
 }
 
 /** Every option with its value: the given one or its default. */
@@ -108,6 +111,7 @@ export function resolveNotifierOptions(options: NotifierOptions): ResolvedNotifi
     leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
     chunkSize,
     lanesPerRound: Math.max(1, options.lanesPerRound ?? 32),
+    secretOverlapMs: options.secretOverlapMs ?? DEFAULT_SECRET_OVERLAP_MS,
     watch: options.watch ?? true,
     streamIdleMs: options.streamIdleMs ?? 100,
     resumeTokenKey: options.resumeTokenKey ?? RESUME_TOKEN_KEY,

@@ -97,7 +97,7 @@ export class WebhookSender {
   attempt(
     url: URL,
     webhookId: string,
-    secret: string | undefined,
+    secret: string | readonly string[] | undefined,
     extraHeaders?: Record<string, string>,
     body?: string,
   ): Promise<AttemptResult> {
@@ -108,7 +108,7 @@ export class WebhookSender {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(Buffer.byteLength(body));
     }
-    if (secret) {
+    if (secret && secret.length > 0) {
       try {
         const signed = body ?? `${url.pathname}${url.search}`;
         Object.assign(headers, webhookHeaders(secret, webhookId, signed));

@@ -49,19 +49,53 @@ export interface WebhookHeaders {
   "webhook-signature": string;
 }
 
-/** The three headers of one attempt. */
+/**
+ * The three headers of one attempt. With several secrets (the new one first, then the one it
+ * replaced, during a rotation's overlap) the signature header holds one `v1,` signature of each,
+ * space-separated, as Standard Webhooks has it: a receiver with either secret verifies.
+ */
 export function webhookHeaders(
-  secret: string,
+  secret: string | readonly string[],
   id: string,
   pathAndQuery: string,
   now: Date = new Date(),
 ): WebhookHeaders {
   const timestamp = Math.floor(now.getTime() / 1000);
+  const secrets = typeof secret === "string" ? [secret] : secret;
   return {
     "webhook-id": id,
     "webhook-timestamp": String(timestamp),
-    "webhook-signature": signWebhook(secret, id, timestamp, pathAndQuery),
+    "webhook-signature": secrets
+      .map((one) => signWebhook(one, id, timestamp, pathAndQuery))
+      .join(" "),
   };
+}
+
+/** Default of SMS_WEBHOOK_SECRET_OVERLAP: how long the replaced secret keeps signing. */
+export const DEFAULT_SECRET_OVERLAP_MS = 24 * 3600_000;
+
+/**
+ * The secrets an account's webhooks are signed with now: its secret, and for `overlapMs` after a
+ * rotation (accounts/webhook-secrets.ts) the one it replaced.
+ */
+export function signingSecrets(
+  account: {
+    webhookSecret?: string | undefined;
+    previousWebhookSecret?: string | undefined;
+    webhookSecretRotatedAt?: Date | undefined;
+  },
+  overlapMs: number,
+  now: Date,
+): string[] {
+  if (!account.webhookSecret) return [];
+  const rotatedAt = account.webhookSecretRotatedAt?.getTime();
+  const overlapping =
+    account.previousWebhookSecret !== undefined &&
+    rotatedAt !== undefined &&
+    now.getTime() < rotatedAt + overlapMs;
+  return overlapping
+    ? [account.webhookSecret, account.previousWebhookSecret as string]
+    : [account.webhookSecret];
 }
 
 export interface VerifyOptions {

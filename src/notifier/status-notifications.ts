@@ -25,6 +25,7 @@ import {
   type SendTask,
 } from "./outcomes.ts";
 import type { AttemptResult, WebhookSender } from "./sending.ts";
+import { signingSecrets } from "./signature.ts";
 import { type NotifierHost, WebhookQueue } from "./webhook-queue.ts";
 
 export class StatusNotifications extends WebhookQueue<
@@ -68,7 +69,9 @@ export class StatusNotifications extends WebhookQueue<
     const result = await this.sender.attempt(
       task.url,
       `msg_${task.message._id}_${task.index}`,
-      task.account?.webhookSecret,
+      task.account
+        ? signingSecrets(task.account, this.options.secretOverlapMs, new Date())
+        : undefined,
       span && headersFor(span),
     );
     if (span) endWebhookSpan(span, result);

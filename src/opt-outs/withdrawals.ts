@@ -14,7 +14,8 @@ import { randomInt } from "node:crypto";
 import type { Collection, Filter } from "mongodb";
 import { settleWithdrawal } from "../store/charges.ts";
 import { backgroundWriteOptions } from "../store/deadline.ts";
-import type { AccountDoc, MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { MoneyCollections } from "../store/ledger.ts";
 import { changeStatus } from "../store/status-changes.ts";
 
 /** What a withdrawn message records as its send error. */
@@ -33,16 +34,17 @@ export interface Withdrawable {
  * keep their price). Returns the ids withdrawn.
  */
 export function withdrawMessages(
-  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  collections: MoneyCollections & { messages: Collection<MessageDoc> },
   accountId: string,
   messages: readonly Withdrawable[],
   pricePerPartMicros: number,
   now: Date,
   filter: Filter<MessageDoc> = {},
+  sendError = OPTED_OUT_ERROR,
 ): Promise<number[]> {
   return refundUnsent(collections, accountId, messages, pricePerPartMicros, now, {
     status: "SEND_ERROR",
-    set: { sendError: OPTED_OUT_ERROR },
+    set: { sendError },
     filter,
   });
 }
@@ -64,7 +66,7 @@ export interface UnsentChange {
  * The money side is `settleWithdrawal` (store/charges.ts): the place to route it through a ledger.
  */
 export async function refundUnsent(
-  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  collections: MoneyCollections & { messages: Collection<MessageDoc> },
   accountId: string,
   messages: readonly Withdrawable[],
   pricePerPartMicros: number,

@@ -11,7 +11,14 @@ import { isWellFormedUnicode } from "../domain/unicode-text.ts";
 
 export type JsonObjectResult = { ok: true; value: unknown } | { ok: false; message: string };
 
-export function decodeJsonObject(bytes: Uint8Array): JsonObjectResult {
+/**
+ * `keepNulls`: for the few small bodies where `null` means "clear this setting" (docs/design.md
+ * "Money": `PATCH /account/spend-controls`); everywhere else a null parameter is absent.
+ */
+export function decodeJsonObject(
+  bytes: Uint8Array,
+  options: { keepNulls?: boolean } = {},
+): JsonObjectResult {
   if (!isUtf8(bytes)) return { ok: false, message: "the body is not valid UTF-8" };
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
   if (text.trim() === "") return { ok: false, message: "the body is not valid JSON: it is empty" };
@@ -33,6 +40,7 @@ export function decodeJsonObject(bytes: Uint8Array): JsonObjectResult {
       message: "the body is not valid UTF-8 text: it escapes a lone surrogate",
     };
   }
+  if (options.keepNulls) return { ok: true, value };
   return { ok: true, value: withoutNulls(value as Record<string, unknown>) };
 }
 

@@ -62,7 +62,8 @@ const ERRORS = {
     strings: { messages: "messages cannot be empty" },
   },
   401: {
-    description: "apiKey and apiSecret do not match an account (`request`)",
+    description:
+      "apiKey and apiSecret do not match an account, or the key was revoked or has expired (`request`)",
     arrays: { request: ["apiKey and apiSecret do not match an account"] },
     strings: { request: "apiKey and apiSecret do not match an account" },
   },
@@ -70,6 +71,12 @@ const ERRORS = {
     description: "Not enough credit (`request`); nothing was stored or charged",
     arrays: { request: ["not enough credit: this request costs 2; the account has 1"] },
     strings: { request: "not enough credit: this request costs 2; the account has 1" },
+  },
+  403: {
+    description:
+      "The API key's scope does not allow this operation, or the account is suspended (`request`); nothing was stored or charged",
+    arrays: { request: ["this account is suspended: unpaid invoice"] },
+    strings: { request: "this account is suspended: unpaid invoice" },
   },
   404: {
     description: "No such resource on this account",

@@ -25,6 +25,9 @@ export const HTTP_STATUS: Partial<Record<Code, number>> = {
   [Code.InvalidArgument]: 400,
   [Code.Unauthenticated]: 401,
   [Code.FailedPrecondition]: 402,
+  // A key beyond its scope, a suspended account (docs/design.md "Accounts, API keys and the
+  // operator console").
+  [Code.PermissionDenied]: 403,
   [Code.NotFound]: 404,
   // Idempotency keys (src/idempotency): the first request with the key is still running; the
   // key was used with another request.
@@ -46,6 +49,16 @@ export const HTTP_STATUS_BY_REASON: Partial<Record<string, number>> = {
   OPT_OUT_NOT_REMOVABLE: 409,
   // A cancel of a message a carrier or a worker already has.
   MESSAGE_ALREADY_SUBMITTED: 409,
+  // A destination the account's spend controls or the toll-fraud guard refuse is a bad `to`
+  // (docs/design.md "Money"); the daily limit stays 402, like missing credit.
+  COUNTRY_NOT_ALLOWED: 400,
+  PRICE_ABOVE_LIMIT: 400,
+  SUSPECTED_TOLL_FRAUD: 400,
+  // The account's keys and status: conflicts with their state, not payment matters.
+  OWN_KEY: 409,
+  LAST_FULL_KEY: 409,
+  API_KEY_LIMIT_REACHED: 409,
+  ACCOUNT_CLOSED: 409,
 };
 
 /** The HTTP status of a service refusal (REST and the dashboard); undefined for a failure. */

@@ -19,6 +19,9 @@ export function httpServer(
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),
     bodyLimit: 1024 * 1024,
+    // Path parameters longer than the router's default (100) reach their schema, whose maxLength
+    // answers a 400 naming the parameter instead of the router's 414.
+    routerOptions: { maxParamLength: 2048 },
     // Header, body-idle, whole-request and keep-alive bounds (connections/http1-limits.ts).
     ...http1ServerOptions(
       config.connections,

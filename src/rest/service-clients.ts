@@ -10,8 +10,10 @@ import {
   type HandlerContext,
   type Transport,
 } from "@connectrpc/connect";
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
@@ -23,6 +25,9 @@ export interface ServiceClients {
   inbound: Client<typeof InboundService>;
   optOuts: Client<typeof OptOutService>;
   quietHours: Client<typeof QuietHoursService>;
+  usage: Client<typeof UsageService>;
+  account: Client<typeof AccountService>;
+  apiKeys: Client<typeof ApiKeyService>;
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
@@ -88,5 +93,8 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     inbound: createClient(InboundService, transport),
     optOuts: createClient(OptOutService, transport),
     quietHours: createClient(QuietHoursService, transport),
+    usage: createClient(UsageService, transport),
+    account: createClient(AccountService, transport),
+    apiKeys: createClient(ApiKeyService, transport),
   };
 }

@@ -111,7 +111,14 @@ export class GuardedBody implements AsyncIterable<Uint8Array> {
    * are scanned (`whole` bodies: a large one goes on to its parsing worker, never held here).
    */
   async readWhole(take: (chunk: Buffer) => void): Promise<void> {
-    if (this.options.messages) this.options.messages.take = take;
+    const messages = this.options.messages;
+    if (messages) messages.take = take;
+    // An uncompressed body is read from the stream's events: its async iterator and this class's
+    // generator cost a promise and several turns per chunk (issue 43). Same checks, same order.
+    if (this.whole && messages?.plainWhole) {
+      await readPlainWhole(this.request, this.response, this.options, messages);
+      return;
+    }
     for await (const _ of this) {
       // the chunks went to `take`
     }
@@ -162,6 +169,67 @@ async function* checkedChunks(
   }
 }
 
+/** `checkedChunks` for a whole body that needs no inflating, read from the stream's events. */
+async function readPlainWhole(
+  request: NodeRequest,
+  response: NodeResponse,
+  options: CheckOptions,
+  messages: Messages,
+): Promise<void> {
+  if ((options.declaredLength ?? 0) > options.rawLimit) throw tooLarge(options.readMaxBytes);
+  const slot = options.slots.forBody(options.address, options.declaredLength);
+  response.once("close", slot.release);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let received = 0;
+      const stop = () => {
+        request.off("data", onData);
+        request.off("end", onEnd);
+        request.off("error", onError);
+        request.off("close", onClose);
+      };
+      const fail = (error: unknown) => {
+        stop();
+        request.pause();
+        reject(error);
+      };
+      function onData(chunk: Buffer) {
+        try {
+          received += chunk.length;
+          if (received > options.rawLimit) throw tooLarge(options.readMaxBytes);
+          slot.admit(received);
+          messages.writeWhole(chunk);
+        } catch (error) {
+          fail(error);
+        }
+      }
+      function onEnd() {
+        stop();
+        resolve();
+      }
+      function onError(error: Error) {
+        fail(error);
+      }
+      function onClose() {
+        if (!request.readableEnded)
+          fail(new Error("the request closed before its body was complete"));
+      }
+      request.on("data", onData);
+      request.on("end", onEnd);
+      request.on("error", onError);
+      request.on("close", onClose);
+      request.resume();
+    });
+    await messages.end();
+  } catch (error) {
+    messages.abort();
+    if (!("stream" in request) && !response.headersSent) {
+      (response as ServerResponse).setHeader("connection", "close");
+    }
+    throw error;
+  }
+}
+
 /** A message as connect-es reads it from gRPC: a 5-byte envelope header, uncompressed. */
 function* envelope(parsed: ParseResult<Uint8Array>): Generator<Uint8Array> {
   if (!parsed.ok) throw new ConnectError(parsed.message, Code.InvalidArgument);
@@ -199,6 +267,17 @@ class Messages {
   /** Whether the body is handed on as parsed messages (`parsed`) rather than as it came. */
   get reencodes(): boolean {
     return this.reparse !== undefined;
+  }
+
+  /** A whole body that needs no inflating: its chunks can be written as they come (writeWhole). */
+  get plainWhole(): boolean {
+    return this.framing === "whole" && inflaterFor(this.encoding) === undefined;
+  }
+
+  /** A chunk of a plain whole body (plainWhole), scanned at once; throws the first violation. */
+  writeWhole(chunk: Buffer): void {
+    this.message ??= this.newMessage(this.encoding);
+    this.message.writePlain(chunk);
   }
 
   /** The messages whose bytes are all in since the last call, each once parsed. */
@@ -284,6 +363,12 @@ class Message {
     this.inflater?.on("data", (chunk: Buffer) => this.scan(chunk));
     // Bytes that do not inflate are for connect-es to refuse, as it does today.
     this.inflater?.on("error", () => {});
+  }
+
+  /** A chunk of a message that needs no inflating. */
+  writePlain(chunk: Buffer): void {
+    this.scan(chunk);
+    this.throwFailure();
   }
 
   async write(chunk: Buffer): Promise<void> {

@@ -29,10 +29,9 @@ import type { NodeRequest, NodeResponse } from "./guarded-bodies.ts";
 // interceptors, service implementation, error bodies and compression, but without what that
 // handler pays per call for being general (two URL parses, the request headers copied twice
 // into fetch Headers, three abort controllers and the DOMException of the one aborted at every
-// call's end, the answer as an async iterable written in two writes). Measured on a single send
-// (issue 43): the service's CPU per Connect call fell from about 1.5 times REST's to within
-// docs/benchmarks.md's figure 1 row. Every other call (binary, streaming, GET, compressed,
-// with a timeout) goes through connect-es as before.
+// call's end, the answer as an async iterable written in two writes): issue 43, what it saves is
+// in docs/benchmarks.md (figure 1). Every other call (binary, streaming, GET, compressed, with a
+// timeout) goes through connect-es as before.
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
 

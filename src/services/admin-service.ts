@@ -1,7 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, type ServiceImpl } from "@connectrpc/connect";
+import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { type Account, AccountSchema, type AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { audit, auditLogCollection } from "../accounts/audit-log.ts";
+import { rejectionsCollection } from "../accounts/sender-name-rejections.ts";
 import { assignedNumberForm } from "../domain/assigned-numbers.ts";
 import {
   cannotBeEmpty,
@@ -15,12 +17,14 @@ import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import { numbersCollection } from "../store/numbers.ts";
 import type { AccountDirectory } from "./account-directory.ts";
+import { type AdminAccountDeps, adminAccounts, authorOf, STATUS_VALUES } from "./admin-accounts.ts";
+import { type AdminMoneyDeps, adminMoney } from "./admin-money.ts";
 import { type TwoWayAdminDeps, twoWayAdmin } from "./admin-two-way.ts";
 import { authenticateOperator } from "./authentication.ts";
 import { checkCallbackUrl } from "./callback-urls.ts";
 import { senderNameMessage } from "./sender-name-service.ts";
 
-export interface AdminDeps extends TwoWayAdminDeps {
+export interface AdminDeps extends TwoWayAdminDeps, AdminAccountDeps, Pick<AdminMoneyDeps, "risk"> {
   store: Store;
   directory: AccountDirectory;
   adminToken: string;
@@ -36,6 +40,8 @@ function accountMessage(doc: AccountDoc): Account {
     defaultSender: doc.defaultSender ?? "",
     createTime: timestampFromDate(doc.createdAt),
     inboundUrl: doc.inboundUrl ?? "",
+    status: STATUS_VALUES[doc.status ?? "active"],
+    statusReason: doc.statusReason ?? "",
   });
 }
 
@@ -89,8 +95,15 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
     }
   }
 
+  const auditLog = auditLogCollection(store.db);
+  /** Every operator change, kept with its author (docs/design.md "Accounts, API keys and the operator console"). */
+  const record = (ctx: HandlerContext, action: string, accountId: string, detail: string) =>
+    audit(auditLog, { at: store.clock.now(), action, accountId, detail, author: authorOf(ctx) });
+
   return {
     ...twoWayAdmin(deps, { message: accountMessage, found }),
+    ...adminMoney(deps),
+    ...adminAccounts(deps, { message: accountMessage, found }),
 
     async createAccount(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
@@ -112,6 +125,7 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
         ...(req.statusUrl && { statusUrl: req.statusUrl }),
         ...(req.defaultSender && { defaultSender: req.defaultSender }),
       });
+      await record(ctx, "account.create", account._id, account.name);
       return { account: accountMessage(account), apiSecret, webhookSecret: account.webhookSecret };
     },
 
@@ -124,7 +138,7 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
     async addCredit(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
       const amount = toMicros("amount_micros", req.amountMicros);
-      const result = await addCredit(store.accounts, req.apiKey, amount);
+      const result = await addCredit(store, req.apiKey, amount, store.clock.now());
       if (result === "insufficient") {
         throw fieldErrors(
           Code.FailedPrecondition,
@@ -132,7 +146,9 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
           { reason: "CREDIT_INSUFFICIENT" },
         );
       }
-      return { account: accountMessage(found(result, req.apiKey)) };
+      const account = accountMessage(found(result, req.apiKey));
+      await record(ctx, "account.add-credit", req.apiKey, `${amount} micros`);
+      return { account };
     },
 
     async setStatusUrl(req, ctx) {
@@ -161,12 +177,17 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
         throw senderNameNotFound(`no sender name ${req.name} on account ${req.apiKey}`, req.name);
       }
       directory.forget(req.apiKey);
+      await record(ctx, "sender-name.approve", req.apiKey, req.name);
       const account = await store.accounts.findOne({ _id: req.apiKey });
       return { senderName: senderNameMessage(doc, account?.defaultSender) };
     },
 
     async rejectSenderName(req, ctx) {
       authenticateOperator(ctx, deps.adminToken);
+      const reason = req.reason.trim();
+      if ([...reason].length > 500) {
+        throw invalidArgument({ reason: "reason must be at most 500 characters" });
+      }
       const doc = await store.senderNames.findOneAndDelete({
         accountId: req.apiKey,
         name: req.name,
@@ -192,6 +213,19 @@ export function createAdminService(deps: AdminDeps): ServiceImpl<typeof AdminSer
         );
       }
       directory.forget(req.apiKey);
+      // Shown on the account's dashboard for 30 days (accounts/sender-name-rejections.ts).
+      await rejectionsCollection(store.db).insertOne({
+        accountId: req.apiKey,
+        name: req.name,
+        reason,
+        at: store.clock.now(),
+      });
+      await record(
+        ctx,
+        "sender-name.reject",
+        req.apiKey,
+        reason ? `${req.name}: ${reason}` : req.name,
+      );
       return { senderName: senderNameMessage(doc, undefined) };
     },
   };

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
-import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { type ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 import { sameSecret, secretMatches } from "../domain/credentials.ts";
-import { cannotBeEmpty, unauthenticated } from "../errors/api-errors.ts";
+import { cannotBeEmpty, errorReasonOf, unauthenticated } from "../errors/api-errors.ts";
 import type { AccountDirectory, AccountView } from "./account-directory.ts";
 import { asUnavailable } from "./database-deadlines.ts";
 
@@ -46,7 +46,34 @@ export async function authenticateAccount(
   if (!account || !verifiedSecret(account, apiSecret)) {
     throw unauthenticated(WRONG_CREDENTIALS);
   }
+  const refusal = keyRefusal(account, Date.now());
+  if (refusal) throw refusal;
   return account;
+}
+
+/**
+ * Why a key whose secret matched may no longer be used: revoked (a closed account's keys all are)
+ * or expired. Undefined while it may. Checked on every call against the cached view, so an expiry
+ * holds to the second and a revocation within the directory's cache time.
+ */
+export function keyRefusal(account: AccountView, now: number): ConnectError | undefined {
+  if (account.key.revoked || account.status === "closed") {
+    return unauthenticated("this API key was revoked", "API_KEY_REVOKED");
+  }
+  if (account.key.expireAt && account.key.expireAt.getTime() <= now) {
+    return unauthenticated("this API key has expired", "API_KEY_EXPIRED");
+  }
+  return undefined;
+}
+
+/**
+ * Refusals of a key whose secret matched: not a guess at credentials, so they do not count toward
+ * the address's failed-authentication limit (a fleet still using a revoked key must not lock out
+ * its own address).
+ */
+export function isKnownKeyRefusal(error: ConnectError): boolean {
+  const reason = errorReasonOf(error);
+  return reason === "API_KEY_REVOKED" || reason === "API_KEY_EXPIRED";
 }
 
 /**

@@ -1,9 +1,11 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
+import { refusedWhileSuspended, scopeAllows, scopeNeeded } from "../accounts/scopes.ts";
+import { permissionDenied } from "../errors/api-errors.ts";
 import { CLIENT_ADDRESS } from "../rate-limits/client-address.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import type { AccountDirectory } from "./account-directory.ts";
-import { AUTHENTICATED_ACCOUNT, authenticateAccount } from "./authentication.ts";
+import { AUTHENTICATED_ACCOUNT, authenticateAccount, isKnownKeyRefusal } from "./authentication.ts";
 import type { Guard } from "./guarded.ts";
 
 // What every call goes through before its handler, the same for REST (in-process), Connect, gRPC
@@ -30,11 +32,20 @@ export const COUNTED_REQUEST = createContextKey(false, {
   description: "a further call of a request already counted",
 });
 
-/** Calls of account holders: admitted, authenticated once, counted, then keyed if they create. */
+/** Notes that a key was used (src/accounts/key-use.ts). */
+export type KeyUse = (keyId: string) => void;
+
+/**
+ * Calls of account holders: admitted, authenticated once, counted, held to the key's scope and
+ * the account's status, then keyed if they create. Scope and status come before the idempotency
+ * key, so a refused call leaves no key behind (docs/design.md "Accounts, API keys and the
+ * operator console").
+ */
 export function accountGuard(
   directory: AccountDirectory,
   limits: RateLimits | undefined,
   idempotency: IdempotentCalls | undefined,
+  keyUse?: KeyUse,
 ): Guard {
   return async (method, request, context, next) => {
     const account = await countingFailures(context, limits, () =>
@@ -42,6 +53,19 @@ export function accountGuard(
     );
     context.values.set(AUTHENTICATED_ACCOUNT, account);
     if (!context.values.get(COUNTED_REQUEST)) limits?.admitAccount(account.apiKey);
+    keyUse?.(account.key.id);
+    if (!scopeAllows(account.key.scope, method)) {
+      throw permissionDenied(
+        `this API key's scope (${account.key.scope}) does not allow ${method.name}: it needs ${scopeNeeded(method)}`,
+        "API_KEY_SCOPE",
+      );
+    }
+    if (account.status && refusedWhileSuspended(method)) {
+      throw permissionDenied(
+        `this account is ${account.status}: ${account.statusReason ?? "no reason given"}`,
+        "ACCOUNT_SUSPENDED",
+      );
+    }
     if (idempotency?.handles(method)) {
       return idempotency.run(account.apiKey, method, request, context, next);
     }
@@ -68,7 +92,11 @@ export async function countingFailures<T>(
   try {
     return await call();
   } catch (error) {
-    if (error instanceof ConnectError && error.code === Code.Unauthenticated) {
+    if (
+      error instanceof ConnectError &&
+      error.code === Code.Unauthenticated &&
+      !isKnownKeyRefusal(error)
+    ) {
       limits?.authenticationFailed(address);
     }
     throw error;

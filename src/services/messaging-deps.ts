@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import type { IntakeMetrics } from "../metrics/intake.ts";
+import type { RiskEvents, TollFraudGuard } from "../money/toll-fraud-guard.ts";
 import type { OptOutReads } from "../opt-outs/list-reads.ts";
 import type { ChargeConfirmations } from "../store/charges.ts";
 import type { Store } from "../store/database.ts";
@@ -43,6 +44,8 @@ export interface MessagingDeps {
   optedOut?: OptedOutCheck;
   /** A single send's check of the list, which reads nothing while it is empty. */
   sendChecks?: Pick<OptOutReads, "checkSend" | "forget">;
+  /** The toll-fraud guard and where its events are kept; none when absent. */
+  risk?: { guard: TollFraudGuard; events: RiskEvents };
 }
 
 export type MessagingImpl = ServiceImpl<typeof MessagingService>;

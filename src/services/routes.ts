@@ -1,7 +1,9 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AdminService } from "../../gen/sms/admin/v1/admin_pb.ts";
+import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
+import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
 import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
@@ -9,12 +11,14 @@ import type { OptOutStore } from "../opt-outs/list.ts";
 import type { OptOutRules } from "../opt-outs/rules.ts";
 import type { RateLimits } from "../rate-limits/rate-limits.ts";
 import { type AdminDeps, createAdminService } from "./admin-service.ts";
-import { accountGuard, type IdempotentCalls, operatorGuard } from "./call-guards.ts";
+import { createApiKeyService } from "./api-key-service.ts";
+import { accountGuard, type IdempotentCalls, type KeyUse, operatorGuard } from "./call-guards.ts";
 import { type DeadlineLog, withDeadlines } from "./database-deadlines.ts";
 import { guarded } from "./guarded.ts";
 import { createInboundService } from "./inbound-service.ts";
 import type { MessagingDeps } from "./messaging-deps.ts";
 import { createMessagingService } from "./messaging-service.ts";
+import { createAccountService, createUsageService } from "./money-services.ts";
 import { createOptOutService } from "./opt-out-service.ts";
 import { createQuietHoursService } from "./quiet-hours-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
@@ -30,6 +34,8 @@ export type ServiceDeps = MessagingDeps &
     optOutRules: OptOutRules;
     /** Where calls answered UNAVAILABLE log their database failure. */
     log?: DeadlineLog;
+    /** Records keys' last use (src/accounts/key-use.ts); none when absent. */
+    keyUse?: KeyUse;
   };
 
 /**
@@ -37,7 +43,7 @@ export type ServiceDeps = MessagingDeps &
  * HTTP/1.1, HTTP/2 and the in-process client.
  */
 export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
-  const account = accountGuard(deps.directory, deps.limits, deps.idempotency);
+  const account = accountGuard(deps.directory, deps.limits, deps.idempotency, deps.keyUse);
   const operator = operatorGuard(deps.limits);
   const timeoutMs = deps.timeouts?.requestMs ?? 5_000;
   return (router) => {
@@ -83,6 +89,33 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
       withDeadlines(
         QuietHoursService,
         guarded(QuietHoursService, createQuietHoursService(deps), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      UsageService,
+      withDeadlines(
+        UsageService,
+        guarded(UsageService, createUsageService(deps), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      AccountService,
+      withDeadlines(
+        AccountService,
+        guarded(AccountService, createAccountService(deps), account),
+        timeoutMs,
+        deps.log,
+      ),
+    );
+    router.service(
+      ApiKeyService,
+      withDeadlines(
+        ApiKeyService,
+        guarded(ApiKeyService, createApiKeyService(deps), account),
         timeoutMs,
         deps.log,
       ),

@@ -3,9 +3,12 @@ import type { BatchMessageError } from "../../gen/sms/v1/messaging_pb.ts";
 import { BATCH_MAX_MESSAGES, isValidBatchName, TTL_DEFAULT_SECONDS } from "../domain/limits.ts";
 import { checkSendAt, clientRefError } from "../domain/scheduled-sends.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
+import { spendRefusal } from "../money/spend-controls.ts";
+import { riskEvent, TOLL_FRAUD_MESSAGE } from "../money/toll-fraud-guard.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import { chargedUsage } from "../store/ledger.ts";
 import { reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -19,6 +22,12 @@ import { type CheckedMessage, checkMessage, resolveSender } from "./message-inta
 import { batchResource } from "./message-resources.ts";
 import { type MessagingDeps, type MessagingImpl, timeoutsOf } from "./messaging-deps.ts";
 import { quietHoursHold } from "./quiet-hours.ts";
+
+/**
+ * A batch keeps at most this many of its flagged (or refused) messages for the console: enough to
+ * show the ranges; the metric counts them all, and flagged messages carry their mark.
+ */
+const MAX_RISK_EVENTS = 100;
 
 /**
  * SendBatch: up to 10000 messages checked in slices, the valid ones charged at once and stored,
@@ -67,6 +76,11 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
     let rejected: BatchMessageError[] = [];
     const acceptedAt: number[] = [];
     let idCount = 0;
+    let refusedByControls = 0;
+    // The toll-fraud guard's verdicts: refused by number, flagged by message.
+    const risk = deps.risk;
+    const refusedByGuard: string[] = [];
+    const flagged = new Set<CheckedMessage>();
     // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
     // The first slice starts after a turn: this one already parsed and validated the request.
     const slices = new LoopSlices();
@@ -86,13 +100,41 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         rejected.push(rejection(index, errors));
         continue;
       }
+      const refusal = spendRefusal(account.spendControls, {
+        country: checked.message.destination.country,
+        priceMicros: checked.message.partCount * checked.message.destination.pricePerPartMicros,
+      });
+      if (refusal) {
+        refusedByControls++;
+        rejected.push(rejection(index, { to: refusal.message }, refusal.reason));
+        continue;
+      }
+      const verdict = risk?.guard.check(account.apiKey, input.to, account.riskOverrides) ?? "ok";
+      if (verdict === "refused") {
+        refusedByGuard.push(input.to);
+        rejected.push(rejection(index, { to: TOLL_FRAUD_MESSAGE }, "SUSPECTED_TOLL_FRAUD"));
+        continue;
+      }
       const clientRef = input.clientRef ?? req.clientRef;
-      accepted.push(clientRef === undefined ? checked.message : { ...checked.message, clientRef });
+      const message = clientRef === undefined ? checked.message : { ...checked.message, clientRef };
+      if (verdict === "flagged") flagged.add(message);
+      accepted.push(message);
       acceptedAt.push(index);
       idCount += idsTaken(checked.message);
     }
 
-    if (rejected.length > 0) deps.intake?.rejected("invalid", rejected.length, 0);
+    const invalid = rejected.length - refusedByControls - refusedByGuard.length;
+    if (invalid > 0) deps.intake?.rejected("invalid", invalid, 0);
+    if (refusedByControls > 0) deps.intake?.rejected("spend_controls", refusedByControls, 0);
+    if (refusedByGuard.length > 0 && risk) {
+      deps.intake?.rejected("toll_fraud", refusedByGuard.length, 0);
+      deps.intake?.riskFlagged?.("refused", refusedByGuard.length);
+      risk.events.keep(
+        refusedByGuard
+          .slice(0, MAX_RISK_EVENTS)
+          .map((to) => riskEvent(risk.guard, account.apiKey, to, "refused")),
+      );
+    }
     const now = store.clock.now();
     // Ids are reserved for every valid message; those of opted-out messages stay unused.
     const [batchId, firstId, refused] = await Promise.all([
@@ -122,6 +164,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       createdAt: now,
     };
     let creditRemaining: bigint | undefined;
+    const flaggedDocs: MessageDoc[] = [];
     const deadline = deadlineOf(ctx, timeouts.requestMs);
     if (accepted.length === 0) {
       await store.batches.insertOne(batchDoc, deadline.options());
@@ -152,7 +195,12 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
             sendAt: when.sendAt,
             holdUntil: holds?.[index],
           };
-          return acceptedDocument(message, account, policy, fields, now);
+          const doc = acceptedDocument(message, account, policy, fields, now);
+          if (flagged.has(message)) {
+            doc.risk = "prefix_burst";
+            flaggedDocs.push(doc);
+          }
+          return doc;
         },
         slices,
       );
@@ -168,20 +216,38 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
       // The messages first, then the batch document, which commits them (storeBatch); a crash
       // or an unknown outcome in between leaves a pending charge that the settler rolls back.
       const result = await chargeThenStore(
-        store.accounts,
+        store,
         account.apiKey,
         charge,
         () => storeBatch(store, docs, batchDoc, deadline),
         () => discardBatch(store, batchId),
         deadline,
+        account.spendControls?.dailySpendLimitMicros,
       );
       let firstDue = now;
       for (const doc of docs)
         if (doc.deliveryAt && doc.deliveryAt < firstDue) firstDue = doc.deliveryAt;
-      creditRemaining = await confirmCharge(deps, account.apiKey, charge, result, firstDue, now, {
-        messages: accepted.length,
-        parts: partTotal,
-      });
+      creditRemaining = await confirmCharge(
+        deps,
+        account.apiKey,
+        charge,
+        result,
+        firstDue,
+        now,
+        { messages: accepted.length, parts: partTotal },
+        docs.map((doc) =>
+          chargedUsage({ ...doc, amountMicros: doc.parts * (doc.pricePerPartMicros ?? 0) }),
+        ),
+      );
+    }
+    if (flaggedDocs.length > 0 && risk && creditRemaining !== undefined) {
+      const kept = flaggedDocs;
+      deps.intake?.riskFlagged?.("flagged", kept.length);
+      risk.events.keep(
+        kept
+          .slice(0, MAX_RISK_EVENTS)
+          .map((d) => riskEvent(risk.guard, account.apiKey, d.to, "flagged", d._id)),
+      );
     }
     return {
       batch: batchResource(batchDoc),

@@ -2,6 +2,8 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { validateTtl } from "../domain/limits.ts";
 import { checkSendAt, clientRefError } from "../domain/scheduled-sends.ts";
 import { type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
+import { spendRefusal, spendRefused } from "../money/spend-controls.ts";
+import { riskEvent, tollFraudRefused } from "../money/toll-fraud-guard.ts";
 import { recipientOptedOut } from "../opt-outs/resources.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -42,6 +44,24 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       throw invalidArgument(errors);
     }
     const message = checked.message;
+    const amountMicros = message.partCount * message.destination.pricePerPartMicros;
+    // The account's own controls, from its cached view: no read on the send's path.
+    const refusal = spendRefusal(account.spendControls, {
+      country: message.destination.country,
+      priceMicros: amountMicros,
+    });
+    if (refusal) {
+      deps.intake?.rejected("spend_controls", 1, message.partCount);
+      throw spendRefused(refusal);
+    }
+    const risk = deps.risk;
+    const verdict = risk?.guard.check(account.apiKey, message.to, account.riskOverrides) ?? "ok";
+    if (verdict === "refused") {
+      deps.intake?.rejected("toll_fraud", 1, message.partCount);
+      deps.intake?.riskFlagged?.("refused", 1);
+      risk?.events.keep([riskEvent(risk.guard, account.apiKey, message.to, "refused")]);
+      throw tollFraudRefused();
+    }
     const deadline = deadlineOf(ctx, timeouts.requestMs);
     // The list is checked while the id is taken: one round trip at most, not two.
     const [check, id] = await Promise.all([
@@ -71,21 +91,31 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       },
       now,
     );
-    // Charged and stamped when the writer issues its group (store/message-writer.ts).
-    const amountMicros = message.partCount * message.destination.pricePerPartMicros;
+    if (verdict === "flagged") doc.risk = "prefix_burst";
+    // Charged and stamped when the writer issues its group (store/message-writer.ts), within
+    // the daily limit held by the debit's own filter.
+    const dailyLimit = account.spendControls?.dailySpendLimitMicros;
     let written = await deps.writer.write(
       account.apiKey,
       amountMicros,
       doc,
       deadline,
       check?.listVersion,
+      dailyLimit,
     );
     if (written === "stale") {
       // The list changed since it was found empty: read, and write without the condition.
       deps.sendChecks?.forget(account.apiKey);
       const listed = await deps.optedOut?.(account.apiKey, [message.to], deadline.options());
       if (listed && listed.size > 0) throw refuse();
-      written = await deps.writer.write(account.apiKey, amountMicros, doc, deadline);
+      written = await deps.writer.write(
+        account.apiKey,
+        amountMicros,
+        doc,
+        deadline,
+        undefined,
+        dailyLimit,
+      );
     }
     const creditRemaining = await confirmCharge(
       deps,
@@ -96,6 +126,10 @@ export function sendMessage(deps: MessagingDeps): MessagingImpl["sendMessage"] {
       now,
       { messages: 1, parts: message.partCount },
     );
+    if (verdict === "flagged" && risk) {
+      deps.intake?.riskFlagged?.("flagged", 1);
+      risk.events.keep([riskEvent(risk.guard, account.apiKey, message.to, "flagged", id)]);
+    }
     // The whole resource as stored, and the balance this charge left.
     const resource = messageResource(doc);
     resource.creditRemainingMicros = creditRemaining;

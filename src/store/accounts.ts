@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import type { Collection } from "mongodb";
 import {
   generateWebhookSecret,
@@ -5,7 +6,9 @@ import {
   newApiKey,
   newApiSecret,
 } from "../domain/credentials.ts";
-import type { AccountDoc } from "./documents.ts";
+import { settleCharge } from "./charges.ts";
+import type { AccountDoc, PendingCharge } from "./documents.ts";
+import { entryOf, type MoneyCollections } from "./ledger.ts";
 
 export const MICROS = 1_000_000;
 
@@ -33,6 +36,7 @@ export async function createAccount(
     secretHash: hashSecret(apiSecret),
     webhookSecret: generateWebhookSecret(),
     creditMicros: input.creditMicros,
+    initialCreditMicros: input.creditMicros,
     pendingCharges: [],
     createdAt: now,
   };
@@ -42,21 +46,39 @@ export async function createAccount(
   return { account, apiSecret };
 }
 
-/** Adds (or, negative, removes) credit; refuses to go below zero. Null when no such account. */
+/**
+ * Adds (or, negative, removes) credit; refuses to go below zero. Null when no such account. The
+ * change carries its pending record in the same update, and the record goes once its CREDIT entry
+ * is written (store/ledger.ts); a crash in between leaves both to the settler.
+ */
 export async function addCredit(
-  accounts: Collection<AccountDoc>,
+  money: MoneyCollections,
   apiKey: string,
   amountMicros: number,
+  now: Date,
+  note?: string,
 ): Promise<AccountDoc | "insufficient" | null> {
   const filter =
     amountMicros < 0 ? { _id: apiKey, creditMicros: { $gte: -amountMicros } } : { _id: apiKey };
-  const updated = await accounts.findOneAndUpdate(
+  const record: PendingCharge = {
+    ref: randomInt(2 ** 47),
+    kind: "credit",
+    amountMicros,
+    at: now,
+    ...(note && { note }),
+  };
+  const updated = await money.accounts.findOneAndUpdate(
     filter,
-    { $inc: { creditMicros: amountMicros } },
+    { $inc: { creditMicros: amountMicros }, $push: { pendingCharges: record } },
     { returnDocument: "after" },
   );
-  if (updated) return updated;
-  const exists = await accounts.countDocuments({ _id: apiKey }, { limit: 1 });
+  if (updated) {
+    const entry = entryOf(apiKey, record, amountMicros, note ? { note } : {});
+    // Left pending on failure: the settler writes the entry and removes the record.
+    await settleCharge(money, apiKey, record, 0, { record: { entry } }).catch(() => undefined);
+    return { ...updated, pendingCharges: updated.pendingCharges.filter((c) => c !== record) };
+  }
+  const exists = await money.accounts.countDocuments({ _id: apiKey }, { limit: 1 });
   return exists ? "insufficient" : null;
 }
 

@@ -1,4 +1,4 @@
-import type { Collection } from "mongodb";
+import type { Collection, Document } from "mongodb";
 import { backgroundWriteOptions, type Deadline } from "./deadline.ts";
 import type {
   AccountDoc,
@@ -7,6 +7,17 @@ import type {
   MessageDoc,
   PendingCharge,
 } from "./documents.ts";
+import {
+  chargedUsage,
+  entryOf,
+  type LedgerRecord,
+  type MoneyCollections,
+  recordEntries,
+  refundedUsage,
+  spendIncrements,
+  type UsageDelta,
+  utcDay,
+} from "./ledger.ts";
 import { mayHaveLanded, OutcomeUnknown } from "./write-outcomes.ts";
 
 // Credit is debited before anything is stored, together with a pending-charge record in the same
@@ -21,30 +32,127 @@ import { mayHaveLanded, OutcomeUnknown } from "./write-outcomes.ts";
  */
 export const MAX_PENDING_CHARGES = 100;
 
-/** "busy": MAX_PENDING_CHARGES are pending; nothing charged. */
-export type DebitResult = { creditMicros: number } | "insufficient" | "busy";
+/**
+ * "busy": MAX_PENDING_CHARGES are pending; "over_daily_limit": the account's daily spend limit
+ * would be passed (docs/design.md "Money", "Spend controls"); nothing charged.
+ */
+export type DebitResult = { creditMicros: number } | "insufficient" | "busy" | "over_daily_limit";
 
 type CallOptions = { maxTimeMS?: number; signal?: AbortSignal };
+
+/** The daily limit the caller believes the account has (its cached view); undefined: none. */
+export type KnownLimit = number | undefined;
 
 export async function debit(
   accounts: Collection<AccountDoc>,
   apiKey: string,
   charge: PendingCharge,
   options: CallOptions = {},
+  dailyLimit?: KnownLimit,
 ): Promise<DebitResult> {
-  const updated = await accounts.findOneAndUpdate(
-    debitFilter(apiKey, charge),
-    { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
-    { returnDocument: "after", projection: { creditMicros: 1 }, ...options },
-  );
-  if (updated) return { creditMicros: updated.creditMicros };
-  const landed = await debitLanded(accounts, apiKey, charge, options);
-  if (landed) return landed;
-  const full = await accounts.countDocuments(
-    { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
-    { limit: 1, ...options },
-  );
-  return full ? "busy" : "insufficient";
+  let limit = dailyLimit;
+  // The filter pins the limit it was built for: when it changed meanwhile, once more with the new.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const updated = await accounts.findOneAndUpdate(
+      { ...debitFilter(apiKey, charge), ...dailyLimitFilter(charge, limit) },
+      debitUpdate(charge),
+      { returnDocument: "after", projection: { creditMicros: 1 }, ...options },
+    );
+    if (updated) return { creditMicros: updated.creditMicros };
+    const landed = await debitLanded(accounts, apiKey, charge, options);
+    if (landed) return landed;
+    const account = await accountMoney(accounts, apiKey, charge.at, options);
+    if (account.full) return "busy";
+    if (account.creditMicros < charge.amountMicros) return "insufficient";
+    if (
+      account.dailyLimit !== undefined &&
+      account.spentToday + charge.amountMicros > account.dailyLimit
+    )
+      return "over_daily_limit";
+    limit = account.dailyLimit;
+  }
+  return "busy";
+}
+
+/**
+ * The debit's update: the credit, the day's spend and the pending record, in one write. Only
+ * today's spend matters to the limit: the week before is removed as it goes, so the map stays a
+ * few keys long (a refund of an older charge may bring one back; the next debits remove it).
+ */
+export function debitUpdate(charge: PendingCharge) {
+  const unset: Record<string, ""> = {};
+  for (let back = 1; back <= SPEND_DAYS_KEPT_CLEAN; back++) {
+    unset[`spentByDay.${utcDay(new Date(charge.at.getTime() - back * DAY_MS))}`] = "";
+  }
+  return {
+    $inc: {
+      creditMicros: -charge.amountMicros,
+      [`spentByDay.${utcDay(charge.at)}`]: charge.amountMicros,
+    },
+    $unset: unset,
+    $push: { pendingCharges: charge },
+  };
+}
+
+const DAY_MS = 86_400_000;
+/** Days before the debit's whose spend it removes. */
+const SPEND_DAYS_KEPT_CLEAN = 7;
+
+/**
+ * The debit applies only while the account's daily limit is `limit` and the day's spend leaves
+ * room for the charge: checked in the update's own filter, so concurrent debits on any instance
+ * never pass it, not by one message.
+ */
+export function dailyLimitFilter(
+  charge: Pick<PendingCharge, "at" | "amountMicros">,
+  limit: KnownLimit,
+): Document {
+  if (limit === undefined) return { "spendControls.dailySpendLimitMicros": { $exists: false } };
+  return {
+    "spendControls.dailySpendLimitMicros": limit,
+    [`spentByDay.${utcDay(charge.at)}`]: { $not: { $gt: limit - charge.amountMicros } },
+  };
+}
+
+/** What decides a refused debit: credit, room for a record, the daily limit and the day's spend. */
+export async function accountMoney(
+  accounts: Collection<AccountDoc>,
+  apiKey: string,
+  at: Date,
+  options: CallOptions = {},
+): Promise<{
+  creditMicros: number;
+  full: boolean;
+  dailyLimit: KnownLimit;
+  spentToday: number;
+  listVersion: number;
+}> {
+  const day = utcDay(at);
+  const [account, full] = await Promise.all([
+    accounts.findOne(
+      { _id: apiKey },
+      {
+        projection: {
+          creditMicros: 1,
+          optOutsVersion: 1,
+          "spendControls.dailySpendLimitMicros": 1,
+          [`spentByDay.${day}`]: 1,
+        },
+        ...options,
+      },
+    ),
+    accounts.countDocuments(
+      { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
+      { limit: 1, ...options },
+    ),
+  ]);
+  return {
+    creditMicros: account?.creditMicros ?? 0,
+    full: full > 0,
+    dailyLimit: account?.spendControls?.dailySpendLimitMicros,
+    spentToday: account?.spentByDay?.[day] ?? 0,
+    listVersion: account?.optOutsVersion ?? 0,
+  };
 }
 
 /**
@@ -83,16 +191,17 @@ export async function debitLanded(
  * settler decides from what is stored, once the request's writes can no longer land.
  */
 export async function chargeThenStore(
-  accounts: Collection<AccountDoc>,
+  money: MoneyCollections,
   apiKey: string,
   charge: PendingCharge,
   storeIt: () => Promise<void>,
   undo: () => Promise<void> = async () => undefined,
   deadline?: Deadline,
+  dailyLimit?: KnownLimit,
 ): Promise<DebitResult> {
   let debited: DebitResult;
   try {
-    debited = await debit(accounts, apiKey, charge, deadline?.options());
+    debited = await debit(money.accounts, apiKey, charge, deadline?.options(), dailyLimit);
   } catch (error) {
     throw mayHaveLanded(error) ? new OutcomeUnknown(error) : error;
   }
@@ -103,7 +212,7 @@ export async function chargeThenStore(
     if (mayHaveLanded(error)) throw new OutcomeUnknown(error);
     try {
       await undo();
-      await refund(accounts, apiKey, charge);
+      await refund(money, apiKey, charge);
     } catch {
       // Left pending: settleAbandonedCharges undoes and refunds it.
     }
@@ -112,29 +221,52 @@ export async function chargeThenStore(
   return debited;
 }
 
-/** Gives a charge back when its request failed before storing anything. */
+/** Gives a charge back when its request failed before storing anything (no entry: net 0). */
 export async function refund(
-  accounts: Collection<AccountDoc>,
+  money: MoneyCollections,
   apiKey: string,
   charge: PendingCharge,
 ): Promise<void> {
-  await settleCharge(accounts, apiKey, charge, charge.amountMicros);
+  await settleCharge(money, apiKey, charge, charge.amountMicros);
+}
+
+/** How a settlement changes the ledger, usage and the days' spend. */
+export interface Settlement {
+  /** The entry (with its usage) written before the record goes; none when nothing changed. */
+  record?: LedgerRecord;
+  /** Spend given back, by day of the charge (refunds of those charges). */
+  unspent?: ReadonlyMap<string, number>;
 }
 
 /**
  * Removes a pending charge, giving `refundMicros` of it back, in one update that only applies
- * while the record is there: settling twice (the settler beside a confirmation) refunds once.
+ * while the record is there: settling twice (the settler beside a confirmation) refunds once. Its
+ * ledger entry is written first (idempotently), so a crash between the two leaves the record to
+ * the settler, which writes the same entry again and then removes it.
  */
 export async function settleCharge(
-  accounts: Collection<AccountDoc>,
+  money: MoneyCollections,
   apiKey: string,
-  charge: Pick<PendingCharge, "ref" | "kind">,
+  charge: Pick<PendingCharge, "ref" | "kind" | "at" | "amountMicros">,
   refundMicros: number,
+  settlement: Settlement = {},
 ): Promise<boolean> {
-  const result = await accounts.updateOne(
+  if (settlement.record) await recordEntries(money, [settlement.record]);
+  // A charge given back (in part) gives its day's spend back too; a refund record gives back the
+  // spend of the days its messages were charged on.
+  const unspent =
+    settlement.unspent ??
+    (charge.kind !== "refund" && charge.kind !== "credit" && refundMicros > 0
+      ? new Map([[utcDay(charge.at), refundMicros]])
+      : new Map<string, number>());
+  const inc = {
+    ...(refundMicros > 0 && { creditMicros: refundMicros }),
+    ...spendIncrements(unspent, -1),
+  };
+  const result = await money.accounts.updateOne(
     { _id: apiKey, pendingCharges: { $elemMatch: { ref: charge.ref, kind: charge.kind } } },
     {
-      ...(refundMicros > 0 && { $inc: { creditMicros: refundMicros } }),
+      ...(Object.keys(inc).length > 0 && { $inc: inc }),
       $pull: { pendingCharges: { ref: charge.ref, kind: charge.kind } },
     },
   );
@@ -154,15 +286,12 @@ export function chargedMessages(charge: PendingCharge): ChargedMessage[] {
 const CONFIRM_DEFER_MS = 20;
 
 /**
- * Removes the pending records of charges whose messages are stored. Confirmations are buffered
- * and written per account in one bulk write, off the request path.
+ * Removes the pending records of charges whose messages are stored, after writing their ledger
+ * entries and usage. Confirmations are buffered and written per account in one bulk write, off
+ * the request path.
  */
 export class ChargeConfirmations {
-  /** Refs to confirm, by account and kind. */
-  private buffered = new Map<
-    string,
-    { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }
-  >();
+  private buffered: { apiKey: string; charge: PendingCharge; usage: readonly UsageDelta[] }[] = [];
   private flushing: Promise<void> = Promise.resolve();
   /** A flush on the next turn of the event loop is scheduled. */
   private flushScheduled = false;
@@ -171,23 +300,25 @@ export class ChargeConfirmations {
 
   /** `onError` hears of a failed flush; the records stay pending and the settler resolves them. */
   constructor(
-    private readonly accounts: Collection<AccountDoc>,
+    private readonly money: MoneyCollections,
     private readonly onError: (error: unknown) => void = () => undefined,
   ) {}
 
   /**
    * Buffers a confirmation and schedules a flush, so everything confirmed meanwhile is written
    * together: the account document's pending list stays as short as the writes in flight, which
-   * keeps every debit of that account cheap. `more`: further writes are already waiting (the
-   * message writer under load), so the flush may wait up to CONFIRM_DEFER_MS for their
-   * confirmations: one write for several groups instead of one per group (issue 43). Without
-   * `more` everything buffered is written on the next turn of the event loop.
+   * keeps every debit of that account cheap. `usage`: what the charge adds to the usage rows.
+   * `more`: further writes are already waiting (the message writer under load), so the flush may
+   * wait up to CONFIRM_DEFER_MS for their confirmations: one write for several groups instead of
+   * one per group. Without `more` everything buffered is written on the next turn of the loop.
    */
-  add(apiKey: string, charge: PendingCharge, more = false): void {
-    const key = `${charge.kind}:${apiKey}`;
-    const entry = this.buffered.get(key);
-    if (entry) entry.refs.push(charge.ref);
-    else this.buffered.set(key, { apiKey, kind: charge.kind, refs: [charge.ref] });
+  add(
+    apiKey: string,
+    charge: PendingCharge,
+    usage: readonly UsageDelta[] = [],
+    more = false,
+  ): void {
+    this.buffered.push({ apiKey, charge, usage });
     if (this.flushScheduled) return;
     if (more) {
       this.deferred ??= setTimeout(() => this.scheduledFlush(), CONFIRM_DEFER_MS).unref();
@@ -210,11 +341,29 @@ export class ChargeConfirmations {
     this.flushing = this.flushing
       .catch(() => undefined)
       .then(async () => {
-        if (this.buffered.size === 0) return;
+        if (this.buffered.length === 0) return;
         const batch = this.buffered;
-        this.buffered = new Map();
-        await this.accounts.bulkWrite(
-          [...batch.values()].map(({ apiKey, kind, refs }) => ({
+        this.buffered = [];
+        // The entries first: a record goes only once its entry is written.
+        await recordEntries(
+          this.money,
+          batch.map(({ apiKey, charge, usage }) => ({
+            entry: entryOf(apiKey, charge, -charge.amountMicros),
+            usage,
+          })),
+        );
+        const refs = new Map<
+          string,
+          { apiKey: string; kind: PendingCharge["kind"]; refs: number[] }
+        >();
+        for (const { apiKey, charge } of batch) {
+          const key = `${charge.kind}:${apiKey}`;
+          const entry = refs.get(key);
+          if (entry) entry.refs.push(charge.ref);
+          else refs.set(key, { apiKey, kind: charge.kind, refs: [charge.ref] });
+        }
+        await this.money.accounts.bulkWrite(
+          [...refs.values()].map(({ apiKey, kind, refs }) => ({
             updateOne: {
               filter: { _id: apiKey },
               update: { $pull: { pendingCharges: { kind: { $eq: kind }, ref: { $in: refs } } } },
@@ -230,16 +379,19 @@ export class ChargeConfirmations {
 /** Reads that decide a settlement: on the primary, of majority-committed (durable) writes only. */
 const DURABLE_READ = { readPreference: "primary", readConcern: { level: "majority" } } as const;
 
+/** What the settler reads of a charged message: enough for its usage. */
+const USAGE_FIELDS = { _id: 1, createdAt: 1, country: 1, parts: 1 } as const;
+
 /**
  * Settles charges left pending longer than `olderThanMs`, which must exceed twice the longest
  * request deadline (config: SMS_SETTLE_AFTER_MS), so no write of their requests can still land:
  * single sends are confirmed for the messages stored and refunded for the others; a batch is
  * confirmed if its document (its commit) exists, else its partly stored messages, which nobody
- * has worked, are deleted and the charge refunded.
+ * has worked, are deleted and the charge refunded; a refund gives back what it marked; a credit
+ * gets its entry. Each writes its ledger entry before its record goes.
  */
 export async function settleAbandonedCharges(
-  collections: {
-    accounts: Collection<AccountDoc>;
+  collections: MoneyCollections & {
     messages: Collection<MessageDoc>;
     batches: Collection<BatchDoc>;
   },
@@ -257,19 +409,26 @@ export async function settleAbandonedCharges(
       if (charge.at >= cutoff) continue;
       if (charge.kind === "message") {
         const messages = chargedMessages(charge);
-        const stored = new Set(
-          (
-            await collections.messages
-              .find(
-                { _id: { $in: messages.map((m) => m.id) } },
-                { projection: { _id: 1 }, ...DURABLE_READ },
-              )
-              .toArray()
-          ).map((m) => m._id),
-        );
+        const storedDocs = await collections.messages
+          .find(
+            { _id: { $in: messages.map((m) => m.id) } },
+            { projection: USAGE_FIELDS, ...DURABLE_READ },
+          )
+          .toArray();
+        const stored = new Map(storedDocs.map((m) => [m._id, m]));
         const missing = messages.filter((m) => !stored.has(m.id));
         const refundMicros = missing.reduce((sum, m) => sum + m.amountMicros, 0);
-        if (await settleCharge(collections.accounts, account._id, charge, refundMicros)) {
+        const kept = messages.filter((m) => stored.has(m.id));
+        const record: LedgerRecord = {
+          entry: entryOf(account._id, charge, -(charge.amountMicros - refundMicros), {
+            messageIds: kept.map((m) => m.id),
+          }),
+          usage: kept.map((m) => {
+            const doc = stored.get(m.id) as MessageDoc;
+            return chargedUsage({ ...doc, amountMicros: m.amountMicros });
+          }),
+        };
+        if (await settleCharge(collections, account._id, charge, refundMicros, { record })) {
           result.confirmed += stored.size;
           result.refunded += missing.length;
         }
@@ -280,15 +439,24 @@ export async function settleAbandonedCharges(
           result.refunded++;
         continue;
       }
+      if (charge.kind === "credit") {
+        const record = {
+          entry: entryOf(account._id, charge, charge.amountMicros, { note: charge.note }),
+        };
+        if (await settleCharge(collections, account._id, charge, 0, { record })) result.confirmed++;
+        continue;
+      }
       const committed = await collections.batches.countDocuments(
         { _id: charge.ref },
         { limit: 1, ...DURABLE_READ },
       );
       if (committed) {
-        if (await settleCharge(collections.accounts, account._id, charge, 0)) result.confirmed++;
+        const usage = await batchUsage(collections.messages, charge.ref, DURABLE_READ);
+        const record = { entry: entryOf(account._id, charge, -charge.amountMicros), usage };
+        if (await settleCharge(collections, account._id, charge, 0, { record })) result.confirmed++;
       } else {
         await collections.messages.deleteMany({ batchId: charge.ref });
-        if (await settleCharge(collections.accounts, account._id, charge, charge.amountMicros))
+        if (await settleCharge(collections, account._id, charge, charge.amountMicros))
           result.refunded++;
       }
     }
@@ -296,31 +464,63 @@ export async function settleAbandonedCharges(
   return result;
 }
 
+/** A stored batch's usage, from its messages (the settler's path only). */
+export async function batchUsage(
+  messages: Collection<MessageDoc>,
+  batchId: number,
+  options: object = {},
+): Promise<UsageDelta[]> {
+  const docs = await messages
+    .find(
+      { batchId },
+      { projection: { ...USAGE_FIELDS, pricePerPartMicros: 1, keywordReply: 1 }, ...options },
+    )
+    .toArray();
+  return docs.map((m) =>
+    chargedUsage({ ...m, amountMicros: Math.max(1, m.parts) * (m.pricePerPartMicros ?? 0) }),
+  );
+}
+
 /**
- * Settles a pending refund (opt-outs/withdrawals.ts): gives back the price of the messages that it
- * withdrew (marked with its `ref`), nothing for the others (they were sent, or withdrawn by
- * another refund), and removes it. Applies once, like every settlement. Returns the withdrawn
- * ids, or undefined when the refund was settled already.
+ * Settles a pending refund (opt-outs/withdrawals.ts, money/refunds.ts): gives back the price of
+ * the messages it marked (`withdrawal` or `refund` is its `ref`), nothing for the others (they
+ * were sent, or marked by another refund), writes its entry and removes it. Applies once, like
+ * every settlement. Returns the marked ids, or undefined when the refund was settled already.
  */
 export async function settleWithdrawal(
-  collections: { accounts: Collection<AccountDoc>; messages: Collection<MessageDoc> },
+  collections: MoneyCollections & { messages: Collection<MessageDoc> },
   apiKey: string,
   charge: PendingCharge,
 ): Promise<number[] | undefined> {
   const priced = chargedMessages(charge);
-  const withdrawn = new Set(
+  const ids = priced.map((m) => m.id);
+  const marked = new Map(
     (
       await collections.messages
         .find(
-          { _id: { $in: priced.map((m) => m.id) }, withdrawal: charge.ref },
-          { projection: { _id: 1 }, ...DURABLE_READ },
+          { _id: { $in: ids }, $or: [{ withdrawal: charge.ref }, { refund: charge.ref }] },
+          { projection: USAGE_FIELDS, ...DURABLE_READ },
         )
         .toArray()
-    ).map((m) => m._id),
+    ).map((m) => [m._id, m]),
   );
-  const refundMicros = priced
-    .filter((m) => withdrawn.has(m.id))
-    .reduce((sum, m) => sum + m.amountMicros, 0);
-  const settled = await settleCharge(collections.accounts, apiKey, charge, refundMicros);
-  return settled ? [...withdrawn] : undefined;
+  const given = priced.filter((m) => marked.has(m.id));
+  const refundMicros = given.reduce((sum, m) => sum + m.amountMicros, 0);
+  const unspent = new Map<string, number>();
+  const usage: UsageDelta[] = [];
+  for (const m of given) {
+    const doc = marked.get(m.id) as MessageDoc;
+    const delta = refundedUsage({ ...doc, amountMicros: m.amountMicros });
+    usage.push(delta);
+    unspent.set(delta.day, (unspent.get(delta.day) ?? 0) + m.amountMicros);
+  }
+  const record = {
+    entry: entryOf(apiKey, charge, refundMicros, { messageIds: given.map((m) => m.id) }),
+    usage,
+  };
+  const settled = await settleCharge(collections, apiKey, charge, refundMicros, {
+    record,
+    unspent,
+  });
+  return settled ? [...marked.keys()] : undefined;
 }

@@ -8,6 +8,7 @@ import type {
   SenderNameDoc,
   StateDoc,
 } from "./documents.ts";
+import type { LedgerEntryDoc, UsageDoc } from "./ledger.ts";
 import { ServerClock } from "./server-clock.ts";
 
 /** The collections of the service, typed. */
@@ -22,6 +23,10 @@ export interface Store {
   state: Collection<StateDoc>;
   /** Per account: its delivery and notification lanes (src/scheduling/lanes.ts). */
   lanes: Collection<LaneDoc>;
+  /** Every change of an account's credit (store/ledger.ts). */
+  ledger: Collection<LedgerEntryDoc>;
+  /** Charged and refunded per account, day and country (store/ledger.ts). */
+  usage: Collection<UsageDoc>;
   /** The database server's clock: due times, leases and cutoffs are on it. */
   clock: ServerClock;
 }
@@ -36,6 +41,8 @@ export function openStore(db: Db): Store {
     counters: db.collection<CounterDoc>("counters"),
     state: db.collection<StateDoc>("state"),
     lanes: db.collection<LaneDoc>("lanes"),
+    ledger: db.collection<LedgerEntryDoc>("ledger"),
+    usage: db.collection<UsageDoc>("usage"),
     clock: new ServerClock(db),
   };
 }

@@ -1,5 +1,6 @@
 import type { Binary, ObjectId } from "mongodb";
 import type { ReasonName, StatusName } from "../domain/message-status.ts";
+import type { RiskOverrides } from "../domain/risk-settings.ts";
 
 // Shapes of the documents in MongoDB. Ids are integers from the sequences; status and reason names
 // are the spec's strings so the database reads like the API.
@@ -14,6 +15,8 @@ export interface AccountDoc {
   webhookSecret: string;
   /** Credit in millionths of the account currency, so sums stay exact. */
   creditMicros: number;
+  /** The credit it was created with: with the ledger's entries, its credit (store/ledger.ts). */
+  initialCreditMicros?: number;
   statusUrl?: string;
   defaultSender?: string;
   /**
@@ -32,25 +35,59 @@ export interface AccountDoc {
    * the list empty debits only while it is unchanged (opt-outs/list-reads.ts).
    */
   optOutsVersion?: number;
+  /** The operator's overrides of the toll-fraud guard for this account (domain/risk-settings.ts). */
+  riskOverrides?: RiskOverrides;
+  /** The account's own limits on what it spends (docs/design.md "Money"); absent: none. */
+  spendControls?: SpendControlsDoc;
+  /**
+   * Charged less refunded, by UTC day of the charge (`YYYY-MM-DD`): every debit adds to its day in
+   * the same update, so the daily limit is held by the debit's own filter (store/charges.ts).
+   */
+  spentByDay?: Record<string, number>;
   createdAt: Date;
+  /** Set by the operator only (src/accounts/account-status.ts); absent: active. */
+  status?: "suspended" | "closed";
+  /** Why the account is suspended or closed; shown to it. */
+  statusReason?: string;
+  /**
+   * The account's keys not revoked and its `full` ones among them (src/accounts/api-keys.ts),
+   * kept beside the keys so that concurrent requests never make a 21st key nor delete the last
+   * `full` one. Absent until its keys are first managed: then only the first key exists.
+   */
+  keyCount?: number;
+  fullKeyCount?: number;
+  /** The webhook secret before the last rotation, still signing until `webhookSecretRotatedAt` + overlap. */
+  previousWebhookSecret?: string;
+  webhookSecretRotatedAt?: Date;
+}
+
+export interface SpendControlsDoc {
+  /** ISO 3166 alpha-2 codes (`ZZ`: numbers without a country); absent or empty: all. */
+  allowedCountries?: string[];
+  maxPricePerMessageMicros?: number;
+  dailySpendLimitMicros?: number;
 }
 
 /**
  * One debit not yet confirmed: a batch, or the single sends of one account written together (one
  * entry per group, however many sends it holds). At most MAX_PENDING_CHARGES per account. A
  * "refund" is the other way round: credit to give back for accepted messages withdrawn before
- * submission (their recipient opted out), settled by opt-outs/withdrawals.ts.
+ * submission (their recipient opted out, or no carrier took their parts), settled by
+ * opt-outs/withdrawals.ts and money/refunds.ts. A "credit" is an operator's addition, applied with
+ * its record; the record stays until its ledger entry is written (store/ledger.ts).
  */
 export interface PendingCharge {
   /** Batch id for a batch; for single sends, the first message id of the group; a refund's own. */
   ref: number;
-  kind: "message" | "batch" | "refund";
+  kind: "message" | "batch" | "refund" | "credit";
   /** The whole debit. */
   amountMicros: number;
   /** When the debit was issued (server clock): the settler waits for it to age past its cutoff. */
   at: Date;
   /** Single sends: each message of the group and its price. Absent: the one message `ref`. */
   messages?: ChargedMessage[];
+  /** A credit's note, for its ledger entry. */
+  note?: string;
 }
 
 export interface ChargedMessage {
@@ -176,6 +213,15 @@ export interface MessageDoc {
    * (opt-outs/withdrawals.ts refundUnsent).
    */
   withdrawal?: number;
+  /**
+   * Set with a final status that may leave parts no carrier accepted (SEND_ERROR from a carrier,
+   * Expired while ACCEPTED): money/refunds.ts refunds them and replaces it with `refund`.
+   */
+  refundDue?: true;
+  /** The account's pending refund that gave back its unsent parts (money/refunds.ts). */
+  refund?: number;
+  /** Flagged by the toll-fraud guard in `monitor` mode (money/toll-fraud-guard.ts). */
+  risk?: "prefix_burst";
   /** An automatic answer to an opt-out word: not charged, sent even to an opted-out number. */
   keywordReply?: "STOP" | "START" | "HELP";
   /**

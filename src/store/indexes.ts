@@ -1,6 +1,7 @@
 import type { Store } from "./database.ts";
 import { ensureInboundMessageIndexes } from "./inbound-messages.ts";
 import { ensureInboundPartIndexes } from "./inbound-parts.ts";
+import { ensureLedgerIndexes } from "./ledger.ts";
 import { ensureListingIndexes } from "./message-listing.ts";
 import { ensureNumberIndexes } from "./numbers.ts";
 import { SEQUENCES } from "./sequences.ts";
@@ -36,6 +37,13 @@ export async function ensureIndexes(store: Store): Promise<void> {
     // Receipts from a carrier that does not echo our message id are matched by its part ids.
     store.messages.createIndex({ carrierIds: 1 }, { name: "carrier_ids", sparse: true }),
     store.accounts.createIndex({ "pendingCharges.at": 1 }, { name: "pending_charges" }),
+    // Messages whose unsent parts are still to be refunded (money/refunds.ts): few at a time.
+    store.messages.createIndex({ refundDue: 1 }, { name: "refund_due", sparse: true }),
+    ensureLedgerIndexes(store),
+    // Usage rows of an account over a range of days.
+    store.usage.createIndex({ accountId: 1, day: 1 }, { name: "account_day" }),
+    // Held accounts, read by every worker every 2 s (accounts/held-messages.ts): few, sparse.
+    store.accounts.createIndex({ status: 1 }, { name: "held_accounts", sparse: true }),
     store.senderNames.createIndex(
       { accountId: 1, name: 1 },
       { name: "account_sender_name", unique: true },

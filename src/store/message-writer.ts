@@ -1,15 +1,19 @@
 import type { Collection, Document } from "mongodb";
 import {
+  accountMoney,
   type ChargeConfirmations,
   type DebitResult,
+  dailyLimitFilter,
   debitFilter,
   debitLanded,
-  MAX_PENDING_CHARGES,
+  debitUpdate,
+  type KnownLimit,
   settleCharge,
 } from "./charges.ts";
 import { Deadline, DeadlineExceeded } from "./deadline.ts";
 import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { chargedUsage, entryOf, type MoneyCollections } from "./ledger.ts";
 import { insertOutcome, OutcomeUnknown } from "./write-outcomes.ts";
 
 // Group commit for single sends: the sends that arrive while the write is in flight are written
@@ -28,6 +32,8 @@ interface PendingWrite {
   deadline: Deadline;
   /** The account's opt-out list version its send found the list empty at (opt-outs/list-reads.ts). */
   listVersion: number | undefined;
+  /** The daily spend limit the send's cached account view holds (none: undefined). */
+  dailyLimit: KnownLimit;
   resolve: (result: WriteResult) => void;
   reject: (error: unknown) => void;
 }
@@ -66,13 +72,17 @@ export class MessageWriter {
     run: (group) => this.writeGroup(group),
   });
 
+  private readonly accounts: Collection<AccountDoc>;
+
   constructor(
-    private readonly accounts: Collection<AccountDoc>,
+    private readonly money: MoneyCollections,
     private readonly messages: Collection<MessageDoc>,
     private readonly confirmations: ChargeConfirmations,
     /** The database server's clock, for the charges' stamps. */
     private readonly now: () => Date = () => new Date(),
-  ) {}
+  ) {
+    this.accounts = money.accounts;
+  }
 
   /**
    * Debits the charge and stores the message before `deadline`. "insufficient", "busy" and "stale"
@@ -87,9 +97,19 @@ export class MessageWriter {
     doc: MessageDoc,
     deadline: Deadline,
     listVersion?: number,
+    dailyLimit?: KnownLimit,
   ): Promise<WriteResult> {
     return new Promise((resolve, reject) => {
-      this.groups.push({ apiKey, amountMicros, doc, deadline, listVersion, resolve, reject });
+      this.groups.push({
+        apiKey,
+        amountMicros,
+        doc,
+        deadline,
+        listVersion,
+        dailyLimit,
+        resolve,
+        reject,
+      });
     });
   }
 
@@ -148,20 +168,28 @@ export class MessageWriter {
         continue;
       }
       let refundMicros = 0;
+      const stored: PendingWrite[] = [];
       for (const [write, creditMicros] of account.credit) {
         if (refused.has(write.doc._id)) {
           refundMicros += write.amountMicros;
           write.reject(failure);
-        } else write.resolve({ creditMicros });
+        } else {
+          stored.push(write);
+          write.resolve({ creditMicros });
+        }
       }
+      const usage = stored.map((w) => chargedUsage({ ...w.doc, amountMicros: w.amountMicros }));
       // With sends waiting for the next group, its confirmation may go with theirs.
       if (refundMicros === 0)
-        this.confirmations.add(account.apiKey, charge, this.groups.waitingCount > 0);
+        this.confirmations.add(account.apiKey, charge, usage, this.groups.waitingCount > 0);
       else {
         // Some were refused by the server: certain, so settled now (else by the settler, alike).
-        await settleCharge(this.accounts, account.apiKey, charge, refundMicros).catch(
-          () => undefined,
-        );
+        const entry = entryOf(account.apiKey, charge, refundMicros - charge.amountMicros, {
+          messageIds: stored.map((w) => w.doc._id),
+        });
+        await settleCharge(this.money, account.apiKey, charge, refundMicros, {
+          record: { entry, usage },
+        }).catch(() => undefined);
       }
     }
   }
@@ -182,19 +210,29 @@ export class MessageWriter {
       return false;
     });
     let chosen = writes;
+    // The first attempt trusts the cached limit; the debit's filter holds it to the stored one.
+    let dailyLimit = writes[0]?.dailyLimit;
+    let overLimit = new Set<PendingWrite>();
     for (let attempt = 0; attempt < DEBIT_ATTEMPTS; attempt++) {
       if (attempt > 0) {
-        const current = await this.current(apiKey, deadline);
-        if (current === "busy") return answerAll(writes, "busy");
+        const current = await accountMoney(this.accounts, apiKey, at, deadline.options());
+        if (current.full) return answerAll(writes, "busy");
         if (listVersion !== undefined && current.listVersion !== listVersion) {
           // The list changed since those sends read it: they check it again.
           for (const write of writes) if (write.listVersion !== undefined) write.resolve("stale");
           writes = writes.filter((write) => write.listVersion === undefined);
           listVersion = undefined;
         }
-        chosen = covered(writes, current.creditMicros);
+        dailyLimit = current.dailyLimit;
+        const room =
+          dailyLimit === undefined ? Number.POSITIVE_INFINITY : dailyLimit - current.spentToday;
+        ({ chosen, overLimit } = covered(writes, current.creditMicros, room));
       }
-      if (chosen.length === 0) return answerAll(writes, "insufficient");
+      if (chosen.length === 0) {
+        for (const write of writes)
+          write.resolve(overLimit.has(write) ? "over_daily_limit" : "insufficient");
+        return;
+      }
       const first = chosen[0] as PendingWrite;
       const charge: PendingCharge = {
         ref: first.doc._id,
@@ -207,8 +245,12 @@ export class MessageWriter {
       };
       const updated =
         (await this.accounts.findOneAndUpdate(
-          { ...debitFilter(apiKey, charge), ...listVersionFilter(listVersion) },
-          { $inc: { creditMicros: -charge.amountMicros }, $push: { pendingCharges: charge } },
+          {
+            ...debitFilter(apiKey, charge),
+            ...listVersionFilter(listVersion),
+            ...dailyLimitFilter(charge, dailyLimit),
+          },
+          debitUpdate(charge),
           { returnDocument: "after", projection: { creditMicros: 1 }, ...deadline.options() },
         )) ?? (await debitLanded(this.accounts, apiKey, charge, deadline.options()));
       if (!updated) continue;
@@ -218,41 +260,39 @@ export class MessageWriter {
         after -= write.amountMicros;
         account.credit.set(write, after);
       }
-      for (const write of writes) if (!account.credit.has(write)) write.resolve("insufficient");
+      for (const write of writes)
+        if (!account.credit.has(write))
+          write.resolve(overLimit.has(write) ? "over_daily_limit" : "insufficient");
       return;
     }
     // The credit kept changing under us: nothing charged, the client may retry.
     answerAll(writes, "busy");
   }
-
-  /** The account's credit and opt-out list version; "busy" when its charges are full. */
-  private async current(
-    apiKey: string,
-    deadline: Deadline,
-  ): Promise<{ creditMicros: number; listVersion: number } | "busy"> {
-    const [account, full] = await Promise.all([
-      this.accounts.findOne(
-        { _id: apiKey },
-        { projection: { creditMicros: 1, optOutsVersion: 1 }, ...deadline.options() },
-      ),
-      this.accounts.countDocuments(
-        { _id: apiKey, [`pendingCharges.${MAX_PENDING_CHARGES - 1}`]: { $exists: true } },
-        { limit: 1, ...deadline.options() },
-      ),
-    ]);
-    if (full) return "busy";
-    return { creditMicros: account?.creditMicros ?? 0, listVersion: account?.optOutsVersion ?? 0 };
-  }
 }
 
-/** The writes `creditMicros` covers, in queue order. */
-function covered(writes: PendingWrite[], creditMicros: number): PendingWrite[] {
+/**
+ * The writes `creditMicros` and the day's spend `room` cover, in queue order, and those left out
+ * by the room alone (refused for the daily limit, not for credit).
+ */
+function covered(
+  writes: PendingWrite[],
+  creditMicros: number,
+  room: number,
+): { chosen: PendingWrite[]; overLimit: Set<PendingWrite> } {
   let credit = creditMicros;
-  return writes.filter((write) => {
+  let left = room;
+  const overLimit = new Set<PendingWrite>();
+  const chosen = writes.filter((write) => {
     if (write.amountMicros > credit) return false;
+    if (write.amountMicros > left) {
+      overLimit.add(write);
+      return false;
+    }
     credit -= write.amountMicros;
+    left -= write.amountMicros;
     return true;
   });
+  return { chosen, overLimit };
 }
 
 /** The debit's condition on the account's opt-out list version; none without one. */

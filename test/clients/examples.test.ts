@@ -230,6 +230,11 @@ describe("generated clients in other languages", () => {
       inbound,
     );
     await expectTheStory(stdout, account);
+    // A key that may only read: refused a send for its scope, then deleted.
+    const made = /^made read key (\w+)$/m.exec(stdout)?.[1];
+    expect(made).toBeDefined();
+    expect(stdout).toContain("read key refused: API_KEY_SCOPE");
+    expect(stdout).toContain(`deleted key ${made}`);
   });
 
   it("Python (grpcio, gRPC on GRPC_PORT)", { timeout: 60_000 }, async () => {

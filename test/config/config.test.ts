@@ -47,4 +47,24 @@ describe("configuration", () => {
     const config = loadConfig({ NODE_ENV: "production", SMS_ADMIN_TOKEN: "x".repeat(32) });
     expect(config.webhookAllowPrivate).toBe(false);
   });
+
+  it("keeps the operator console on loopback unless the admin token is long and not the default", () => {
+    expect(loadConfig({})).toMatchObject({ operatorPort: 8082, operatorHost: "127.0.0.1" });
+    for (const token of [undefined, "short-token"]) {
+      expect(() =>
+        loadConfig({ OPERATOR_HOST: "0.0.0.0", ...(token && { SMS_ADMIN_TOKEN: token }) }),
+      ).toThrow(/OPERATOR_HOST: 0\.0\.0\.0 is not loopback, and SMS_ADMIN_TOKEN/);
+    }
+    const open = loadConfig({
+      OPERATOR_HOST: "0.0.0.0",
+      SMS_ADMIN_TOKEN: "a-long-enough-admin-token",
+    });
+    expect(open.operatorHost).toBe("0.0.0.0");
+    expect(loadConfig({ OPERATOR_HOST: "0.0.0.0", OPERATOR_PORT: "0" }).operatorPort).toBe(0);
+    expect(() => loadConfig({ OPERATOR_PORT: "8080" })).toThrow(/OPERATOR_PORT: must differ/);
+    expect(() => loadConfig({ SMS_WEBHOOK_SECRET_OVERLAP: "soon" })).toThrow(
+      /SMS_WEBHOOK_SECRET_OVERLAP/,
+    );
+    expect(loadConfig({}).webhookSecretOverlapMs).toBe(24 * 3600_000);
+  });
 });

@@ -117,4 +117,48 @@ describe("dashboard overview", () => {
       .poll(overview, { timeout: 30_000, interval: 1_000 })
       .toEqual({ ...after, total: 7 });
   });
+
+  it("charts the last 30 days (messages and amount per day) and lists countries", async () => {
+    const account = await service.createAccount({ credit: 50 });
+    const cookie = await signIn(service.baseUrl, account);
+    const sent = await postJson(`${service.baseUrl}/sms-batch`, {
+      ...account,
+      messages: [
+        { to: "+4915100000011", text: "a" },
+        { to: "+4915100000012", text: "b" },
+        { to: "+33612345678", text: "c" },
+        { to: "+9991234561", text: "refused by the carrier, refunded" },
+      ],
+    });
+    expect(sent.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const month = async () => {
+      const response = await page(service.baseUrl, cookie, "/overview");
+      if (response.status !== 200) return undefined;
+      const html = await response.text();
+      const day = new RegExp(
+        `<tr data-day="${today}"><th scope="row">${today}</th><td>(\\d+)</td><td>([\\d.]+)</td>`,
+      ).exec(html);
+      const countries = [...html.matchAll(/<tr data-country="([A-Z]+)">.*?<td>(\d+)<\/td>/g)].map(
+        (m) => [m[1], Number(m[2])],
+      );
+      return {
+        charts: (html.match(/data-testid="month-(messages|amount)"/g) ?? []).length,
+        columns: (html.match(/class="bar day"/g) ?? []).length,
+        today: day ? [Number(day[1]), day[2]] : undefined,
+        countries,
+      };
+    };
+    // Four charged, the carrier's refusal refunded: 3 as the day's amount.
+    await expect.poll(month, { timeout: 30_000, interval: 1_000 }).toEqual({
+      charts: 2,
+      columns: 60,
+      today: [4, "3"],
+      countries: [
+        ["DE", 2],
+        ["FR", 1],
+        ["ZZ", 1],
+      ],
+    });
+  });
 });

@@ -46,6 +46,7 @@ async function runService(env: Record<string, string>) {
       PORT: "0",
       GRPC_PORT: "0",
       METRICS_PORT: "0",
+      OPERATOR_PORT: "0",
       SMS_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",
       SMS_CARRIER: "smpp",

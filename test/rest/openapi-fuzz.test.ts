@@ -68,7 +68,7 @@ it(
       existsSync(BIN),
       `schemathesis not found at ${BIN}: run scripts/test-tools.sh (npm test does) or set SCHEMATHESIS`,
     ).toBe(true);
-    const fuzz = () =>
+    const fuzz = (workers: number) =>
       run([
         "run",
         `${service.baseUrl}/openapi.json`,
@@ -83,22 +83,22 @@ it(
         "--request-timeout",
         "10",
         "--workers",
-        "2",
+        String(workers),
         "--generation-database",
         "none",
       ]);
-    let { code, output } = await fuzz();
+    let { code, output } = await fuzz(2);
     // Hypothesis can crash inside itself while describing a filter's lambda from two worker
-    // threads (CI: ast.parse of a half-read source in lambda_sources.py): that is the tool
-    // failing, not a finding, so such a run is made once more.
+    // threads (ast.parse in lambda_sources.py: "AST constructor recursion depth mismatch"): that
+    // is the tool failing, not a finding, so the run is made again on one thread, where it cannot.
     if (code !== 0 && /hypothesis\/internal\/lambda_sources\.py/.test(output)) {
       console.log(output.slice(-3000));
-      ({ code, output } = await fuzz());
+      ({ code, output } = await fuzz(1));
     }
     // The summary, in the CI log whatever the outcome.
     console.log(output.slice(-3000));
     expect(output).toMatch(/passed/);
     expect(code, output.slice(-4000)).toBe(0);
   },
-  TIME_LIMIT_MS + 30_000,
+  2 * TIME_LIMIT_MS + 30_000,
 );

@@ -47,10 +47,14 @@ describe("the document", () => {
         .map(([path, method]) => `${method.toUpperCase()} ${path}`)
         .sort(),
     ).toEqual([
+      "DELETE /api-keys/{key}",
       "DELETE /opt-outs/{number}",
       "DELETE /sender_names/{name}",
+      "GET /account",
+      "GET /api-keys",
       "GET /inbound",
       "GET /inbound/{id}",
+      "GET /ledger",
       "GET /opt-outs",
       "GET /opt-outs/changes",
       "GET /sender_names",
@@ -59,12 +63,16 @@ describe("the document", () => {
       "GET /sms/quote",
       "GET /sms/{id}",
       "PATCH /account/quiet-hours",
+      "GET /usage",
+      "PATCH /account/spend-controls",
+      "POST /api-keys",
       "POST /opt-outs",
       "POST /sender_names",
       "POST /sms",
       "POST /sms-batch",
       "POST /sms-batch/{id}/cancel",
       "POST /sms/{id}/cancel",
+      "POST /webhook-secret",
     ]);
   });
 

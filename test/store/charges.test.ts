@@ -67,7 +67,7 @@ describe("credit charges", () => {
     const apiKey = await newAccount(10);
     const charge: PendingCharge = { ref: 11, kind: "message", amountMicros: 3, at: new Date() };
     expect(await debit(fixture.store.accounts, apiKey, charge)).toEqual({ creditMicros: 7 });
-    const confirmations = new ChargeConfirmations(fixture.store.accounts);
+    const confirmations = new ChargeConfirmations(fixture.store);
     confirmations.add(apiKey, charge);
     await confirmations.flush();
     expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.pendingCharges).toEqual([]);
@@ -134,7 +134,7 @@ describe("credit charges", () => {
     const storeHalf = storeOneThenFail(501, apiKey, 51);
 
     await expect(
-      chargeThenStore(fixture.store.accounts, apiKey, charge, storeHalf, () =>
+      chargeThenStore(fixture.store, apiKey, charge, storeHalf, () =>
         discardBatch(fixture.store, 51),
       ),
     ).rejects.toThrow("the second slice failed");
@@ -152,7 +152,7 @@ describe("credit charges", () => {
     };
 
     await expect(
-      chargeThenStore(fixture.store.accounts, apiKey, charge, storeHalf, undoFails),
+      chargeThenStore(fixture.store, apiKey, charge, storeHalf, undoFails),
     ).rejects.toThrow("the second slice failed");
     expect((await fixture.store.accounts.findOne({ _id: apiKey }))?.creditMicros).toBe(43);
 

@@ -10,8 +10,8 @@ import { useTestStore } from "../support/store.ts";
 const fixture = useTestStore();
 
 function newWriter() {
-  const confirmations = new ChargeConfirmations(fixture.store.accounts);
-  return new MessageWriter(fixture.store.accounts, fixture.store.messages, confirmations);
+  const confirmations = new ChargeConfirmations(fixture.store);
+  return new MessageWriter(fixture.store, fixture.store.messages, confirmations);
 }
 
 let nextId = 1;
@@ -97,11 +97,11 @@ describe("group commit of single sends", () => {
     });
     // Confirmations left out: what the account holds is what the debits wrote.
     const writer = new MessageWriter(
-      fixture.store.accounts,
+      fixture.store,
       fixture.store.messages,
       new (class extends ChargeConfirmations {
         override add(): void {}
-      })(fixture.store.accounts),
+      })(fixture.store),
     );
     await Promise.all(Array.from({ length: 60 }, () => send(writer, account._id, 1)));
     const stored = await fixture.store.accounts.findOne({ _id: account._id });

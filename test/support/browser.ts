@@ -36,10 +36,15 @@ export function launchBrowser(): Promise<Browser> {
 
 /**
  * Saves a screenshot of `page` as docs/dashboard/<name>.png when SMS_DASHBOARD_SCREENSHOTS is
- * set (`npm run screenshots`), so a normal test run leaves the committed images alone.
+ * set (`npm run screenshots`), so a normal test run leaves the committed images alone. The
+ * console's go to docs/console/ (SMS_CONSOLE_SCREENSHOTS).
  */
-export async function screenshot(page: Page, name: string): Promise<void> {
-  const folder = process.env.SMS_DASHBOARD_SCREENSHOTS;
+export async function screenshot(
+  page: Page,
+  name: string,
+  folderVariable = "SMS_DASHBOARD_SCREENSHOTS",
+): Promise<void> {
+  const folder = process.env[folderVariable];
   if (!folder) return;
   mkdirSync(folder, { recursive: true });
   await page.screenshot({ path: path.join(folder, `${name}.png`), fullPage: true });

@@ -56,6 +56,8 @@ export async function startServiceProcess(
       GRPC_PORT: "0",
       // No metrics listener: its default port would be shared by every process of the run.
       METRICS_PORT: "0",
+      // No console either: its default port would be shared too.
+      OPERATOR_PORT: "0",
       HOST: "127.0.0.1",
       SMS_ADMIN_TOKEN: ADMIN_TOKEN,
       LOG_LEVEL: "info",

@@ -17,6 +17,8 @@ export interface RunningService extends Service {
   baseUrl: string;
   /** http://127.0.0.1:<port> of the HTTP/2 cleartext listener (gRPC, Connect). */
   grpcUrl: string;
+  /** http://127.0.0.1:<port> of the operator's console (OPERATOR_PORT), unless it is off. */
+  consoleUrl: string | undefined;
   /** http://127.0.0.1:<port>/metrics, with `options.metrics`. */
   metricsUrl: string | undefined;
   /** http://127.0.0.1:<port>/health on the metrics port (the operator's details), with `options.metrics`. */
@@ -66,6 +68,11 @@ export async function startService(
   if (service.metrics) {
     metricsServer = await serveMetrics(service.metrics.registry, 0, "127.0.0.1", service.health);
   }
+  let consoleUrl: string | undefined;
+  if (service.console) {
+    await service.console.listen({ port: 0, host: "127.0.0.1" });
+    consoleUrl = `http://127.0.0.1:${(service.console.server.address() as AddressInfo).port}`;
+  }
   // As main.ts does: the background work once every port listens.
   await service.startBackground();
   const admin = createClient(
@@ -78,6 +85,7 @@ export async function startService(
     config,
     baseUrl,
     grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    consoleUrl,
     metricsUrl: metricsServer && `${metricsServer.url}/metrics`,
     operatorHealthUrl: metricsServer && `${metricsServer.url}/health`,
     admin,

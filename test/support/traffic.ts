@@ -27,6 +27,8 @@ export class Traffic {
   constructor(
     private readonly baseUrl: string,
     private readonly credentials: { apiKey: string; apiSecret: string },
+    /** The n-th destination; by default distinct German mobile numbers (all delivered). */
+    private readonly numberAt: (n: number) => string = (n) => `+49151${String(10_000_000 + n)}`,
   ) {}
 
   /** `count` clients, each sending POST /sms one after another until stopped. */
@@ -75,7 +77,7 @@ export class Traffic {
   }
 
   private nextNumber(): string {
-    return `+49151${String(10_000_000 + this.sequence++)}`;
+    return this.numberAt(this.sequence++);
   }
 
   private async loop(kind: Outcome["kind"], path: string, body: () => object): Promise<void> {

@@ -8,6 +8,7 @@
 
 import type { NumberType } from "../../domain/destination.ts";
 import type { MultipartReceipts, ReceiptIdMatching } from "../../domain/receipt-ids.ts";
+import type { RiskSettings } from "../../domain/risk-settings.ts";
 import type { DefaultAlphabet } from "../../smpp/alphabets.ts";
 import type { SmppEndpoint } from "../../smpp/endpoint.ts";
 import type { NationalNumbering } from "../../smpp/numbering.ts";
@@ -106,6 +107,8 @@ export interface CarrierPlan {
   routes: readonly RouteSpec[];
   prices: PriceSpec;
   failover: FailoverSettings;
+  /** The toll-fraud guard's `risk:` settings (money/toll-fraud-guard.ts); absent: the defaults. */
+  risk?: RiskSettings;
 }
 
 export const DEFAULT_FAILOVER: FailoverSettings = Object.freeze({

@@ -1,6 +1,7 @@
 // A small client of the SMS service in Go, on code generated from proto/ (buf.gen.go.yaml): it
 // sends a message and a batch, reads them back, lists messages, handles a field error and lists
-// the messages handsets sent to the account's numbers. With SMS_WEBHOOK_SECRET (the account's
+// the messages handsets sent to the account's numbers, and makes a read-only key, refused a send
+// for its scope, then deletes it (ApiKeyService). With SMS_WEBHOOK_SECRET (the account's
 // "whsec_..." webhook secret) it also points the account's inbound URL at a receiver of its own,
 // waits for one inbound webhook, checks its signature (webhook.go) and puts the URL back.
 // Connect protocol over HTTP/1.1 on PORT; with connect.WithGRPC() and an h2c client it speaks
@@ -145,9 +146,47 @@ func run() error {
 	}
 	fmt.Printf("listed %d inbound messages\n", listed)
 
+	if err := readOnlyKey(ctx, auth); err != nil {
+		return err
+	}
+
 	if secret := os.Getenv("SMS_WEBHOOK_SECRET"); secret != "" {
 		return receiveInboundWebhook(ctx, inbound, secret)
 	}
+	return nil
+}
+
+// readOnlyKey makes a key that may only read (a CI job's, say), shows that a send with it is
+// refused for its scope, and deletes it: how a leaked or unneeded key is replaced without downtime.
+func readOnlyKey(ctx context.Context, auth connect.ClientOption) error {
+	keys := smsv1connect.NewApiKeyServiceClient(http.DefaultClient, os.Getenv("SMS_URL"), auth)
+	made, err := keys.CreateApiKey(ctx, connect.NewRequest(&smsv1.CreateApiKeyRequest{
+		Name:  "go example, read only",
+		Scope: smsv1.ApiKeyScope_API_KEY_SCOPE_READ,
+	}))
+	if err != nil {
+		return fmt.Errorf("CreateApiKey: %w", err)
+	}
+	key := made.Msg.GetApiKey().GetApiKey()
+	fmt.Printf("made read key %s\n", key)
+	reader := smsv1connect.NewMessagingServiceClient(http.DefaultClient, os.Getenv("SMS_URL"),
+		connect.WithInterceptors(basicAuth(key, made.Msg.GetApiSecret())))
+	_, err = reader.SendMessage(ctx, connect.NewRequest(&smsv1.SendMessageRequest{To: "+4915112345678", Text: "x"}))
+	var connectErr *connect.Error
+	if !errors.As(err, &connectErr) || connectErr.Code() != connect.CodePermissionDenied {
+		return fmt.Errorf("a send with a read key: want PERMISSION_DENIED, got %v", err)
+	}
+	for _, detail := range connectErr.Details() {
+		if value, derr := detail.Value(); derr == nil {
+			if info, ok := value.(*errdetails.ErrorInfo); ok {
+				fmt.Printf("read key refused: %s\n", info.GetReason())
+			}
+		}
+	}
+	if _, err := keys.DeleteApiKey(ctx, connect.NewRequest(&smsv1.DeleteApiKeyRequest{ApiKey: key})); err != nil {
+		return fmt.Errorf("DeleteApiKey: %w", err)
+	}
+	fmt.Printf("deleted key %s\n", key)
 	return nil
 }
 

@@ -2,11 +2,15 @@
 // @generated from file sms/admin/v1/admin.proto (package sms.admin.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { InboundMessage, OptOut, SenderName } from "../../v1/types_pb.ts";
+import type { ApiKey, ApiKeyScope } from "../../v1/api_keys_pb.ts";
+import { file_sms_v1_api_keys } from "../../v1/api_keys_pb.ts";
+import type { AccountView, SpendControls } from "../../v1/money_pb.ts";
+import { file_sms_v1_money } from "../../v1/money_pb.ts";
+import type { InboundMessage, OptOut, SenderName, SenderNameOwnerType, SenderNamePurpose } from "../../v1/types_pb.ts";
 import { file_sms_v1_types } from "../../v1/types_pb.ts";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -14,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/admin/v1/admin.proto.
  */
 export const file_sms_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSKxAQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtpbmJvdW5kX3VybBgHIAEoCSKqAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIaCg1jcmVkaXRfbWljcm9zGAIgASgDSACIAQESFwoKc3RhdHVzX3VybBgDIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAQgASgJSAKIAQFCEAoOX2NyZWRpdF9taWNyb3NCDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyImsKFUNyZWF0ZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQSEgoKYXBpX3NlY3JldBgCIAEoCRIWCg53ZWJob29rX3NlY3JldBgDIAEoCSIkChFHZXRBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJIjwKEkdldEFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoQQWRkQ3JlZGl0UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhUKDWFtb3VudF9taWNyb3MYAiABKAMiOwoRQWRkQ3JlZGl0UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjoKE1NldFN0YXR1c1VybFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRISCgpzdGF0dXNfdXJsGAIgASgJIj4KFFNldFN0YXR1c1VybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI/ChdTZXREZWZhdWx0U2VuZGVyUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhMKC3NlbmRlcl9uYW1lGAIgASgJIkIKGFNldERlZmF1bHRTZW5kZXJSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOQoYQXBwcm92ZVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCSJEChlBcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEicKC3NlbmRlcl9uYW1lGAEgASgLMhIuc21zLnYxLlNlbmRlck5hbWUiOAoXUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lImIKDkFzc2lnbmVkTnVtYmVyEg4KBm51bWJlchgBIAEoCRIPCgdhcGlfa2V5GAIgASgJEi8KC2Fzc2lnbl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChNBc3NpZ25OdW1iZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIkQKFEFzc2lnbk51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciImChRSZWxlYXNlTnVtYmVyUmVxdWVzdBIOCgZudW1iZXIYASABKAkiRQoVUmVsZWFzZU51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciJMChJMaXN0TnVtYmVyc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJdChNMaXN0TnVtYmVyc1Jlc3BvbnNlEi0KB251bWJlcnMYASADKAsyHC5zbXMuYWRtaW4udjEuQXNzaWduZWROdW1iZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKFFNldEluYm91bmRVcmxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLaW5ib3VuZF91cmwYAiABKAkiPwoVU2V0SW5ib3VuZFVybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCJIChZTaW11bGF0ZUluYm91bmRSZXF1ZXN0EhQKBnNlbmRlchgBIAEoCVIEZnJvbRIKCgJ0bxgCIAEoCRIMCgR0ZXh0GAMgASgJIkoKF1NpbXVsYXRlSW5ib3VuZFJlc3BvbnNlEi8KD2luYm91bmRfbWVzc2FnZRgBIAEoCzIWLnNtcy52MS5JbmJvdW5kTWVzc2FnZSI2ChNDcmVhdGVPcHRPdXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIjcKFENyZWF0ZU9wdE91dFJlc3BvbnNlEh8KB29wdF9vdXQYASABKAsyDi5zbXMudjEuT3B0T3V0IjYKE0RlbGV0ZU9wdE91dFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIOCgZudW1iZXIYAiABKAkiNwoURGVsZXRlT3B0T3V0UmVzcG9uc2USHwoHb3B0X291dBgBIAEoCzIOLnNtcy52MS5PcHRPdXQygQoKDEFkbWluU2VydmljZRJYCg1DcmVhdGVBY2NvdW50EiIuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiMuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJUCgpHZXRBY2NvdW50Eh8uc21zLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuc21zLmFkbWluLnYxLkdldEFjY291bnRSZXNwb25zZSIDkAIBEkwKCUFkZENyZWRpdBIeLnNtcy5hZG1pbi52MS5BZGRDcmVkaXRSZXF1ZXN0Gh8uc21zLmFkbWluLnYxLkFkZENyZWRpdFJlc3BvbnNlElUKDFNldFN0YXR1c1VybBIhLnNtcy5hZG1pbi52MS5TZXRTdGF0dXNVcmxSZXF1ZXN0GiIuc21zLmFkbWluLnYxLlNldFN0YXR1c1VybFJlc3BvbnNlEmEKEFNldERlZmF1bHRTZW5kZXISJS5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlcXVlc3QaJi5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlc3BvbnNlEmQKEUFwcHJvdmVTZW5kZXJOYW1lEiYuc21zLmFkbWluLnYxLkFwcHJvdmVTZW5kZXJOYW1lUmVxdWVzdBonLnNtcy5hZG1pbi52MS5BcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEmEKEFJlamVjdFNlbmRlck5hbWUSJS5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QaJi5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlc3BvbnNlElUKDEFzc2lnbk51bWJlchIhLnNtcy5hZG1pbi52MS5Bc3NpZ25OdW1iZXJSZXF1ZXN0GiIuc21zLmFkbWluLnYxLkFzc2lnbk51bWJlclJlc3BvbnNlElgKDVJlbGVhc2VOdW1iZXISIi5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlcXVlc3QaIy5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlc3BvbnNlElcKC0xpc3ROdW1iZXJzEiAuc21zLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBohLnNtcy5hZG1pbi52MS5MaXN0TnVtYmVyc1Jlc3BvbnNlIgOQAgESWAoNU2V0SW5ib3VuZFVybBIiLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVxdWVzdBojLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVzcG9uc2USXgoPU2ltdWxhdGVJbmJvdW5kEiQuc21zLmFkbWluLnYxLlNpbXVsYXRlSW5ib3VuZFJlcXVlc3QaJS5zbXMuYWRtaW4udjEuU2ltdWxhdGVJbmJvdW5kUmVzcG9uc2USVQoMQ3JlYXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkNyZWF0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQ3JlYXRlT3B0T3V0UmVzcG9uc2USVQoMRGVsZXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkRlbGV0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuRGVsZXRlT3B0T3V0UmVzcG9uc2VCVQoYY29tLmV4YW1wbGUuc21zLmFkbWluLnYxQgpBZG1pblByb3RvUAFaK2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL2FkbWluL3YxO2FkbWludjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_sms_v1_types]);
+  fileDesc("ChhzbXMvYWRtaW4vdjEvYWRtaW4ucHJvdG8SDHNtcy5hZG1pbi52MSL1AQoHQWNjb3VudBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSFQoNY3JlZGl0X21pY3JvcxgDIAEoAxISCgpzdGF0dXNfdXJsGAQgASgJEhYKDmRlZmF1bHRfc2VuZGVyGAUgASgJEi8KC2NyZWF0ZV90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtpbmJvdW5kX3VybBgHIAEoCRIrCgZzdGF0dXMYCCABKA4yGy5zbXMuYWRtaW4udjEuQWNjb3VudFN0YXR1cxIVCg1zdGF0dXNfcmVhc29uGAkgASgJIqoBChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEhoKDWNyZWRpdF9taWNyb3MYAiABKANIAIgBARIXCgpzdGF0dXNfdXJsGAMgASgJSAGIAQESGwoOZGVmYXVsdF9zZW5kZXIYBCABKAlIAogBAUIQCg5fY3JlZGl0X21pY3Jvc0INCgtfc3RhdHVzX3VybEIRCg9fZGVmYXVsdF9zZW5kZXIiawoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudBISCgphcGlfc2VjcmV0GAIgASgJEhYKDndlYmhvb2tfc2VjcmV0GAMgASgJIiQKEUdldEFjY291bnRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiPAoSR2V0QWNjb3VudFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI6ChBBZGRDcmVkaXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSFQoNYW1vdW50X21pY3JvcxgCIAEoAyI7ChFBZGRDcmVkaXRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiOgoTU2V0U3RhdHVzVXJsUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEhIKCnN0YXR1c191cmwYAiABKAkiPgoUU2V0U3RhdHVzVXJsUmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50Ij8KF1NldERlZmF1bHRTZW5kZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLc2VuZGVyX25hbWUYAiABKAkiQgoYU2V0RGVmYXVsdFNlbmRlclJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCI5ChhBcHByb3ZlU2VuZGVyTmFtZVJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJIkQKGUFwcHJvdmVTZW5kZXJOYW1lUmVzcG9uc2USJwoLc2VuZGVyX25hbWUYASABKAsyEi5zbXMudjEuU2VuZGVyTmFtZSJIChdSZWplY3RTZW5kZXJOYW1lUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSDgoGcmVhc29uGAMgASgJIkMKGFJlamVjdFNlbmRlck5hbWVSZXNwb25zZRInCgtzZW5kZXJfbmFtZRgBIAEoCzISLnNtcy52MS5TZW5kZXJOYW1lImIKDkFzc2lnbmVkTnVtYmVyEg4KBm51bWJlchgBIAEoCRIPCgdhcGlfa2V5GAIgASgJEi8KC2Fzc2lnbl90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI2ChNBc3NpZ25OdW1iZXJSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIkQKFEFzc2lnbk51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciImChRSZWxlYXNlTnVtYmVyUmVxdWVzdBIOCgZudW1iZXIYASABKAkiRQoVUmVsZWFzZU51bWJlclJlc3BvbnNlEiwKBm51bWJlchgBIAEoCzIcLnNtcy5hZG1pbi52MS5Bc3NpZ25lZE51bWJlciJMChJMaXN0TnVtYmVyc1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJdChNMaXN0TnVtYmVyc1Jlc3BvbnNlEi0KB251bWJlcnMYASADKAsyHC5zbXMuYWRtaW4udjEuQXNzaWduZWROdW1iZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjwKFFNldEluYm91bmRVcmxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEwoLaW5ib3VuZF91cmwYAiABKAkiPwoVU2V0SW5ib3VuZFVybFJlc3BvbnNlEiYKB2FjY291bnQYASABKAsyFS5zbXMuYWRtaW4udjEuQWNjb3VudCJIChZTaW11bGF0ZUluYm91bmRSZXF1ZXN0EhQKBnNlbmRlchgBIAEoCVIEZnJvbRIKCgJ0bxgCIAEoCRIMCgR0ZXh0GAMgASgJIkoKF1NpbXVsYXRlSW5ib3VuZFJlc3BvbnNlEi8KD2luYm91bmRfbWVzc2FnZRgBIAEoCzIWLnNtcy52MS5JbmJvdW5kTWVzc2FnZSI2ChNDcmVhdGVPcHRPdXRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGbnVtYmVyGAIgASgJIjcKFENyZWF0ZU9wdE91dFJlc3BvbnNlEh8KB29wdF9vdXQYASABKAsyDi5zbXMudjEuT3B0T3V0IjYKE0RlbGV0ZU9wdE91dFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIOCgZudW1iZXIYAiABKAkiNwoURGVsZXRlT3B0T3V0UmVzcG9uc2USHwoHb3B0X291dBgBIAEoCzIOLnNtcy52MS5PcHRPdXQikQEKE0NyZWF0ZUFwaUtleVJlcXVlc3QSFwoPYWNjb3VudF9hcGlfa2V5GAEgASgJEgwKBG5hbWUYAiABKAkSIgoFc2NvcGUYAyABKA4yEy5zbXMudjEuQXBpS2V5U2NvcGUSLwoLZXhwaXJlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIksKFENyZWF0ZUFwaUtleVJlc3BvbnNlEh8KB2FwaV9rZXkYASABKAsyDi5zbXMudjEuQXBpS2V5EhIKCmFwaV9zZWNyZXQYAiABKAkiLQoSTGlzdEFwaUtleXNSZXF1ZXN0EhcKD2FjY291bnRfYXBpX2tleRgBIAEoCSI3ChNMaXN0QXBpS2V5c1Jlc3BvbnNlEiAKCGFwaV9rZXlzGAEgAygLMg4uc21zLnYxLkFwaUtleSImChNSZXZva2VBcGlLZXlSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiNwoUUmV2b2tlQXBpS2V5UmVzcG9uc2USHwoHYXBpX2tleRgBIAEoCzIOLnNtcy52MS5BcGlLZXkiLQoaUm90YXRlV2ViaG9va1NlY3JldFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCSI1ChtSb3RhdGVXZWJob29rU2VjcmV0UmVzcG9uc2USFgoOd2ViaG9va19zZWNyZXQYASABKAkiOAoVU3VzcGVuZEFjY291bnRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGcmVhc29uGAIgASgJIkAKFlN1c3BlbmRBY2NvdW50UmVzcG9uc2USJgoHYWNjb3VudBgBIAEoCzIVLnNtcy5hZG1pbi52MS5BY2NvdW50IjcKFFJlc3VtZUFjY291bnRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSDgoGcmVhc29uGAIgASgJIj8KFVJlc3VtZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQiNgoTQ2xvc2VBY2NvdW50UmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEg4KBnJlYXNvbhgCIAEoCSI+ChRDbG9zZUFjY291bnRSZXNwb25zZRImCgdhY2NvdW50GAEgASgLMhUuc21zLmFkbWluLnYxLkFjY291bnQifgoTTGlzdEFjY291bnRzUmVxdWVzdBITCgtuYW1lX3ByZWZpeBgBIAEoCRIrCgZzdGF0dXMYAiABKA4yGy5zbXMuYWRtaW4udjEuQWNjb3VudFN0YXR1cxIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSLzAQoOQWNjb3VudFN1bW1hcnkSDwoHYXBpX2tleRgBIAEoCRIMCgRuYW1lGAIgASgJEisKBnN0YXR1cxgDIAEoDjIbLnNtcy5hZG1pbi52MS5BY2NvdW50U3RhdHVzEhUKDWNyZWRpdF9taWNyb3MYBCABKAMSLwoLY3JlYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3Rfc2VuZF90aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFtZXNzYWdlc19sYXN0XzI0aBgHIAEoAyJfChRMaXN0QWNjb3VudHNSZXNwb25zZRIuCghhY2NvdW50cxgBIAMoCzIcLnNtcy5hZG1pbi52MS5BY2NvdW50U3VtbWFyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiYQoWTGlzdFNlbmRlck5hbWVzUmVxdWVzdBIPCgdwZW5kaW5nGAEgASgIEg8KB2FwaV9rZXkYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAki/wEKEVNlbmRlck5hbWVSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSJwoLc2VuZGVyX25hbWUYAiABKAsyEi5zbXMudjEuU2VuZGVyTmFtZRIqCgdwdXJwb3NlGAMgASgOMhkuc21zLnYxLlNlbmRlck5hbWVQdXJwb3NlEi8KCm93bmVyX3R5cGUYBCABKA4yGy5zbXMudjEuU2VuZGVyTmFtZU93bmVyVHlwZRINCgVvd25lchgFIAEoCRITCgtleGFtcGxlX21zZxgGIAEoCRIvCgtjcmVhdGVfdGltZRgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaQoXTGlzdFNlbmRlck5hbWVzUmVzcG9uc2USNQoMc2VuZGVyX25hbWVzGAEgAygLMh8uc21zLmFkbWluLnYxLlNlbmRlck5hbWVSZXF1ZXN0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJxChpVcGRhdGVTcGVuZENvbnRyb2xzUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEi0KDnNwZW5kX2NvbnRyb2xzGAIgASgLMhUuc21zLnYxLlNwZW5kQ29udHJvbHMSEwoLdXBkYXRlX21hc2sYAyADKAkiQwobVXBkYXRlU3BlbmRDb250cm9sc1Jlc3BvbnNlEiQKB2FjY291bnQYASABKAsyEy5zbXMudjEuQWNjb3VudFZpZXciKgoNUmlza092ZXJyaWRlcxIMCgRtb2RlGAEgASgJEgsKA21heBgCIAEoBSJaChdTZXRSaXNrT3ZlcnJpZGVzUmVxdWVzdBIPCgdhcGlfa2V5GAEgASgJEi4KCW92ZXJyaWRlcxgCIAEoCzIbLnNtcy5hZG1pbi52MS5SaXNrT3ZlcnJpZGVzIkoKGFNldFJpc2tPdmVycmlkZXNSZXNwb25zZRIuCglvdmVycmlkZXMYASABKAsyGy5zbXMuYWRtaW4udjEuUmlza092ZXJyaWRlcyI7ChVMaXN0Umlza0V2ZW50c1JlcXVlc3QSDwoHYXBpX2tleRgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUimQEKCVJpc2tFdmVudBIPCgdhcGlfa2V5GAEgASgJEigKBHRpbWUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEgoKAnRvGAMgASgJEg0KBXJhbmdlGAQgASgJEg4KBmFjdGlvbhgFIAEoCRIXCgptZXNzYWdlX2lkGAYgASgDSACIAQFCDQoLX21lc3NhZ2VfaWQiQQoWTGlzdFJpc2tFdmVudHNSZXNwb25zZRInCgZldmVudHMYASADKAsyFy5zbXMuYWRtaW4udjEuUmlza0V2ZW50KoMBCg1BY2NvdW50U3RhdHVzEh4KGkFDQ09VTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVQUNDT1VOVF9TVEFUVVNfQUNUSVZFEAESHAoYQUNDT1VOVF9TVEFUVVNfU1VTUEVOREVEEAISGQoVQUNDT1VOVF9TVEFUVVNfQ0xPU0VEEAMy/hIKDEFkbWluU2VydmljZRJYCg1DcmVhdGVBY2NvdW50EiIuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiMuc21zLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJUCgpHZXRBY2NvdW50Eh8uc21zLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0GiAuc21zLmFkbWluLnYxLkdldEFjY291bnRSZXNwb25zZSIDkAIBEkwKCUFkZENyZWRpdBIeLnNtcy5hZG1pbi52MS5BZGRDcmVkaXRSZXF1ZXN0Gh8uc21zLmFkbWluLnYxLkFkZENyZWRpdFJlc3BvbnNlElUKDFNldFN0YXR1c1VybBIhLnNtcy5hZG1pbi52MS5TZXRTdGF0dXNVcmxSZXF1ZXN0GiIuc21zLmFkbWluLnYxLlNldFN0YXR1c1VybFJlc3BvbnNlEmEKEFNldERlZmF1bHRTZW5kZXISJS5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlcXVlc3QaJi5zbXMuYWRtaW4udjEuU2V0RGVmYXVsdFNlbmRlclJlc3BvbnNlEmQKEUFwcHJvdmVTZW5kZXJOYW1lEiYuc21zLmFkbWluLnYxLkFwcHJvdmVTZW5kZXJOYW1lUmVxdWVzdBonLnNtcy5hZG1pbi52MS5BcHByb3ZlU2VuZGVyTmFtZVJlc3BvbnNlEmEKEFJlamVjdFNlbmRlck5hbWUSJS5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlcXVlc3QaJi5zbXMuYWRtaW4udjEuUmVqZWN0U2VuZGVyTmFtZVJlc3BvbnNlElUKDEFzc2lnbk51bWJlchIhLnNtcy5hZG1pbi52MS5Bc3NpZ25OdW1iZXJSZXF1ZXN0GiIuc21zLmFkbWluLnYxLkFzc2lnbk51bWJlclJlc3BvbnNlElgKDVJlbGVhc2VOdW1iZXISIi5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlcXVlc3QaIy5zbXMuYWRtaW4udjEuUmVsZWFzZU51bWJlclJlc3BvbnNlElcKC0xpc3ROdW1iZXJzEiAuc21zLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBohLnNtcy5hZG1pbi52MS5MaXN0TnVtYmVyc1Jlc3BvbnNlIgOQAgESWAoNU2V0SW5ib3VuZFVybBIiLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVxdWVzdBojLnNtcy5hZG1pbi52MS5TZXRJbmJvdW5kVXJsUmVzcG9uc2USXgoPU2ltdWxhdGVJbmJvdW5kEiQuc21zLmFkbWluLnYxLlNpbXVsYXRlSW5ib3VuZFJlcXVlc3QaJS5zbXMuYWRtaW4udjEuU2ltdWxhdGVJbmJvdW5kUmVzcG9uc2USVQoMQ3JlYXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkNyZWF0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQ3JlYXRlT3B0T3V0UmVzcG9uc2USVQoMRGVsZXRlT3B0T3V0EiEuc21zLmFkbWluLnYxLkRlbGV0ZU9wdE91dFJlcXVlc3QaIi5zbXMuYWRtaW4udjEuRGVsZXRlT3B0T3V0UmVzcG9uc2USVQoMQ3JlYXRlQXBpS2V5EiEuc21zLmFkbWluLnYxLkNyZWF0ZUFwaUtleVJlcXVlc3QaIi5zbXMuYWRtaW4udjEuQ3JlYXRlQXBpS2V5UmVzcG9uc2USVwoLTGlzdEFwaUtleXMSIC5zbXMuYWRtaW4udjEuTGlzdEFwaUtleXNSZXF1ZXN0GiEuc21zLmFkbWluLnYxLkxpc3RBcGlLZXlzUmVzcG9uc2UiA5ACARJVCgxSZXZva2VBcGlLZXkSIS5zbXMuYWRtaW4udjEuUmV2b2tlQXBpS2V5UmVxdWVzdBoiLnNtcy5hZG1pbi52MS5SZXZva2VBcGlLZXlSZXNwb25zZRJqChNSb3RhdGVXZWJob29rU2VjcmV0Eiguc21zLmFkbWluLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXF1ZXN0Gikuc21zLmFkbWluLnYxLlJvdGF0ZVdlYmhvb2tTZWNyZXRSZXNwb25zZRJbCg5TdXNwZW5kQWNjb3VudBIjLnNtcy5hZG1pbi52MS5TdXNwZW5kQWNjb3VudFJlcXVlc3QaJC5zbXMuYWRtaW4udjEuU3VzcGVuZEFjY291bnRSZXNwb25zZRJYCg1SZXN1bWVBY2NvdW50EiIuc21zLmFkbWluLnYxLlJlc3VtZUFjY291bnRSZXF1ZXN0GiMuc21zLmFkbWluLnYxLlJlc3VtZUFjY291bnRSZXNwb25zZRJVCgxDbG9zZUFjY291bnQSIS5zbXMuYWRtaW4udjEuQ2xvc2VBY2NvdW50UmVxdWVzdBoiLnNtcy5hZG1pbi52MS5DbG9zZUFjY291bnRSZXNwb25zZRJaCgxMaXN0QWNjb3VudHMSIS5zbXMuYWRtaW4udjEuTGlzdEFjY291bnRzUmVxdWVzdBoiLnNtcy5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXNwb25zZSIDkAIBEmMKD0xpc3RTZW5kZXJOYW1lcxIkLnNtcy5hZG1pbi52MS5MaXN0U2VuZGVyTmFtZXNSZXF1ZXN0GiUuc21zLmFkbWluLnYxLkxpc3RTZW5kZXJOYW1lc1Jlc3BvbnNlIgOQAgESbwoTVXBkYXRlU3BlbmRDb250cm9scxIoLnNtcy5hZG1pbi52MS5VcGRhdGVTcGVuZENvbnRyb2xzUmVxdWVzdBopLnNtcy5hZG1pbi52MS5VcGRhdGVTcGVuZENvbnRyb2xzUmVzcG9uc2UiA5ACAhJmChBTZXRSaXNrT3ZlcnJpZGVzEiUuc21zLmFkbWluLnYxLlNldFJpc2tPdmVycmlkZXNSZXF1ZXN0GiYuc21zLmFkbWluLnYxLlNldFJpc2tPdmVycmlkZXNSZXNwb25zZSIDkAICEmAKDkxpc3RSaXNrRXZlbnRzEiMuc21zLmFkbWluLnYxLkxpc3RSaXNrRXZlbnRzUmVxdWVzdBokLnNtcy5hZG1pbi52MS5MaXN0Umlza0V2ZW50c1Jlc3BvbnNlIgOQAgFCVQoYY29tLmV4YW1wbGUuc21zLmFkbWluLnYxQgpBZG1pblByb3RvUAFaK2V4YW1wbGUuY29tL3Ntcy9nZW4vZ28vc21zL2FkbWluL3YxO2FkbWludjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_sms_v1_api_keys, file_sms_v1_money, file_sms_v1_types]);
 
 /**
  * An account of the service.
@@ -70,6 +74,20 @@ export type Account = Message<"sms.admin.v1.Account"> & {
    * @generated from field: string inbound_url = 7;
    */
   inboundUrl: string;
+
+  /**
+   * Active, suspended or closed.
+   *
+   * @generated from field: sms.admin.v1.AccountStatus status = 8;
+   */
+  status: AccountStatus;
+
+  /**
+   * Why the operator suspended or closed the account; empty while active.
+   *
+   * @generated from field: string status_reason = 9;
+   */
+  statusReason: string;
 };
 
 /**
@@ -417,6 +435,13 @@ export type RejectSenderNameRequest = Message<"sms.admin.v1.RejectSenderNameRequ
    * @generated from field: string name = 2;
    */
   name: string;
+
+  /**
+   * Why, at most 500 characters; the account's dashboard shows it for 30 days.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
 };
 
 /**
@@ -841,6 +866,895 @@ export const DeleteOptOutResponseSchema: GenMessage<DeleteOptOutResponse> = /*@_
   messageDesc(file_sms_admin_v1_admin, 29);
 
 /**
+ * Makes a key for an account.
+ *
+ * @generated from message sms.admin.v1.CreateApiKeyRequest
+ */
+export type CreateApiKeyRequest = Message<"sms.admin.v1.CreateApiKeyRequest"> & {
+  /**
+   * Required. The account's API key (its id).
+   *
+   * @generated from field: string account_api_key = 1;
+   */
+  accountApiKey: string;
+
+  /**
+   * Required. 1 to 100 characters, not blank.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * What the key may do; default (unspecified) full.
+   *
+   * @generated from field: sms.v1.ApiKeyScope scope = 3;
+   */
+  scope: ApiKeyScope;
+
+  /**
+   * When it stops working: in the future; default never.
+   *
+   * @generated from field: google.protobuf.Timestamp expire_time = 4;
+   */
+  expireTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.CreateApiKeyRequest.
+ * Use `create(CreateApiKeyRequestSchema)` to create a new message.
+ */
+export const CreateApiKeyRequestSchema: GenMessage<CreateApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 30);
+
+/**
+ * The answer of CreateApiKey.
+ *
+ * @generated from message sms.admin.v1.CreateApiKeyResponse
+ */
+export type CreateApiKeyResponse = Message<"sms.admin.v1.CreateApiKeyResponse"> & {
+  /**
+   * The new key.
+   *
+   * @generated from field: sms.v1.ApiKey api_key = 1;
+   */
+  apiKey?: ApiKey | undefined;
+
+  /**
+   * Shown once: only a digest of it is stored.
+   *
+   * @generated from field: string api_secret = 2;
+   */
+  apiSecret: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.CreateApiKeyResponse.
+ * Use `create(CreateApiKeyResponseSchema)` to create a new message.
+ */
+export const CreateApiKeyResponseSchema: GenMessage<CreateApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 31);
+
+/**
+ * Lists an account's keys.
+ *
+ * @generated from message sms.admin.v1.ListApiKeysRequest
+ */
+export type ListApiKeysRequest = Message<"sms.admin.v1.ListApiKeysRequest"> & {
+  /**
+   * Required. The account's API key (its id).
+   *
+   * @generated from field: string account_api_key = 1;
+   */
+  accountApiKey: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListApiKeysRequest.
+ * Use `create(ListApiKeysRequestSchema)` to create a new message.
+ */
+export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 32);
+
+/**
+ * An account's keys.
+ *
+ * @generated from message sms.admin.v1.ListApiKeysResponse
+ */
+export type ListApiKeysResponse = Message<"sms.admin.v1.ListApiKeysResponse"> & {
+  /**
+   * Every key not revoked, oldest first.
+   *
+   * @generated from field: repeated sms.v1.ApiKey api_keys = 1;
+   */
+  apiKeys: ApiKey[];
+};
+
+/**
+ * Describes the message sms.admin.v1.ListApiKeysResponse.
+ * Use `create(ListApiKeysResponseSchema)` to create a new message.
+ */
+export const ListApiKeysResponseSchema: GenMessage<ListApiKeysResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 33);
+
+/**
+ * Revokes a key.
+ *
+ * @generated from message sms.admin.v1.RevokeApiKeyRequest
+ */
+export type RevokeApiKeyRequest = Message<"sms.admin.v1.RevokeApiKeyRequest"> & {
+  /**
+   * Required. The key to revoke, of any account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.RevokeApiKeyRequest.
+ * Use `create(RevokeApiKeyRequestSchema)` to create a new message.
+ */
+export const RevokeApiKeyRequestSchema: GenMessage<RevokeApiKeyRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 34);
+
+/**
+ * The answer of RevokeApiKey.
+ *
+ * @generated from message sms.admin.v1.RevokeApiKeyResponse
+ */
+export type RevokeApiKeyResponse = Message<"sms.admin.v1.RevokeApiKeyResponse"> & {
+  /**
+   * The revoked key as it was.
+   *
+   * @generated from field: sms.v1.ApiKey api_key = 1;
+   */
+  apiKey?: ApiKey | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.RevokeApiKeyResponse.
+ * Use `create(RevokeApiKeyResponseSchema)` to create a new message.
+ */
+export const RevokeApiKeyResponseSchema: GenMessage<RevokeApiKeyResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 35);
+
+/**
+ * Makes a new webhook secret for an account.
+ *
+ * @generated from message sms.admin.v1.RotateWebhookSecretRequest
+ */
+export type RotateWebhookSecretRequest = Message<"sms.admin.v1.RotateWebhookSecretRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.RotateWebhookSecretRequest.
+ * Use `create(RotateWebhookSecretRequestSchema)` to create a new message.
+ */
+export const RotateWebhookSecretRequestSchema: GenMessage<RotateWebhookSecretRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 36);
+
+/**
+ * The answer of RotateWebhookSecret.
+ *
+ * @generated from message sms.admin.v1.RotateWebhookSecretResponse
+ */
+export type RotateWebhookSecretResponse = Message<"sms.admin.v1.RotateWebhookSecretResponse"> & {
+  /**
+   * The new Standard Webhooks secret (`whsec_...`).
+   *
+   * @generated from field: string webhook_secret = 1;
+   */
+  webhookSecret: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.RotateWebhookSecretResponse.
+ * Use `create(RotateWebhookSecretResponseSchema)` to create a new message.
+ */
+export const RotateWebhookSecretResponseSchema: GenMessage<RotateWebhookSecretResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 37);
+
+/**
+ * Suspends an account.
+ *
+ * @generated from message sms.admin.v1.SuspendAccountRequest
+ */
+export type SuspendAccountRequest = Message<"sms.admin.v1.SuspendAccountRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Required. Why, 1 to 500 characters: the account is shown it.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.SuspendAccountRequest.
+ * Use `create(SuspendAccountRequestSchema)` to create a new message.
+ */
+export const SuspendAccountRequestSchema: GenMessage<SuspendAccountRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 38);
+
+/**
+ * The answer of SuspendAccount.
+ *
+ * @generated from message sms.admin.v1.SuspendAccountResponse
+ */
+export type SuspendAccountResponse = Message<"sms.admin.v1.SuspendAccountResponse"> & {
+  /**
+   * The account as changed.
+   *
+   * @generated from field: sms.admin.v1.Account account = 1;
+   */
+  account?: Account | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SuspendAccountResponse.
+ * Use `create(SuspendAccountResponseSchema)` to create a new message.
+ */
+export const SuspendAccountResponseSchema: GenMessage<SuspendAccountResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 39);
+
+/**
+ * Lifts a suspension.
+ *
+ * @generated from message sms.admin.v1.ResumeAccountRequest
+ */
+export type ResumeAccountRequest = Message<"sms.admin.v1.ResumeAccountRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Why, at most 500 characters; kept in the audit log.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ResumeAccountRequest.
+ * Use `create(ResumeAccountRequestSchema)` to create a new message.
+ */
+export const ResumeAccountRequestSchema: GenMessage<ResumeAccountRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 40);
+
+/**
+ * The answer of ResumeAccount.
+ *
+ * @generated from message sms.admin.v1.ResumeAccountResponse
+ */
+export type ResumeAccountResponse = Message<"sms.admin.v1.ResumeAccountResponse"> & {
+  /**
+   * The account as changed.
+   *
+   * @generated from field: sms.admin.v1.Account account = 1;
+   */
+  account?: Account | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.ResumeAccountResponse.
+ * Use `create(ResumeAccountResponseSchema)` to create a new message.
+ */
+export const ResumeAccountResponseSchema: GenMessage<ResumeAccountResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 41);
+
+/**
+ * Closes an account.
+ *
+ * @generated from message sms.admin.v1.CloseAccountRequest
+ */
+export type CloseAccountRequest = Message<"sms.admin.v1.CloseAccountRequest"> & {
+  /**
+   * Required. The account's API key.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * Required. Why, 1 to 500 characters.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.CloseAccountRequest.
+ * Use `create(CloseAccountRequestSchema)` to create a new message.
+ */
+export const CloseAccountRequestSchema: GenMessage<CloseAccountRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 42);
+
+/**
+ * The answer of CloseAccount.
+ *
+ * @generated from message sms.admin.v1.CloseAccountResponse
+ */
+export type CloseAccountResponse = Message<"sms.admin.v1.CloseAccountResponse"> & {
+  /**
+   * The account as changed.
+   *
+   * @generated from field: sms.admin.v1.Account account = 1;
+   */
+  account?: Account | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.CloseAccountResponse.
+ * Use `create(CloseAccountResponseSchema)` to create a new message.
+ */
+export const CloseAccountResponseSchema: GenMessage<CloseAccountResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 43);
+
+/**
+ * Lists accounts.
+ *
+ * @generated from message sms.admin.v1.ListAccountsRequest
+ */
+export type ListAccountsRequest = Message<"sms.admin.v1.ListAccountsRequest"> & {
+  /**
+   * Only accounts whose name starts with this (case-sensitive); empty for any.
+   *
+   * @generated from field: string name_prefix = 1;
+   */
+  namePrefix: string;
+
+  /**
+   * Only accounts of this status; unspecified for any.
+   *
+   * @generated from field: sms.admin.v1.AccountStatus status = 2;
+   */
+  status: AccountStatus;
+
+  /**
+   * At most this many accounts: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page, with the same filters.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListAccountsRequest.
+ * Use `create(ListAccountsRequestSchema)` to create a new message.
+ */
+export const ListAccountsRequestSchema: GenMessage<ListAccountsRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 44);
+
+/**
+ * An account as the operator's list shows it.
+ *
+ * @generated from message sms.admin.v1.AccountSummary
+ */
+export type AccountSummary = Message<"sms.admin.v1.AccountSummary"> & {
+  /**
+   * The account's API key (its id).
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * A name for people.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Active, suspended or closed.
+   *
+   * @generated from field: sms.admin.v1.AccountStatus status = 3;
+   */
+  status: AccountStatus;
+
+  /**
+   * Credit left, in micro-units.
+   *
+   * @generated from field: int64 credit_micros = 4;
+   */
+  creditMicros: bigint;
+
+  /**
+   * When the account was created.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 5;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When it last sent a message; unset when never.
+   *
+   * @generated from field: google.protobuf.Timestamp last_send_time = 6;
+   */
+  lastSendTime?: Timestamp | undefined;
+
+  /**
+   * Messages accepted in the last 24 hours.
+   *
+   * @generated from field: int64 messages_last_24h = 7;
+   */
+  messagesLast24h: bigint;
+};
+
+/**
+ * Describes the message sms.admin.v1.AccountSummary.
+ * Use `create(AccountSummarySchema)` to create a new message.
+ */
+export const AccountSummarySchema: GenMessage<AccountSummary> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 45);
+
+/**
+ * A page of accounts.
+ *
+ * @generated from message sms.admin.v1.ListAccountsResponse
+ */
+export type ListAccountsResponse = Message<"sms.admin.v1.ListAccountsResponse"> & {
+  /**
+   * At most page_size accounts, by API key.
+   *
+   * @generated from field: repeated sms.admin.v1.AccountSummary accounts = 1;
+   */
+  accounts: AccountSummary[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListAccountsResponse.
+ * Use `create(ListAccountsResponseSchema)` to create a new message.
+ */
+export const ListAccountsResponseSchema: GenMessage<ListAccountsResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 46);
+
+/**
+ * Lists sender names across accounts.
+ *
+ * @generated from message sms.admin.v1.ListSenderNamesRequest
+ */
+export type ListSenderNamesRequest = Message<"sms.admin.v1.ListSenderNamesRequest"> & {
+  /**
+   * Only names awaiting approval: the approval queue.
+   *
+   * @generated from field: bool pending = 1;
+   */
+  pending: boolean;
+
+  /**
+   * Only this account's names; empty for every account's.
+   *
+   * @generated from field: string api_key = 2;
+   */
+  apiKey: string;
+
+  /**
+   * At most this many names: 1 to 1000, default (0) 100; larger values are taken as 1000.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * Empty for the first page, else `next_page_token` of the previous page, with the same filters.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListSenderNamesRequest.
+ * Use `create(ListSenderNamesRequestSchema)` to create a new message.
+ */
+export const ListSenderNamesRequestSchema: GenMessage<ListSenderNamesRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 47);
+
+/**
+ * A sender name with what the operator needs to decide on it.
+ *
+ * @generated from message sms.admin.v1.SenderNameRequest
+ */
+export type SenderNameRequest = Message<"sms.admin.v1.SenderNameRequest"> & {
+  /**
+   * The API key of the account that asked for it.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * The name.
+   *
+   * @generated from field: sms.v1.SenderName sender_name = 2;
+   */
+  senderName?: SenderName | undefined;
+
+  /**
+   * What it is for.
+   *
+   * @generated from field: sms.v1.SenderNamePurpose purpose = 3;
+   */
+  purpose: SenderNamePurpose;
+
+  /**
+   * What kind of owner `owner` is.
+   *
+   * @generated from field: sms.v1.SenderNameOwnerType owner_type = 4;
+   */
+  ownerType: SenderNameOwnerType;
+
+  /**
+   * The company, person or website behind the name.
+   *
+   * @generated from field: string owner = 5;
+   */
+  owner: string;
+
+  /**
+   * An example of the messages to be sent from it.
+   *
+   * @generated from field: string example_msg = 6;
+   */
+  exampleMsg: string;
+
+  /**
+   * When it was asked for.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 7;
+   */
+  createTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SenderNameRequest.
+ * Use `create(SenderNameRequestSchema)` to create a new message.
+ */
+export const SenderNameRequestSchema: GenMessage<SenderNameRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 48);
+
+/**
+ * A page of sender names.
+ *
+ * @generated from message sms.admin.v1.ListSenderNamesResponse
+ */
+export type ListSenderNamesResponse = Message<"sms.admin.v1.ListSenderNamesResponse"> & {
+  /**
+   * At most page_size names, oldest first.
+   *
+   * @generated from field: repeated sms.admin.v1.SenderNameRequest sender_names = 1;
+   */
+  senderNames: SenderNameRequest[];
+
+  /**
+   * Pass as `page_token` for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListSenderNamesResponse.
+ * Use `create(ListSenderNamesResponseSchema)` to create a new message.
+ */
+export const ListSenderNamesResponseSchema: GenMessage<ListSenderNamesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 49);
+
+/**
+ * Changes an account's spend controls.
+ *
+ * @generated from message sms.admin.v1.UpdateSpendControlsRequest
+ */
+export type UpdateSpendControlsRequest = Message<"sms.admin.v1.UpdateSpendControlsRequest"> & {
+  /**
+   * Required. The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * The new values of the fields named in update_mask.
+   *
+   * @generated from field: sms.v1.SpendControls spend_controls = 2;
+   */
+  spendControls?: SpendControls | undefined;
+
+  /**
+   * Paths: `allowed_countries`, `max_price_per_message_micros`, `daily_spend_limit_micros`; a named
+   * field left unset clears it.
+   *
+   * @generated from field: repeated string update_mask = 3;
+   */
+  updateMask: string[];
+};
+
+/**
+ * Describes the message sms.admin.v1.UpdateSpendControlsRequest.
+ * Use `create(UpdateSpendControlsRequestSchema)` to create a new message.
+ */
+export const UpdateSpendControlsRequestSchema: GenMessage<UpdateSpendControlsRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 50);
+
+/**
+ * The answer of UpdateSpendControls.
+ *
+ * @generated from message sms.admin.v1.UpdateSpendControlsResponse
+ */
+export type UpdateSpendControlsResponse = Message<"sms.admin.v1.UpdateSpendControlsResponse"> & {
+  /**
+   * The account as it reads itself.
+   *
+   * @generated from field: sms.v1.AccountView account = 1;
+   */
+  account?: AccountView | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.UpdateSpendControlsResponse.
+ * Use `create(UpdateSpendControlsResponseSchema)` to create a new message.
+ */
+export const UpdateSpendControlsResponseSchema: GenMessage<UpdateSpendControlsResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 51);
+
+/**
+ * An account's overrides of the toll-fraud guard's `risk:` settings.
+ *
+ * @generated from message sms.admin.v1.RiskOverrides
+ */
+export type RiskOverrides = Message<"sms.admin.v1.RiskOverrides"> & {
+  /**
+   * `monitor`, `block` or `off`; empty: the carriers file's mode.
+   *
+   * @generated from field: string mode = 1;
+   */
+  mode: string;
+
+  /**
+   * Distinct numbers of one range within the window; 0: the carriers file's.
+   *
+   * @generated from field: int32 max = 2;
+   */
+  max: number;
+};
+
+/**
+ * Describes the message sms.admin.v1.RiskOverrides.
+ * Use `create(RiskOverridesSchema)` to create a new message.
+ */
+export const RiskOverridesSchema: GenMessage<RiskOverrides> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 52);
+
+/**
+ * Sets an account's overrides; both fields empty clear them.
+ *
+ * @generated from message sms.admin.v1.SetRiskOverridesRequest
+ */
+export type SetRiskOverridesRequest = Message<"sms.admin.v1.SetRiskOverridesRequest"> & {
+  /**
+   * Required. The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * The overrides.
+   *
+   * @generated from field: sms.admin.v1.RiskOverrides overrides = 2;
+   */
+  overrides?: RiskOverrides | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetRiskOverridesRequest.
+ * Use `create(SetRiskOverridesRequestSchema)` to create a new message.
+ */
+export const SetRiskOverridesRequestSchema: GenMessage<SetRiskOverridesRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 53);
+
+/**
+ * The answer of SetRiskOverrides.
+ *
+ * @generated from message sms.admin.v1.SetRiskOverridesResponse
+ */
+export type SetRiskOverridesResponse = Message<"sms.admin.v1.SetRiskOverridesResponse"> & {
+  /**
+   * The overrides now in force (empty: none).
+   *
+   * @generated from field: sms.admin.v1.RiskOverrides overrides = 1;
+   */
+  overrides?: RiskOverrides | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.SetRiskOverridesResponse.
+ * Use `create(SetRiskOverridesResponseSchema)` to create a new message.
+ */
+export const SetRiskOverridesResponseSchema: GenMessage<SetRiskOverridesResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 54);
+
+/**
+ * Lists what the guard flagged or refused.
+ *
+ * @generated from message sms.admin.v1.ListRiskEventsRequest
+ */
+export type ListRiskEventsRequest = Message<"sms.admin.v1.ListRiskEventsRequest"> & {
+  /**
+   * Only this account's; empty: every account's.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * At most this many: 1 to 1000, default (0) 100.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message sms.admin.v1.ListRiskEventsRequest.
+ * Use `create(ListRiskEventsRequestSchema)` to create a new message.
+ */
+export const ListRiskEventsRequestSchema: GenMessage<ListRiskEventsRequest> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 55);
+
+/**
+ * One message the guard flagged or refused.
+ *
+ * @generated from message sms.admin.v1.RiskEvent
+ */
+export type RiskEvent = Message<"sms.admin.v1.RiskEvent"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: string api_key = 1;
+   */
+  apiKey: string;
+
+  /**
+   * When.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 2;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * The destination.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+
+  /**
+   * The range it counted in: every digit but the last few.
+   *
+   * @generated from field: string range = 4;
+   */
+  range: string;
+
+  /**
+   * `flagged` (accepted, mode monitor) or `refused` (mode block).
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * The message, when it was accepted.
+   *
+   * @generated from field: optional int64 message_id = 6;
+   */
+  messageId?: bigint | undefined;
+};
+
+/**
+ * Describes the message sms.admin.v1.RiskEvent.
+ * Use `create(RiskEventSchema)` to create a new message.
+ */
+export const RiskEventSchema: GenMessage<RiskEvent> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 56);
+
+/**
+ * The events, newest first.
+ *
+ * @generated from message sms.admin.v1.ListRiskEventsResponse
+ */
+export type ListRiskEventsResponse = Message<"sms.admin.v1.ListRiskEventsResponse"> & {
+  /**
+   * The events.
+   *
+   * @generated from field: repeated sms.admin.v1.RiskEvent events = 1;
+   */
+  events: RiskEvent[];
+};
+
+/**
+ * Describes the message sms.admin.v1.ListRiskEventsResponse.
+ * Use `create(ListRiskEventsResponseSchema)` to create a new message.
+ */
+export const ListRiskEventsResponseSchema: GenMessage<ListRiskEventsResponse> = /*@__PURE__*/
+  messageDesc(file_sms_admin_v1_admin, 57);
+
+/**
+ * What an account may do, as the operator set it.
+ *
+ * @generated from enum sms.admin.v1.AccountStatus
+ */
+export enum AccountStatus {
+  /**
+   * Never set on an account; as a filter, any status.
+   *
+   * @generated from enum value: ACCOUNT_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Everything is allowed.
+   *
+   * @generated from enum value: ACCOUNT_STATUS_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Sends refused and accepted messages held until ResumeAccount.
+   *
+   * @generated from enum value: ACCOUNT_STATUS_SUSPENDED = 2;
+   */
+  SUSPENDED = 2,
+
+  /**
+   * Final: every key revoked, held messages withdrawn.
+   *
+   * @generated from enum value: ACCOUNT_STATUS_CLOSED = 3;
+   */
+  CLOSED = 3,
+}
+
+/**
+ * Describes the enum sms.admin.v1.AccountStatus.
+ */
+export const AccountStatusSchema: GenEnum<AccountStatus> = /*@__PURE__*/
+  enumDesc(file_sms_admin_v1_admin, 0);
+
+/**
  * Operator-only operations on accounts and sender names, in a package of its own so that
  * clients of the messaging API do not carry them. Callers authenticate with
  * `Authorization: Bearer <SMS_ADMIN_TOKEN>` (UNAUTHENTICATED otherwise, reason
@@ -999,6 +1913,131 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteOptOutRequestSchema;
     output: typeof DeleteOptOutResponseSchema;
+  },
+  /**
+   * Makes a key for an account, as ApiKeyService.CreateApiKey does for the account itself.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.CreateApiKey
+   */
+  createApiKey: {
+    methodKind: "unary";
+    input: typeof CreateApiKeyRequestSchema;
+    output: typeof CreateApiKeyResponseSchema;
+  },
+  /**
+   * Lists an account's keys, never a secret.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListApiKeys
+   */
+  listApiKeys: {
+    methodKind: "unary";
+    input: typeof ListApiKeysRequestSchema;
+    output: typeof ListApiKeysResponseSchema;
+  },
+  /**
+   * Revokes any key, the account's last `full` key included. NOT_FOUND (reason
+   * API_KEY_NOT_FOUND) for an unknown or revoked key.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.RevokeApiKey
+   */
+  revokeApiKey: {
+    methodKind: "unary";
+    input: typeof RevokeApiKeyRequestSchema;
+    output: typeof RevokeApiKeyResponseSchema;
+  },
+  /**
+   * Makes a new webhook secret for an account (both signatures during the overlap).
+   *
+   * @generated from rpc sms.admin.v1.AdminService.RotateWebhookSecret
+   */
+  rotateWebhookSecret: {
+    methodKind: "unary";
+    input: typeof RotateWebhookSecretRequestSchema;
+    output: typeof RotateWebhookSecretResponseSchema;
+  },
+  /**
+   * Suspends an account: its sends, sender-name requests and new keys are refused
+   * (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED) and its accepted messages are held.
+   * FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a closed account.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.SuspendAccount
+   */
+  suspendAccount: {
+    methodKind: "unary";
+    input: typeof SuspendAccountRequestSchema;
+    output: typeof SuspendAccountResponseSchema;
+  },
+  /**
+   * Lifts a suspension: held messages go on. FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a
+   * closed account.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ResumeAccount
+   */
+  resumeAccount: {
+    methodKind: "unary";
+    input: typeof ResumeAccountRequestSchema;
+    output: typeof ResumeAccountResponseSchema;
+  },
+  /**
+   * Closes an account for good: every key revoked, held messages withdrawn and refunded.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.CloseAccount
+   */
+  closeAccount: {
+    methodKind: "unary";
+    input: typeof CloseAccountRequestSchema;
+    output: typeof CloseAccountResponseSchema;
+  },
+  /**
+   * Lists accounts by API key; filtered by name prefix and status; paged.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListAccounts
+   */
+  listAccounts: {
+    methodKind: "unary";
+    input: typeof ListAccountsRequestSchema;
+    output: typeof ListAccountsResponseSchema;
+  },
+  /**
+   * Lists sender names across accounts, oldest first: with `pending`, the approval queue.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListSenderNames
+   */
+  listSenderNames: {
+    methodKind: "unary";
+    input: typeof ListSenderNamesRequestSchema;
+    output: typeof ListSenderNamesResponseSchema;
+  },
+  /**
+   * Changes an account's spend controls as AccountService.UpdateSpendControls does for the account
+   * itself (docs/design.md "Money").
+   *
+   * @generated from rpc sms.admin.v1.AdminService.UpdateSpendControls
+   */
+  updateSpendControls: {
+    methodKind: "unary";
+    input: typeof UpdateSpendControlsRequestSchema;
+    output: typeof UpdateSpendControlsResponseSchema;
+  },
+  /**
+   * Sets or clears an account's overrides of the toll-fraud guard.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.SetRiskOverrides
+   */
+  setRiskOverrides: {
+    methodKind: "unary";
+    input: typeof SetRiskOverridesRequestSchema;
+    output: typeof SetRiskOverridesResponseSchema;
+  },
+  /**
+   * What the toll-fraud guard flagged or refused in the last 30 days, newest first.
+   *
+   * @generated from rpc sms.admin.v1.AdminService.ListRiskEvents
+   */
+  listRiskEvents: {
+    methodKind: "unary";
+    input: typeof ListRiskEventsRequestSchema;
+    output: typeof ListRiskEventsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_admin_v1_admin, 0);

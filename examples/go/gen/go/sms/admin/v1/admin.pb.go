@@ -23,6 +23,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// What an account may do, as the operator set it.
+type AccountStatus int32
+
+const (
+	// Never set on an account; as a filter, any status.
+	AccountStatus_ACCOUNT_STATUS_UNSPECIFIED AccountStatus = 0
+	// Everything is allowed.
+	AccountStatus_ACCOUNT_STATUS_ACTIVE AccountStatus = 1
+	// Sends refused and accepted messages held until ResumeAccount.
+	AccountStatus_ACCOUNT_STATUS_SUSPENDED AccountStatus = 2
+	// Final: every key revoked, held messages withdrawn.
+	AccountStatus_ACCOUNT_STATUS_CLOSED AccountStatus = 3
+)
+
+// Enum value maps for AccountStatus.
+var (
+	AccountStatus_name = map[int32]string{
+		0: "ACCOUNT_STATUS_UNSPECIFIED",
+		1: "ACCOUNT_STATUS_ACTIVE",
+		2: "ACCOUNT_STATUS_SUSPENDED",
+		3: "ACCOUNT_STATUS_CLOSED",
+	}
+	AccountStatus_value = map[string]int32{
+		"ACCOUNT_STATUS_UNSPECIFIED": 0,
+		"ACCOUNT_STATUS_ACTIVE":      1,
+		"ACCOUNT_STATUS_SUSPENDED":   2,
+		"ACCOUNT_STATUS_CLOSED":      3,
+	}
+)
+
+func (x AccountStatus) Enum() *AccountStatus {
+	p := new(AccountStatus)
+	*p = x
+	return p
+}
+
+func (x AccountStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AccountStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_sms_admin_v1_admin_proto_enumTypes[0].Descriptor()
+}
+
+func (AccountStatus) Type() protoreflect.EnumType {
+	return &file_sms_admin_v1_admin_proto_enumTypes[0]
+}
+
+func (x AccountStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AccountStatus.Descriptor instead.
+func (AccountStatus) EnumDescriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{0}
+}
+
 // An account of the service.
 type Account struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -39,7 +96,11 @@ type Account struct {
 	// When the account was created.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// The URL that receives the account's inbound messages; empty when none.
-	InboundUrl    string `protobuf:"bytes,7,opt,name=inbound_url,json=inboundUrl,proto3" json:"inbound_url,omitempty"`
+	InboundUrl string `protobuf:"bytes,7,opt,name=inbound_url,json=inboundUrl,proto3" json:"inbound_url,omitempty"`
+	// Active, suspended or closed.
+	Status AccountStatus `protobuf:"varint,8,opt,name=status,proto3,enum=sms.admin.v1.AccountStatus" json:"status,omitempty"`
+	// Why the operator suspended or closed the account; empty while active.
+	StatusReason  string `protobuf:"bytes,9,opt,name=status_reason,json=statusReason,proto3" json:"status_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -119,6 +180,20 @@ func (x *Account) GetCreateTime() *timestamppb.Timestamp {
 func (x *Account) GetInboundUrl() string {
 	if x != nil {
 		return x.InboundUrl
+	}
+	return ""
+}
+
+func (x *Account) GetStatus() AccountStatus {
+	if x != nil {
+		return x.Status
+	}
+	return AccountStatus_ACCOUNT_STATUS_UNSPECIFIED
+}
+
+func (x *Account) GetStatusReason() string {
+	if x != nil {
+		return x.StatusReason
 	}
 	return ""
 }
@@ -766,7 +841,9 @@ type RejectSenderNameRequest struct {
 	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
 	// Required. The pending sender name. NOT_FOUND (reason SENDER_NAME_NOT_FOUND) when the
 	// account has no such pending name.
-	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Why, at most 500 characters; the account's dashboard shows it for 30 days.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -811,6 +888,13 @@ func (x *RejectSenderNameRequest) GetApiKey() string {
 func (x *RejectSenderNameRequest) GetName() string {
 	if x != nil {
 		return x.Name
+	}
+	return ""
+}
+
+func (x *RejectSenderNameRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -1651,11 +1735,1633 @@ func (x *DeleteOptOutResponse) GetOptOut() *v1.OptOut {
 	return nil
 }
 
+// Makes a key for an account.
+type CreateApiKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key (its id).
+	AccountApiKey string `protobuf:"bytes,1,opt,name=account_api_key,json=accountApiKey,proto3" json:"account_api_key,omitempty"`
+	// Required. 1 to 100 characters, not blank.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// What the key may do; default (unspecified) full.
+	Scope v1.ApiKeyScope `protobuf:"varint,3,opt,name=scope,proto3,enum=sms.v1.ApiKeyScope" json:"scope,omitempty"`
+	// When it stops working: in the future; default never.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateApiKeyRequest) Reset() {
+	*x = CreateApiKeyRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateApiKeyRequest) ProtoMessage() {}
+
+func (x *CreateApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*CreateApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *CreateApiKeyRequest) GetAccountApiKey() string {
+	if x != nil {
+		return x.AccountApiKey
+	}
+	return ""
+}
+
+func (x *CreateApiKeyRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CreateApiKeyRequest) GetScope() v1.ApiKeyScope {
+	if x != nil {
+		return x.Scope
+	}
+	return v1.ApiKeyScope(0)
+}
+
+func (x *CreateApiKeyRequest) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+// The answer of CreateApiKey.
+type CreateApiKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new key.
+	ApiKey *v1.ApiKey `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Shown once: only a digest of it is stored.
+	ApiSecret     string `protobuf:"bytes,2,opt,name=api_secret,json=apiSecret,proto3" json:"api_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateApiKeyResponse) Reset() {
+	*x = CreateApiKeyResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateApiKeyResponse) ProtoMessage() {}
+
+func (x *CreateApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*CreateApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *CreateApiKeyResponse) GetApiKey() *v1.ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+func (x *CreateApiKeyResponse) GetApiSecret() string {
+	if x != nil {
+		return x.ApiSecret
+	}
+	return ""
+}
+
+// Lists an account's keys.
+type ListApiKeysRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key (its id).
+	AccountApiKey string `protobuf:"bytes,1,opt,name=account_api_key,json=accountApiKey,proto3" json:"account_api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApiKeysRequest) Reset() {
+	*x = ListApiKeysRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApiKeysRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApiKeysRequest) ProtoMessage() {}
+
+func (x *ListApiKeysRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApiKeysRequest.ProtoReflect.Descriptor instead.
+func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListApiKeysRequest) GetAccountApiKey() string {
+	if x != nil {
+		return x.AccountApiKey
+	}
+	return ""
+}
+
+// An account's keys.
+type ListApiKeysResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every key not revoked, oldest first.
+	ApiKeys       []*v1.ApiKey `protobuf:"bytes,1,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListApiKeysResponse) Reset() {
+	*x = ListApiKeysResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListApiKeysResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListApiKeysResponse) ProtoMessage() {}
+
+func (x *ListApiKeysResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListApiKeysResponse.ProtoReflect.Descriptor instead.
+func (*ListApiKeysResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListApiKeysResponse) GetApiKeys() []*v1.ApiKey {
+	if x != nil {
+		return x.ApiKeys
+	}
+	return nil
+}
+
+// Revokes a key.
+type RevokeApiKeyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The key to revoke, of any account.
+	ApiKey        string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApiKeyRequest) Reset() {
+	*x = RevokeApiKeyRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApiKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApiKeyRequest) ProtoMessage() {}
+
+func (x *RevokeApiKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApiKeyRequest.ProtoReflect.Descriptor instead.
+func (*RevokeApiKeyRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RevokeApiKeyRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+// The answer of RevokeApiKey.
+type RevokeApiKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The revoked key as it was.
+	ApiKey        *v1.ApiKey `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeApiKeyResponse) Reset() {
+	*x = RevokeApiKeyResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeApiKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeApiKeyResponse) ProtoMessage() {}
+
+func (x *RevokeApiKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeApiKeyResponse.ProtoReflect.Descriptor instead.
+func (*RevokeApiKeyResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RevokeApiKeyResponse) GetApiKey() *v1.ApiKey {
+	if x != nil {
+		return x.ApiKey
+	}
+	return nil
+}
+
+// Makes a new webhook secret for an account.
+type RotateWebhookSecretRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey        string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretRequest) Reset() {
+	*x = RotateWebhookSecretRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretRequest) ProtoMessage() {}
+
+func (x *RotateWebhookSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretRequest.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RotateWebhookSecretRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+// The answer of RotateWebhookSecret.
+type RotateWebhookSecretResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new Standard Webhooks secret (`whsec_...`).
+	WebhookSecret string `protobuf:"bytes,1,opt,name=webhook_secret,json=webhookSecret,proto3" json:"webhook_secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateWebhookSecretResponse) Reset() {
+	*x = RotateWebhookSecretResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateWebhookSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateWebhookSecretResponse) ProtoMessage() {}
+
+func (x *RotateWebhookSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateWebhookSecretResponse.ProtoReflect.Descriptor instead.
+func (*RotateWebhookSecretResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RotateWebhookSecretResponse) GetWebhookSecret() string {
+	if x != nil {
+		return x.WebhookSecret
+	}
+	return ""
+}
+
+// Suspends an account.
+type SuspendAccountRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Required. Why, 1 to 500 characters: the account is shown it.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendAccountRequest) Reset() {
+	*x = SuspendAccountRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendAccountRequest) ProtoMessage() {}
+
+func (x *SuspendAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendAccountRequest.ProtoReflect.Descriptor instead.
+func (*SuspendAccountRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *SuspendAccountRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *SuspendAccountRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// The answer of SuspendAccount.
+type SuspendAccountResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account as changed.
+	Account       *Account `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SuspendAccountResponse) Reset() {
+	*x = SuspendAccountResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SuspendAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SuspendAccountResponse) ProtoMessage() {}
+
+func (x *SuspendAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SuspendAccountResponse.ProtoReflect.Descriptor instead.
+func (*SuspendAccountResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SuspendAccountResponse) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+// Lifts a suspension.
+type ResumeAccountRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Why, at most 500 characters; kept in the audit log.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeAccountRequest) Reset() {
+	*x = ResumeAccountRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeAccountRequest) ProtoMessage() {}
+
+func (x *ResumeAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeAccountRequest.ProtoReflect.Descriptor instead.
+func (*ResumeAccountRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ResumeAccountRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *ResumeAccountRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// The answer of ResumeAccount.
+type ResumeAccountResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account as changed.
+	Account       *Account `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeAccountResponse) Reset() {
+	*x = ResumeAccountResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeAccountResponse) ProtoMessage() {}
+
+func (x *ResumeAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeAccountResponse.ProtoReflect.Descriptor instead.
+func (*ResumeAccountResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ResumeAccountResponse) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+// Closes an account.
+type CloseAccountRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account's API key.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// Required. Why, 1 to 500 characters.
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAccountRequest) Reset() {
+	*x = CloseAccountRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAccountRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAccountRequest) ProtoMessage() {}
+
+func (x *CloseAccountRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAccountRequest.ProtoReflect.Descriptor instead.
+func (*CloseAccountRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CloseAccountRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *CloseAccountRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// The answer of CloseAccount.
+type CloseAccountResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account as changed.
+	Account       *Account `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseAccountResponse) Reset() {
+	*x = CloseAccountResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseAccountResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseAccountResponse) ProtoMessage() {}
+
+func (x *CloseAccountResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseAccountResponse.ProtoReflect.Descriptor instead.
+func (*CloseAccountResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CloseAccountResponse) GetAccount() *Account {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+// Lists accounts.
+type ListAccountsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only accounts whose name starts with this (case-sensitive); empty for any.
+	NamePrefix string `protobuf:"bytes,1,opt,name=name_prefix,json=namePrefix,proto3" json:"name_prefix,omitempty"`
+	// Only accounts of this status; unspecified for any.
+	Status AccountStatus `protobuf:"varint,2,opt,name=status,proto3,enum=sms.admin.v1.AccountStatus" json:"status,omitempty"`
+	// At most this many accounts: 1 to 1000, default (0) 100; larger values are taken as 1000.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Empty for the first page, else `next_page_token` of the previous page, with the same filters.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAccountsRequest) Reset() {
+	*x = ListAccountsRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAccountsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAccountsRequest) ProtoMessage() {}
+
+func (x *ListAccountsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAccountsRequest.ProtoReflect.Descriptor instead.
+func (*ListAccountsRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListAccountsRequest) GetNamePrefix() string {
+	if x != nil {
+		return x.NamePrefix
+	}
+	return ""
+}
+
+func (x *ListAccountsRequest) GetStatus() AccountStatus {
+	if x != nil {
+		return x.Status
+	}
+	return AccountStatus_ACCOUNT_STATUS_UNSPECIFIED
+}
+
+func (x *ListAccountsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListAccountsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// An account as the operator's list shows it.
+type AccountSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account's API key (its id).
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// A name for people.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Active, suspended or closed.
+	Status AccountStatus `protobuf:"varint,3,opt,name=status,proto3,enum=sms.admin.v1.AccountStatus" json:"status,omitempty"`
+	// Credit left, in micro-units.
+	CreditMicros int64 `protobuf:"varint,4,opt,name=credit_micros,json=creditMicros,proto3" json:"credit_micros,omitempty"`
+	// When the account was created.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	// When it last sent a message; unset when never.
+	LastSendTime *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=last_send_time,json=lastSendTime,proto3" json:"last_send_time,omitempty"`
+	// Messages accepted in the last 24 hours.
+	MessagesLast_24H int64 `protobuf:"varint,7,opt,name=messages_last_24h,json=messagesLast24h,proto3" json:"messages_last_24h,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *AccountSummary) Reset() {
+	*x = AccountSummary{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccountSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccountSummary) ProtoMessage() {}
+
+func (x *AccountSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccountSummary.ProtoReflect.Descriptor instead.
+func (*AccountSummary) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *AccountSummary) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *AccountSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AccountSummary) GetStatus() AccountStatus {
+	if x != nil {
+		return x.Status
+	}
+	return AccountStatus_ACCOUNT_STATUS_UNSPECIFIED
+}
+
+func (x *AccountSummary) GetCreditMicros() int64 {
+	if x != nil {
+		return x.CreditMicros
+	}
+	return 0
+}
+
+func (x *AccountSummary) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *AccountSummary) GetLastSendTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSendTime
+	}
+	return nil
+}
+
+func (x *AccountSummary) GetMessagesLast_24H() int64 {
+	if x != nil {
+		return x.MessagesLast_24H
+	}
+	return 0
+}
+
+// A page of accounts.
+type ListAccountsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most page_size accounts, by API key.
+	Accounts []*AccountSummary `protobuf:"bytes,1,rep,name=accounts,proto3" json:"accounts,omitempty"`
+	// Pass as `page_token` for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAccountsResponse) Reset() {
+	*x = ListAccountsResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAccountsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAccountsResponse) ProtoMessage() {}
+
+func (x *ListAccountsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAccountsResponse.ProtoReflect.Descriptor instead.
+func (*ListAccountsResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ListAccountsResponse) GetAccounts() []*AccountSummary {
+	if x != nil {
+		return x.Accounts
+	}
+	return nil
+}
+
+func (x *ListAccountsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Lists sender names across accounts.
+type ListSenderNamesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only names awaiting approval: the approval queue.
+	Pending bool `protobuf:"varint,1,opt,name=pending,proto3" json:"pending,omitempty"`
+	// Only this account's names; empty for every account's.
+	ApiKey string `protobuf:"bytes,2,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// At most this many names: 1 to 1000, default (0) 100; larger values are taken as 1000.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Empty for the first page, else `next_page_token` of the previous page, with the same filters.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSenderNamesRequest) Reset() {
+	*x = ListSenderNamesRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSenderNamesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSenderNamesRequest) ProtoMessage() {}
+
+func (x *ListSenderNamesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSenderNamesRequest.ProtoReflect.Descriptor instead.
+func (*ListSenderNamesRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListSenderNamesRequest) GetPending() bool {
+	if x != nil {
+		return x.Pending
+	}
+	return false
+}
+
+func (x *ListSenderNamesRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *ListSenderNamesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSenderNamesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// A sender name with what the operator needs to decide on it.
+type SenderNameRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The API key of the account that asked for it.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// The name.
+	SenderName *v1.SenderName `protobuf:"bytes,2,opt,name=sender_name,json=senderName,proto3" json:"sender_name,omitempty"`
+	// What it is for.
+	Purpose v1.SenderNamePurpose `protobuf:"varint,3,opt,name=purpose,proto3,enum=sms.v1.SenderNamePurpose" json:"purpose,omitempty"`
+	// What kind of owner `owner` is.
+	OwnerType v1.SenderNameOwnerType `protobuf:"varint,4,opt,name=owner_type,json=ownerType,proto3,enum=sms.v1.SenderNameOwnerType" json:"owner_type,omitempty"`
+	// The company, person or website behind the name.
+	Owner string `protobuf:"bytes,5,opt,name=owner,proto3" json:"owner,omitempty"`
+	// An example of the messages to be sent from it.
+	ExampleMsg string `protobuf:"bytes,6,opt,name=example_msg,json=exampleMsg,proto3" json:"example_msg,omitempty"`
+	// When it was asked for.
+	CreateTime    *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SenderNameRequest) Reset() {
+	*x = SenderNameRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SenderNameRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SenderNameRequest) ProtoMessage() {}
+
+func (x *SenderNameRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SenderNameRequest.ProtoReflect.Descriptor instead.
+func (*SenderNameRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SenderNameRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *SenderNameRequest) GetSenderName() *v1.SenderName {
+	if x != nil {
+		return x.SenderName
+	}
+	return nil
+}
+
+func (x *SenderNameRequest) GetPurpose() v1.SenderNamePurpose {
+	if x != nil {
+		return x.Purpose
+	}
+	return v1.SenderNamePurpose(0)
+}
+
+func (x *SenderNameRequest) GetOwnerType() v1.SenderNameOwnerType {
+	if x != nil {
+		return x.OwnerType
+	}
+	return v1.SenderNameOwnerType(0)
+}
+
+func (x *SenderNameRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SenderNameRequest) GetExampleMsg() string {
+	if x != nil {
+		return x.ExampleMsg
+	}
+	return ""
+}
+
+func (x *SenderNameRequest) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+// A page of sender names.
+type ListSenderNamesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most page_size names, oldest first.
+	SenderNames []*SenderNameRequest `protobuf:"bytes,1,rep,name=sender_names,json=senderNames,proto3" json:"sender_names,omitempty"`
+	// Pass as `page_token` for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSenderNamesResponse) Reset() {
+	*x = ListSenderNamesResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSenderNamesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSenderNamesResponse) ProtoMessage() {}
+
+func (x *ListSenderNamesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSenderNamesResponse.ProtoReflect.Descriptor instead.
+func (*ListSenderNamesResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListSenderNamesResponse) GetSenderNames() []*SenderNameRequest {
+	if x != nil {
+		return x.SenderNames
+	}
+	return nil
+}
+
+func (x *ListSenderNamesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+// Changes an account's spend controls.
+type UpdateSpendControlsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// The new values of the fields named in update_mask.
+	SpendControls *v1.SpendControls `protobuf:"bytes,2,opt,name=spend_controls,json=spendControls,proto3" json:"spend_controls,omitempty"`
+	// Paths: `allowed_countries`, `max_price_per_message_micros`, `daily_spend_limit_micros`; a named
+	// field left unset clears it.
+	UpdateMask    []string `protobuf:"bytes,3,rep,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSpendControlsRequest) Reset() {
+	*x = UpdateSpendControlsRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSpendControlsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSpendControlsRequest) ProtoMessage() {}
+
+func (x *UpdateSpendControlsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSpendControlsRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSpendControlsRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *UpdateSpendControlsRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *UpdateSpendControlsRequest) GetSpendControls() *v1.SpendControls {
+	if x != nil {
+		return x.SpendControls
+	}
+	return nil
+}
+
+func (x *UpdateSpendControlsRequest) GetUpdateMask() []string {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+// The answer of UpdateSpendControls.
+type UpdateSpendControlsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account as it reads itself.
+	Account       *v1.AccountView `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateSpendControlsResponse) Reset() {
+	*x = UpdateSpendControlsResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSpendControlsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSpendControlsResponse) ProtoMessage() {}
+
+func (x *UpdateSpendControlsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSpendControlsResponse.ProtoReflect.Descriptor instead.
+func (*UpdateSpendControlsResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *UpdateSpendControlsResponse) GetAccount() *v1.AccountView {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
+// An account's overrides of the toll-fraud guard's `risk:` settings.
+type RiskOverrides struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `monitor`, `block` or `off`; empty: the carriers file's mode.
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Distinct numbers of one range within the window; 0: the carriers file's.
+	Max           int32 `protobuf:"varint,2,opt,name=max,proto3" json:"max,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RiskOverrides) Reset() {
+	*x = RiskOverrides{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RiskOverrides) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RiskOverrides) ProtoMessage() {}
+
+func (x *RiskOverrides) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RiskOverrides.ProtoReflect.Descriptor instead.
+func (*RiskOverrides) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *RiskOverrides) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *RiskOverrides) GetMax() int32 {
+	if x != nil {
+		return x.Max
+	}
+	return 0
+}
+
+// Sets an account's overrides; both fields empty clear them.
+type SetRiskOverridesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The account.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// The overrides.
+	Overrides     *RiskOverrides `protobuf:"bytes,2,opt,name=overrides,proto3" json:"overrides,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRiskOverridesRequest) Reset() {
+	*x = SetRiskOverridesRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRiskOverridesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRiskOverridesRequest) ProtoMessage() {}
+
+func (x *SetRiskOverridesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRiskOverridesRequest.ProtoReflect.Descriptor instead.
+func (*SetRiskOverridesRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *SetRiskOverridesRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *SetRiskOverridesRequest) GetOverrides() *RiskOverrides {
+	if x != nil {
+		return x.Overrides
+	}
+	return nil
+}
+
+// The answer of SetRiskOverrides.
+type SetRiskOverridesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The overrides now in force (empty: none).
+	Overrides     *RiskOverrides `protobuf:"bytes,1,opt,name=overrides,proto3" json:"overrides,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetRiskOverridesResponse) Reset() {
+	*x = SetRiskOverridesResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetRiskOverridesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetRiskOverridesResponse) ProtoMessage() {}
+
+func (x *SetRiskOverridesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetRiskOverridesResponse.ProtoReflect.Descriptor instead.
+func (*SetRiskOverridesResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *SetRiskOverridesResponse) GetOverrides() *RiskOverrides {
+	if x != nil {
+		return x.Overrides
+	}
+	return nil
+}
+
+// Lists what the guard flagged or refused.
+type ListRiskEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this account's; empty: every account's.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// At most this many: 1 to 1000, default (0) 100.
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRiskEventsRequest) Reset() {
+	*x = ListRiskEventsRequest{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRiskEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRiskEventsRequest) ProtoMessage() {}
+
+func (x *ListRiskEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRiskEventsRequest.ProtoReflect.Descriptor instead.
+func (*ListRiskEventsRequest) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ListRiskEventsRequest) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *ListRiskEventsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+// One message the guard flagged or refused.
+type RiskEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account.
+	ApiKey string `protobuf:"bytes,1,opt,name=api_key,json=apiKey,proto3" json:"api_key,omitempty"`
+	// When.
+	Time *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The destination.
+	To string `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	// The range it counted in: every digit but the last few.
+	Range string `protobuf:"bytes,4,opt,name=range,proto3" json:"range,omitempty"`
+	// `flagged` (accepted, mode monitor) or `refused` (mode block).
+	Action string `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	// The message, when it was accepted.
+	MessageId     *int64 `protobuf:"varint,6,opt,name=message_id,json=messageId,proto3,oneof" json:"message_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RiskEvent) Reset() {
+	*x = RiskEvent{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RiskEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RiskEvent) ProtoMessage() {}
+
+func (x *RiskEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RiskEvent.ProtoReflect.Descriptor instead.
+func (*RiskEvent) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RiskEvent) GetApiKey() string {
+	if x != nil {
+		return x.ApiKey
+	}
+	return ""
+}
+
+func (x *RiskEvent) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *RiskEvent) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *RiskEvent) GetRange() string {
+	if x != nil {
+		return x.Range
+	}
+	return ""
+}
+
+func (x *RiskEvent) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *RiskEvent) GetMessageId() int64 {
+	if x != nil && x.MessageId != nil {
+		return *x.MessageId
+	}
+	return 0
+}
+
+// The events, newest first.
+type ListRiskEventsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The events.
+	Events        []*RiskEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRiskEventsResponse) Reset() {
+	*x = ListRiskEventsResponse{}
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRiskEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRiskEventsResponse) ProtoMessage() {}
+
+func (x *ListRiskEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_admin_v1_admin_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRiskEventsResponse.ProtoReflect.Descriptor instead.
+func (*ListRiskEventsResponse) Descriptor() ([]byte, []int) {
+	return file_sms_admin_v1_admin_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ListRiskEventsResponse) GetEvents() []*RiskEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_sms_admin_v1_admin_proto protoreflect.FileDescriptor
 
 const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18sms/admin/v1/admin.proto\x12\fsms.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x12sms/v1/types.proto\"\xff\x01\n" +
+	"\x18sms/admin/v1/admin.proto\x12\fsms.admin.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15sms/v1/api_keys.proto\x1a\x12sms/v1/money.proto\x1a\x12sms/v1/types.proto\"\xd9\x02\n" +
 	"\aAccount\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12#\n" +
@@ -1666,7 +3372,9 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1f\n" +
 	"\vinbound_url\x18\a \x01(\tR\n" +
-	"inboundUrl\"\xd8\x01\n" +
+	"inboundUrl\x123\n" +
+	"\x06status\x18\b \x01(\x0e2\x1b.sms.admin.v1.AccountStatusR\x06status\x12#\n" +
+	"\rstatus_reason\x18\t \x01(\tR\fstatusReason\"\xd8\x01\n" +
 	"\x14CreateAccountRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12(\n" +
 	"\rcredit_micros\x18\x02 \x01(\x03H\x00R\fcreditMicros\x88\x01\x01\x12\"\n" +
@@ -1707,10 +3415,11 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\x04name\x18\x02 \x01(\tR\x04name\"P\n" +
 	"\x19ApproveSenderNameResponse\x123\n" +
 	"\vsender_name\x18\x01 \x01(\v2\x12.sms.v1.SenderNameR\n" +
-	"senderName\"F\n" +
+	"senderName\"^\n" +
 	"\x17RejectSenderNameRequest\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"O\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"O\n" +
 	"\x18RejectSenderNameResponse\x123\n" +
 	"\vsender_name\x18\x01 \x01(\v2\x12.sms.v1.SenderNameR\n" +
 	"senderName\"~\n" +
@@ -1757,8 +3466,118 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\tR\x06number\"?\n" +
 	"\x14DeleteOptOutResponse\x12'\n" +
-	"\aopt_out\x18\x01 \x01(\v2\x0e.sms.v1.OptOutR\x06optOut2\x81\n" +
+	"\aopt_out\x18\x01 \x01(\v2\x0e.sms.v1.OptOutR\x06optOut\"\xb9\x01\n" +
+	"\x13CreateApiKeyRequest\x12&\n" +
+	"\x0faccount_api_key\x18\x01 \x01(\tR\raccountApiKey\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12)\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x13.sms.v1.ApiKeyScopeR\x05scope\x12;\n" +
+	"\vexpire_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"^\n" +
+	"\x14CreateApiKeyResponse\x12'\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x0e.sms.v1.ApiKeyR\x06apiKey\x12\x1d\n" +
 	"\n" +
+	"api_secret\x18\x02 \x01(\tR\tapiSecret\"<\n" +
+	"\x12ListApiKeysRequest\x12&\n" +
+	"\x0faccount_api_key\x18\x01 \x01(\tR\raccountApiKey\"@\n" +
+	"\x13ListApiKeysResponse\x12)\n" +
+	"\bapi_keys\x18\x01 \x03(\v2\x0e.sms.v1.ApiKeyR\aapiKeys\".\n" +
+	"\x13RevokeApiKeyRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"?\n" +
+	"\x14RevokeApiKeyResponse\x12'\n" +
+	"\aapi_key\x18\x01 \x01(\v2\x0e.sms.v1.ApiKeyR\x06apiKey\"5\n" +
+	"\x1aRotateWebhookSecretRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\"D\n" +
+	"\x1bRotateWebhookSecretResponse\x12%\n" +
+	"\x0ewebhook_secret\x18\x01 \x01(\tR\rwebhookSecret\"H\n" +
+	"\x15SuspendAccountRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"I\n" +
+	"\x16SuspendAccountResponse\x12/\n" +
+	"\aaccount\x18\x01 \x01(\v2\x15.sms.admin.v1.AccountR\aaccount\"G\n" +
+	"\x14ResumeAccountRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"H\n" +
+	"\x15ResumeAccountResponse\x12/\n" +
+	"\aaccount\x18\x01 \x01(\v2\x15.sms.admin.v1.AccountR\aaccount\"F\n" +
+	"\x13CloseAccountRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"G\n" +
+	"\x14CloseAccountResponse\x12/\n" +
+	"\aaccount\x18\x01 \x01(\v2\x15.sms.admin.v1.AccountR\aaccount\"\xa7\x01\n" +
+	"\x13ListAccountsRequest\x12\x1f\n" +
+	"\vname_prefix\x18\x01 \x01(\tR\n" +
+	"namePrefix\x123\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1b.sms.admin.v1.AccountStatusR\x06status\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\xc2\x02\n" +
+	"\x0eAccountSummary\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x123\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1b.sms.admin.v1.AccountStatusR\x06status\x12#\n" +
+	"\rcredit_micros\x18\x04 \x01(\x03R\fcreditMicros\x12;\n" +
+	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12@\n" +
+	"\x0elast_send_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\flastSendTime\x12*\n" +
+	"\x11messages_last_24h\x18\a \x01(\x03R\x0fmessagesLast24h\"x\n" +
+	"\x14ListAccountsResponse\x128\n" +
+	"\baccounts\x18\x01 \x03(\v2\x1c.sms.admin.v1.AccountSummaryR\baccounts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x87\x01\n" +
+	"\x16ListSenderNamesRequest\x12\x18\n" +
+	"\apending\x18\x01 \x01(\bR\apending\x12\x17\n" +
+	"\aapi_key\x18\x02 \x01(\tR\x06apiKey\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\xc6\x02\n" +
+	"\x11SenderNameRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x123\n" +
+	"\vsender_name\x18\x02 \x01(\v2\x12.sms.v1.SenderNameR\n" +
+	"senderName\x123\n" +
+	"\apurpose\x18\x03 \x01(\x0e2\x19.sms.v1.SenderNamePurposeR\apurpose\x12:\n" +
+	"\n" +
+	"owner_type\x18\x04 \x01(\x0e2\x1b.sms.v1.SenderNameOwnerTypeR\townerType\x12\x14\n" +
+	"\x05owner\x18\x05 \x01(\tR\x05owner\x12\x1f\n" +
+	"\vexample_msg\x18\x06 \x01(\tR\n" +
+	"exampleMsg\x12;\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\"\x85\x01\n" +
+	"\x17ListSenderNamesResponse\x12B\n" +
+	"\fsender_names\x18\x01 \x03(\v2\x1f.sms.admin.v1.SenderNameRequestR\vsenderNames\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x94\x01\n" +
+	"\x1aUpdateSpendControlsRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12<\n" +
+	"\x0espend_controls\x18\x02 \x01(\v2\x15.sms.v1.SpendControlsR\rspendControls\x12\x1f\n" +
+	"\vupdate_mask\x18\x03 \x03(\tR\n" +
+	"updateMask\"L\n" +
+	"\x1bUpdateSpendControlsResponse\x12-\n" +
+	"\aaccount\x18\x01 \x01(\v2\x13.sms.v1.AccountViewR\aaccount\"5\n" +
+	"\rRiskOverrides\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x10\n" +
+	"\x03max\x18\x02 \x01(\x05R\x03max\"m\n" +
+	"\x17SetRiskOverridesRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x129\n" +
+	"\toverrides\x18\x02 \x01(\v2\x1b.sms.admin.v1.RiskOverridesR\toverrides\"U\n" +
+	"\x18SetRiskOverridesResponse\x129\n" +
+	"\toverrides\x18\x01 \x01(\v2\x1b.sms.admin.v1.RiskOverridesR\toverrides\"M\n" +
+	"\x15ListRiskEventsRequest\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"\xc5\x01\n" +
+	"\tRiskEvent\x12\x17\n" +
+	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12.\n" +
+	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\x12\x14\n" +
+	"\x05range\x18\x04 \x01(\tR\x05range\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\x12\"\n" +
+	"\n" +
+	"message_id\x18\x06 \x01(\x03H\x00R\tmessageId\x88\x01\x01B\r\n" +
+	"\v_message_id\"I\n" +
+	"\x16ListRiskEventsResponse\x12/\n" +
+	"\x06events\x18\x01 \x03(\v2\x17.sms.admin.v1.RiskEventR\x06events*\x83\x01\n" +
+	"\rAccountStatus\x12\x1e\n" +
+	"\x1aACCOUNT_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15ACCOUNT_STATUS_ACTIVE\x10\x01\x12\x1c\n" +
+	"\x18ACCOUNT_STATUS_SUSPENDED\x10\x02\x12\x19\n" +
+	"\x15ACCOUNT_STATUS_CLOSED\x10\x032\xfe\x12\n" +
 	"\fAdminService\x12X\n" +
 	"\rCreateAccount\x12\".sms.admin.v1.CreateAccountRequest\x1a#.sms.admin.v1.CreateAccountResponse\x12T\n" +
 	"\n" +
@@ -1774,7 +3593,19 @@ const file_sms_admin_v1_admin_proto_rawDesc = "" +
 	"\rSetInboundUrl\x12\".sms.admin.v1.SetInboundUrlRequest\x1a#.sms.admin.v1.SetInboundUrlResponse\x12^\n" +
 	"\x0fSimulateInbound\x12$.sms.admin.v1.SimulateInboundRequest\x1a%.sms.admin.v1.SimulateInboundResponse\x12U\n" +
 	"\fCreateOptOut\x12!.sms.admin.v1.CreateOptOutRequest\x1a\".sms.admin.v1.CreateOptOutResponse\x12U\n" +
-	"\fDeleteOptOut\x12!.sms.admin.v1.DeleteOptOutRequest\x1a\".sms.admin.v1.DeleteOptOutResponseBU\n" +
+	"\fDeleteOptOut\x12!.sms.admin.v1.DeleteOptOutRequest\x1a\".sms.admin.v1.DeleteOptOutResponse\x12U\n" +
+	"\fCreateApiKey\x12!.sms.admin.v1.CreateApiKeyRequest\x1a\".sms.admin.v1.CreateApiKeyResponse\x12W\n" +
+	"\vListApiKeys\x12 .sms.admin.v1.ListApiKeysRequest\x1a!.sms.admin.v1.ListApiKeysResponse\"\x03\x90\x02\x01\x12U\n" +
+	"\fRevokeApiKey\x12!.sms.admin.v1.RevokeApiKeyRequest\x1a\".sms.admin.v1.RevokeApiKeyResponse\x12j\n" +
+	"\x13RotateWebhookSecret\x12(.sms.admin.v1.RotateWebhookSecretRequest\x1a).sms.admin.v1.RotateWebhookSecretResponse\x12[\n" +
+	"\x0eSuspendAccount\x12#.sms.admin.v1.SuspendAccountRequest\x1a$.sms.admin.v1.SuspendAccountResponse\x12X\n" +
+	"\rResumeAccount\x12\".sms.admin.v1.ResumeAccountRequest\x1a#.sms.admin.v1.ResumeAccountResponse\x12U\n" +
+	"\fCloseAccount\x12!.sms.admin.v1.CloseAccountRequest\x1a\".sms.admin.v1.CloseAccountResponse\x12Z\n" +
+	"\fListAccounts\x12!.sms.admin.v1.ListAccountsRequest\x1a\".sms.admin.v1.ListAccountsResponse\"\x03\x90\x02\x01\x12c\n" +
+	"\x0fListSenderNames\x12$.sms.admin.v1.ListSenderNamesRequest\x1a%.sms.admin.v1.ListSenderNamesResponse\"\x03\x90\x02\x01\x12o\n" +
+	"\x13UpdateSpendControls\x12(.sms.admin.v1.UpdateSpendControlsRequest\x1a).sms.admin.v1.UpdateSpendControlsResponse\"\x03\x90\x02\x02\x12f\n" +
+	"\x10SetRiskOverrides\x12%.sms.admin.v1.SetRiskOverridesRequest\x1a&.sms.admin.v1.SetRiskOverridesResponse\"\x03\x90\x02\x02\x12`\n" +
+	"\x0eListRiskEvents\x12#.sms.admin.v1.ListRiskEventsRequest\x1a$.sms.admin.v1.ListRiskEventsResponse\"\x03\x90\x02\x01BU\n" +
 	"\x18com.example.sms.admin.v1B\n" +
 	"AdminProtoP\x01Z+example.com/sms/gen/go/sms/admin/v1;adminv1b\x06proto3"
 
@@ -1790,93 +3621,178 @@ func file_sms_admin_v1_admin_proto_rawDescGZIP() []byte {
 	return file_sms_admin_v1_admin_proto_rawDescData
 }
 
-var file_sms_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_sms_admin_v1_admin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_sms_admin_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_sms_admin_v1_admin_proto_goTypes = []any{
-	(*Account)(nil),                   // 0: sms.admin.v1.Account
-	(*CreateAccountRequest)(nil),      // 1: sms.admin.v1.CreateAccountRequest
-	(*CreateAccountResponse)(nil),     // 2: sms.admin.v1.CreateAccountResponse
-	(*GetAccountRequest)(nil),         // 3: sms.admin.v1.GetAccountRequest
-	(*GetAccountResponse)(nil),        // 4: sms.admin.v1.GetAccountResponse
-	(*AddCreditRequest)(nil),          // 5: sms.admin.v1.AddCreditRequest
-	(*AddCreditResponse)(nil),         // 6: sms.admin.v1.AddCreditResponse
-	(*SetStatusUrlRequest)(nil),       // 7: sms.admin.v1.SetStatusUrlRequest
-	(*SetStatusUrlResponse)(nil),      // 8: sms.admin.v1.SetStatusUrlResponse
-	(*SetDefaultSenderRequest)(nil),   // 9: sms.admin.v1.SetDefaultSenderRequest
-	(*SetDefaultSenderResponse)(nil),  // 10: sms.admin.v1.SetDefaultSenderResponse
-	(*ApproveSenderNameRequest)(nil),  // 11: sms.admin.v1.ApproveSenderNameRequest
-	(*ApproveSenderNameResponse)(nil), // 12: sms.admin.v1.ApproveSenderNameResponse
-	(*RejectSenderNameRequest)(nil),   // 13: sms.admin.v1.RejectSenderNameRequest
-	(*RejectSenderNameResponse)(nil),  // 14: sms.admin.v1.RejectSenderNameResponse
-	(*AssignedNumber)(nil),            // 15: sms.admin.v1.AssignedNumber
-	(*AssignNumberRequest)(nil),       // 16: sms.admin.v1.AssignNumberRequest
-	(*AssignNumberResponse)(nil),      // 17: sms.admin.v1.AssignNumberResponse
-	(*ReleaseNumberRequest)(nil),      // 18: sms.admin.v1.ReleaseNumberRequest
-	(*ReleaseNumberResponse)(nil),     // 19: sms.admin.v1.ReleaseNumberResponse
-	(*ListNumbersRequest)(nil),        // 20: sms.admin.v1.ListNumbersRequest
-	(*ListNumbersResponse)(nil),       // 21: sms.admin.v1.ListNumbersResponse
-	(*SetInboundUrlRequest)(nil),      // 22: sms.admin.v1.SetInboundUrlRequest
-	(*SetInboundUrlResponse)(nil),     // 23: sms.admin.v1.SetInboundUrlResponse
-	(*SimulateInboundRequest)(nil),    // 24: sms.admin.v1.SimulateInboundRequest
-	(*SimulateInboundResponse)(nil),   // 25: sms.admin.v1.SimulateInboundResponse
-	(*CreateOptOutRequest)(nil),       // 26: sms.admin.v1.CreateOptOutRequest
-	(*CreateOptOutResponse)(nil),      // 27: sms.admin.v1.CreateOptOutResponse
-	(*DeleteOptOutRequest)(nil),       // 28: sms.admin.v1.DeleteOptOutRequest
-	(*DeleteOptOutResponse)(nil),      // 29: sms.admin.v1.DeleteOptOutResponse
-	(*timestamppb.Timestamp)(nil),     // 30: google.protobuf.Timestamp
-	(*v1.SenderName)(nil),             // 31: sms.v1.SenderName
-	(*v1.InboundMessage)(nil),         // 32: sms.v1.InboundMessage
-	(*v1.OptOut)(nil),                 // 33: sms.v1.OptOut
+	(AccountStatus)(0),                  // 0: sms.admin.v1.AccountStatus
+	(*Account)(nil),                     // 1: sms.admin.v1.Account
+	(*CreateAccountRequest)(nil),        // 2: sms.admin.v1.CreateAccountRequest
+	(*CreateAccountResponse)(nil),       // 3: sms.admin.v1.CreateAccountResponse
+	(*GetAccountRequest)(nil),           // 4: sms.admin.v1.GetAccountRequest
+	(*GetAccountResponse)(nil),          // 5: sms.admin.v1.GetAccountResponse
+	(*AddCreditRequest)(nil),            // 6: sms.admin.v1.AddCreditRequest
+	(*AddCreditResponse)(nil),           // 7: sms.admin.v1.AddCreditResponse
+	(*SetStatusUrlRequest)(nil),         // 8: sms.admin.v1.SetStatusUrlRequest
+	(*SetStatusUrlResponse)(nil),        // 9: sms.admin.v1.SetStatusUrlResponse
+	(*SetDefaultSenderRequest)(nil),     // 10: sms.admin.v1.SetDefaultSenderRequest
+	(*SetDefaultSenderResponse)(nil),    // 11: sms.admin.v1.SetDefaultSenderResponse
+	(*ApproveSenderNameRequest)(nil),    // 12: sms.admin.v1.ApproveSenderNameRequest
+	(*ApproveSenderNameResponse)(nil),   // 13: sms.admin.v1.ApproveSenderNameResponse
+	(*RejectSenderNameRequest)(nil),     // 14: sms.admin.v1.RejectSenderNameRequest
+	(*RejectSenderNameResponse)(nil),    // 15: sms.admin.v1.RejectSenderNameResponse
+	(*AssignedNumber)(nil),              // 16: sms.admin.v1.AssignedNumber
+	(*AssignNumberRequest)(nil),         // 17: sms.admin.v1.AssignNumberRequest
+	(*AssignNumberResponse)(nil),        // 18: sms.admin.v1.AssignNumberResponse
+	(*ReleaseNumberRequest)(nil),        // 19: sms.admin.v1.ReleaseNumberRequest
+	(*ReleaseNumberResponse)(nil),       // 20: sms.admin.v1.ReleaseNumberResponse
+	(*ListNumbersRequest)(nil),          // 21: sms.admin.v1.ListNumbersRequest
+	(*ListNumbersResponse)(nil),         // 22: sms.admin.v1.ListNumbersResponse
+	(*SetInboundUrlRequest)(nil),        // 23: sms.admin.v1.SetInboundUrlRequest
+	(*SetInboundUrlResponse)(nil),       // 24: sms.admin.v1.SetInboundUrlResponse
+	(*SimulateInboundRequest)(nil),      // 25: sms.admin.v1.SimulateInboundRequest
+	(*SimulateInboundResponse)(nil),     // 26: sms.admin.v1.SimulateInboundResponse
+	(*CreateOptOutRequest)(nil),         // 27: sms.admin.v1.CreateOptOutRequest
+	(*CreateOptOutResponse)(nil),        // 28: sms.admin.v1.CreateOptOutResponse
+	(*DeleteOptOutRequest)(nil),         // 29: sms.admin.v1.DeleteOptOutRequest
+	(*DeleteOptOutResponse)(nil),        // 30: sms.admin.v1.DeleteOptOutResponse
+	(*CreateApiKeyRequest)(nil),         // 31: sms.admin.v1.CreateApiKeyRequest
+	(*CreateApiKeyResponse)(nil),        // 32: sms.admin.v1.CreateApiKeyResponse
+	(*ListApiKeysRequest)(nil),          // 33: sms.admin.v1.ListApiKeysRequest
+	(*ListApiKeysResponse)(nil),         // 34: sms.admin.v1.ListApiKeysResponse
+	(*RevokeApiKeyRequest)(nil),         // 35: sms.admin.v1.RevokeApiKeyRequest
+	(*RevokeApiKeyResponse)(nil),        // 36: sms.admin.v1.RevokeApiKeyResponse
+	(*RotateWebhookSecretRequest)(nil),  // 37: sms.admin.v1.RotateWebhookSecretRequest
+	(*RotateWebhookSecretResponse)(nil), // 38: sms.admin.v1.RotateWebhookSecretResponse
+	(*SuspendAccountRequest)(nil),       // 39: sms.admin.v1.SuspendAccountRequest
+	(*SuspendAccountResponse)(nil),      // 40: sms.admin.v1.SuspendAccountResponse
+	(*ResumeAccountRequest)(nil),        // 41: sms.admin.v1.ResumeAccountRequest
+	(*ResumeAccountResponse)(nil),       // 42: sms.admin.v1.ResumeAccountResponse
+	(*CloseAccountRequest)(nil),         // 43: sms.admin.v1.CloseAccountRequest
+	(*CloseAccountResponse)(nil),        // 44: sms.admin.v1.CloseAccountResponse
+	(*ListAccountsRequest)(nil),         // 45: sms.admin.v1.ListAccountsRequest
+	(*AccountSummary)(nil),              // 46: sms.admin.v1.AccountSummary
+	(*ListAccountsResponse)(nil),        // 47: sms.admin.v1.ListAccountsResponse
+	(*ListSenderNamesRequest)(nil),      // 48: sms.admin.v1.ListSenderNamesRequest
+	(*SenderNameRequest)(nil),           // 49: sms.admin.v1.SenderNameRequest
+	(*ListSenderNamesResponse)(nil),     // 50: sms.admin.v1.ListSenderNamesResponse
+	(*UpdateSpendControlsRequest)(nil),  // 51: sms.admin.v1.UpdateSpendControlsRequest
+	(*UpdateSpendControlsResponse)(nil), // 52: sms.admin.v1.UpdateSpendControlsResponse
+	(*RiskOverrides)(nil),               // 53: sms.admin.v1.RiskOverrides
+	(*SetRiskOverridesRequest)(nil),     // 54: sms.admin.v1.SetRiskOverridesRequest
+	(*SetRiskOverridesResponse)(nil),    // 55: sms.admin.v1.SetRiskOverridesResponse
+	(*ListRiskEventsRequest)(nil),       // 56: sms.admin.v1.ListRiskEventsRequest
+	(*RiskEvent)(nil),                   // 57: sms.admin.v1.RiskEvent
+	(*ListRiskEventsResponse)(nil),      // 58: sms.admin.v1.ListRiskEventsResponse
+	(*timestamppb.Timestamp)(nil),       // 59: google.protobuf.Timestamp
+	(*v1.SenderName)(nil),               // 60: sms.v1.SenderName
+	(*v1.InboundMessage)(nil),           // 61: sms.v1.InboundMessage
+	(*v1.OptOut)(nil),                   // 62: sms.v1.OptOut
+	(v1.ApiKeyScope)(0),                 // 63: sms.v1.ApiKeyScope
+	(*v1.ApiKey)(nil),                   // 64: sms.v1.ApiKey
+	(v1.SenderNamePurpose)(0),           // 65: sms.v1.SenderNamePurpose
+	(v1.SenderNameOwnerType)(0),         // 66: sms.v1.SenderNameOwnerType
+	(*v1.SpendControls)(nil),            // 67: sms.v1.SpendControls
+	(*v1.AccountView)(nil),              // 68: sms.v1.AccountView
 }
 var file_sms_admin_v1_admin_proto_depIdxs = []int32{
-	30, // 0: sms.admin.v1.Account.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 1: sms.admin.v1.CreateAccountResponse.account:type_name -> sms.admin.v1.Account
-	0,  // 2: sms.admin.v1.GetAccountResponse.account:type_name -> sms.admin.v1.Account
-	0,  // 3: sms.admin.v1.AddCreditResponse.account:type_name -> sms.admin.v1.Account
-	0,  // 4: sms.admin.v1.SetStatusUrlResponse.account:type_name -> sms.admin.v1.Account
-	0,  // 5: sms.admin.v1.SetDefaultSenderResponse.account:type_name -> sms.admin.v1.Account
-	31, // 6: sms.admin.v1.ApproveSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
-	31, // 7: sms.admin.v1.RejectSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
-	30, // 8: sms.admin.v1.AssignedNumber.assign_time:type_name -> google.protobuf.Timestamp
-	15, // 9: sms.admin.v1.AssignNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
-	15, // 10: sms.admin.v1.ReleaseNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
-	15, // 11: sms.admin.v1.ListNumbersResponse.numbers:type_name -> sms.admin.v1.AssignedNumber
-	0,  // 12: sms.admin.v1.SetInboundUrlResponse.account:type_name -> sms.admin.v1.Account
-	32, // 13: sms.admin.v1.SimulateInboundResponse.inbound_message:type_name -> sms.v1.InboundMessage
-	33, // 14: sms.admin.v1.CreateOptOutResponse.opt_out:type_name -> sms.v1.OptOut
-	33, // 15: sms.admin.v1.DeleteOptOutResponse.opt_out:type_name -> sms.v1.OptOut
-	1,  // 16: sms.admin.v1.AdminService.CreateAccount:input_type -> sms.admin.v1.CreateAccountRequest
-	3,  // 17: sms.admin.v1.AdminService.GetAccount:input_type -> sms.admin.v1.GetAccountRequest
-	5,  // 18: sms.admin.v1.AdminService.AddCredit:input_type -> sms.admin.v1.AddCreditRequest
-	7,  // 19: sms.admin.v1.AdminService.SetStatusUrl:input_type -> sms.admin.v1.SetStatusUrlRequest
-	9,  // 20: sms.admin.v1.AdminService.SetDefaultSender:input_type -> sms.admin.v1.SetDefaultSenderRequest
-	11, // 21: sms.admin.v1.AdminService.ApproveSenderName:input_type -> sms.admin.v1.ApproveSenderNameRequest
-	13, // 22: sms.admin.v1.AdminService.RejectSenderName:input_type -> sms.admin.v1.RejectSenderNameRequest
-	16, // 23: sms.admin.v1.AdminService.AssignNumber:input_type -> sms.admin.v1.AssignNumberRequest
-	18, // 24: sms.admin.v1.AdminService.ReleaseNumber:input_type -> sms.admin.v1.ReleaseNumberRequest
-	20, // 25: sms.admin.v1.AdminService.ListNumbers:input_type -> sms.admin.v1.ListNumbersRequest
-	22, // 26: sms.admin.v1.AdminService.SetInboundUrl:input_type -> sms.admin.v1.SetInboundUrlRequest
-	24, // 27: sms.admin.v1.AdminService.SimulateInbound:input_type -> sms.admin.v1.SimulateInboundRequest
-	26, // 28: sms.admin.v1.AdminService.CreateOptOut:input_type -> sms.admin.v1.CreateOptOutRequest
-	28, // 29: sms.admin.v1.AdminService.DeleteOptOut:input_type -> sms.admin.v1.DeleteOptOutRequest
-	2,  // 30: sms.admin.v1.AdminService.CreateAccount:output_type -> sms.admin.v1.CreateAccountResponse
-	4,  // 31: sms.admin.v1.AdminService.GetAccount:output_type -> sms.admin.v1.GetAccountResponse
-	6,  // 32: sms.admin.v1.AdminService.AddCredit:output_type -> sms.admin.v1.AddCreditResponse
-	8,  // 33: sms.admin.v1.AdminService.SetStatusUrl:output_type -> sms.admin.v1.SetStatusUrlResponse
-	10, // 34: sms.admin.v1.AdminService.SetDefaultSender:output_type -> sms.admin.v1.SetDefaultSenderResponse
-	12, // 35: sms.admin.v1.AdminService.ApproveSenderName:output_type -> sms.admin.v1.ApproveSenderNameResponse
-	14, // 36: sms.admin.v1.AdminService.RejectSenderName:output_type -> sms.admin.v1.RejectSenderNameResponse
-	17, // 37: sms.admin.v1.AdminService.AssignNumber:output_type -> sms.admin.v1.AssignNumberResponse
-	19, // 38: sms.admin.v1.AdminService.ReleaseNumber:output_type -> sms.admin.v1.ReleaseNumberResponse
-	21, // 39: sms.admin.v1.AdminService.ListNumbers:output_type -> sms.admin.v1.ListNumbersResponse
-	23, // 40: sms.admin.v1.AdminService.SetInboundUrl:output_type -> sms.admin.v1.SetInboundUrlResponse
-	25, // 41: sms.admin.v1.AdminService.SimulateInbound:output_type -> sms.admin.v1.SimulateInboundResponse
-	27, // 42: sms.admin.v1.AdminService.CreateOptOut:output_type -> sms.admin.v1.CreateOptOutResponse
-	29, // 43: sms.admin.v1.AdminService.DeleteOptOut:output_type -> sms.admin.v1.DeleteOptOutResponse
-	30, // [30:44] is the sub-list for method output_type
-	16, // [16:30] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	59, // 0: sms.admin.v1.Account.create_time:type_name -> google.protobuf.Timestamp
+	0,  // 1: sms.admin.v1.Account.status:type_name -> sms.admin.v1.AccountStatus
+	1,  // 2: sms.admin.v1.CreateAccountResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 3: sms.admin.v1.GetAccountResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 4: sms.admin.v1.AddCreditResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 5: sms.admin.v1.SetStatusUrlResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 6: sms.admin.v1.SetDefaultSenderResponse.account:type_name -> sms.admin.v1.Account
+	60, // 7: sms.admin.v1.ApproveSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
+	60, // 8: sms.admin.v1.RejectSenderNameResponse.sender_name:type_name -> sms.v1.SenderName
+	59, // 9: sms.admin.v1.AssignedNumber.assign_time:type_name -> google.protobuf.Timestamp
+	16, // 10: sms.admin.v1.AssignNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
+	16, // 11: sms.admin.v1.ReleaseNumberResponse.number:type_name -> sms.admin.v1.AssignedNumber
+	16, // 12: sms.admin.v1.ListNumbersResponse.numbers:type_name -> sms.admin.v1.AssignedNumber
+	1,  // 13: sms.admin.v1.SetInboundUrlResponse.account:type_name -> sms.admin.v1.Account
+	61, // 14: sms.admin.v1.SimulateInboundResponse.inbound_message:type_name -> sms.v1.InboundMessage
+	62, // 15: sms.admin.v1.CreateOptOutResponse.opt_out:type_name -> sms.v1.OptOut
+	62, // 16: sms.admin.v1.DeleteOptOutResponse.opt_out:type_name -> sms.v1.OptOut
+	63, // 17: sms.admin.v1.CreateApiKeyRequest.scope:type_name -> sms.v1.ApiKeyScope
+	59, // 18: sms.admin.v1.CreateApiKeyRequest.expire_time:type_name -> google.protobuf.Timestamp
+	64, // 19: sms.admin.v1.CreateApiKeyResponse.api_key:type_name -> sms.v1.ApiKey
+	64, // 20: sms.admin.v1.ListApiKeysResponse.api_keys:type_name -> sms.v1.ApiKey
+	64, // 21: sms.admin.v1.RevokeApiKeyResponse.api_key:type_name -> sms.v1.ApiKey
+	1,  // 22: sms.admin.v1.SuspendAccountResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 23: sms.admin.v1.ResumeAccountResponse.account:type_name -> sms.admin.v1.Account
+	1,  // 24: sms.admin.v1.CloseAccountResponse.account:type_name -> sms.admin.v1.Account
+	0,  // 25: sms.admin.v1.ListAccountsRequest.status:type_name -> sms.admin.v1.AccountStatus
+	0,  // 26: sms.admin.v1.AccountSummary.status:type_name -> sms.admin.v1.AccountStatus
+	59, // 27: sms.admin.v1.AccountSummary.create_time:type_name -> google.protobuf.Timestamp
+	59, // 28: sms.admin.v1.AccountSummary.last_send_time:type_name -> google.protobuf.Timestamp
+	46, // 29: sms.admin.v1.ListAccountsResponse.accounts:type_name -> sms.admin.v1.AccountSummary
+	60, // 30: sms.admin.v1.SenderNameRequest.sender_name:type_name -> sms.v1.SenderName
+	65, // 31: sms.admin.v1.SenderNameRequest.purpose:type_name -> sms.v1.SenderNamePurpose
+	66, // 32: sms.admin.v1.SenderNameRequest.owner_type:type_name -> sms.v1.SenderNameOwnerType
+	59, // 33: sms.admin.v1.SenderNameRequest.create_time:type_name -> google.protobuf.Timestamp
+	49, // 34: sms.admin.v1.ListSenderNamesResponse.sender_names:type_name -> sms.admin.v1.SenderNameRequest
+	67, // 35: sms.admin.v1.UpdateSpendControlsRequest.spend_controls:type_name -> sms.v1.SpendControls
+	68, // 36: sms.admin.v1.UpdateSpendControlsResponse.account:type_name -> sms.v1.AccountView
+	53, // 37: sms.admin.v1.SetRiskOverridesRequest.overrides:type_name -> sms.admin.v1.RiskOverrides
+	53, // 38: sms.admin.v1.SetRiskOverridesResponse.overrides:type_name -> sms.admin.v1.RiskOverrides
+	59, // 39: sms.admin.v1.RiskEvent.time:type_name -> google.protobuf.Timestamp
+	57, // 40: sms.admin.v1.ListRiskEventsResponse.events:type_name -> sms.admin.v1.RiskEvent
+	2,  // 41: sms.admin.v1.AdminService.CreateAccount:input_type -> sms.admin.v1.CreateAccountRequest
+	4,  // 42: sms.admin.v1.AdminService.GetAccount:input_type -> sms.admin.v1.GetAccountRequest
+	6,  // 43: sms.admin.v1.AdminService.AddCredit:input_type -> sms.admin.v1.AddCreditRequest
+	8,  // 44: sms.admin.v1.AdminService.SetStatusUrl:input_type -> sms.admin.v1.SetStatusUrlRequest
+	10, // 45: sms.admin.v1.AdminService.SetDefaultSender:input_type -> sms.admin.v1.SetDefaultSenderRequest
+	12, // 46: sms.admin.v1.AdminService.ApproveSenderName:input_type -> sms.admin.v1.ApproveSenderNameRequest
+	14, // 47: sms.admin.v1.AdminService.RejectSenderName:input_type -> sms.admin.v1.RejectSenderNameRequest
+	17, // 48: sms.admin.v1.AdminService.AssignNumber:input_type -> sms.admin.v1.AssignNumberRequest
+	19, // 49: sms.admin.v1.AdminService.ReleaseNumber:input_type -> sms.admin.v1.ReleaseNumberRequest
+	21, // 50: sms.admin.v1.AdminService.ListNumbers:input_type -> sms.admin.v1.ListNumbersRequest
+	23, // 51: sms.admin.v1.AdminService.SetInboundUrl:input_type -> sms.admin.v1.SetInboundUrlRequest
+	25, // 52: sms.admin.v1.AdminService.SimulateInbound:input_type -> sms.admin.v1.SimulateInboundRequest
+	27, // 53: sms.admin.v1.AdminService.CreateOptOut:input_type -> sms.admin.v1.CreateOptOutRequest
+	29, // 54: sms.admin.v1.AdminService.DeleteOptOut:input_type -> sms.admin.v1.DeleteOptOutRequest
+	31, // 55: sms.admin.v1.AdminService.CreateApiKey:input_type -> sms.admin.v1.CreateApiKeyRequest
+	33, // 56: sms.admin.v1.AdminService.ListApiKeys:input_type -> sms.admin.v1.ListApiKeysRequest
+	35, // 57: sms.admin.v1.AdminService.RevokeApiKey:input_type -> sms.admin.v1.RevokeApiKeyRequest
+	37, // 58: sms.admin.v1.AdminService.RotateWebhookSecret:input_type -> sms.admin.v1.RotateWebhookSecretRequest
+	39, // 59: sms.admin.v1.AdminService.SuspendAccount:input_type -> sms.admin.v1.SuspendAccountRequest
+	41, // 60: sms.admin.v1.AdminService.ResumeAccount:input_type -> sms.admin.v1.ResumeAccountRequest
+	43, // 61: sms.admin.v1.AdminService.CloseAccount:input_type -> sms.admin.v1.CloseAccountRequest
+	45, // 62: sms.admin.v1.AdminService.ListAccounts:input_type -> sms.admin.v1.ListAccountsRequest
+	48, // 63: sms.admin.v1.AdminService.ListSenderNames:input_type -> sms.admin.v1.ListSenderNamesRequest
+	51, // 64: sms.admin.v1.AdminService.UpdateSpendControls:input_type -> sms.admin.v1.UpdateSpendControlsRequest
+	54, // 65: sms.admin.v1.AdminService.SetRiskOverrides:input_type -> sms.admin.v1.SetRiskOverridesRequest
+	56, // 66: sms.admin.v1.AdminService.ListRiskEvents:input_type -> sms.admin.v1.ListRiskEventsRequest
+	3,  // 67: sms.admin.v1.AdminService.CreateAccount:output_type -> sms.admin.v1.CreateAccountResponse
+	5,  // 68: sms.admin.v1.AdminService.GetAccount:output_type -> sms.admin.v1.GetAccountResponse
+	7,  // 69: sms.admin.v1.AdminService.AddCredit:output_type -> sms.admin.v1.AddCreditResponse
+	9,  // 70: sms.admin.v1.AdminService.SetStatusUrl:output_type -> sms.admin.v1.SetStatusUrlResponse
+	11, // 71: sms.admin.v1.AdminService.SetDefaultSender:output_type -> sms.admin.v1.SetDefaultSenderResponse
+	13, // 72: sms.admin.v1.AdminService.ApproveSenderName:output_type -> sms.admin.v1.ApproveSenderNameResponse
+	15, // 73: sms.admin.v1.AdminService.RejectSenderName:output_type -> sms.admin.v1.RejectSenderNameResponse
+	18, // 74: sms.admin.v1.AdminService.AssignNumber:output_type -> sms.admin.v1.AssignNumberResponse
+	20, // 75: sms.admin.v1.AdminService.ReleaseNumber:output_type -> sms.admin.v1.ReleaseNumberResponse
+	22, // 76: sms.admin.v1.AdminService.ListNumbers:output_type -> sms.admin.v1.ListNumbersResponse
+	24, // 77: sms.admin.v1.AdminService.SetInboundUrl:output_type -> sms.admin.v1.SetInboundUrlResponse
+	26, // 78: sms.admin.v1.AdminService.SimulateInbound:output_type -> sms.admin.v1.SimulateInboundResponse
+	28, // 79: sms.admin.v1.AdminService.CreateOptOut:output_type -> sms.admin.v1.CreateOptOutResponse
+	30, // 80: sms.admin.v1.AdminService.DeleteOptOut:output_type -> sms.admin.v1.DeleteOptOutResponse
+	32, // 81: sms.admin.v1.AdminService.CreateApiKey:output_type -> sms.admin.v1.CreateApiKeyResponse
+	34, // 82: sms.admin.v1.AdminService.ListApiKeys:output_type -> sms.admin.v1.ListApiKeysResponse
+	36, // 83: sms.admin.v1.AdminService.RevokeApiKey:output_type -> sms.admin.v1.RevokeApiKeyResponse
+	38, // 84: sms.admin.v1.AdminService.RotateWebhookSecret:output_type -> sms.admin.v1.RotateWebhookSecretResponse
+	40, // 85: sms.admin.v1.AdminService.SuspendAccount:output_type -> sms.admin.v1.SuspendAccountResponse
+	42, // 86: sms.admin.v1.AdminService.ResumeAccount:output_type -> sms.admin.v1.ResumeAccountResponse
+	44, // 87: sms.admin.v1.AdminService.CloseAccount:output_type -> sms.admin.v1.CloseAccountResponse
+	47, // 88: sms.admin.v1.AdminService.ListAccounts:output_type -> sms.admin.v1.ListAccountsResponse
+	50, // 89: sms.admin.v1.AdminService.ListSenderNames:output_type -> sms.admin.v1.ListSenderNamesResponse
+	52, // 90: sms.admin.v1.AdminService.UpdateSpendControls:output_type -> sms.admin.v1.UpdateSpendControlsResponse
+	55, // 91: sms.admin.v1.AdminService.SetRiskOverrides:output_type -> sms.admin.v1.SetRiskOverridesResponse
+	58, // 92: sms.admin.v1.AdminService.ListRiskEvents:output_type -> sms.admin.v1.ListRiskEventsResponse
+	67, // [67:93] is the sub-list for method output_type
+	41, // [41:67] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_sms_admin_v1_admin_proto_init() }
@@ -1885,18 +3801,20 @@ func file_sms_admin_v1_admin_proto_init() {
 		return
 	}
 	file_sms_admin_v1_admin_proto_msgTypes[1].OneofWrappers = []any{}
+	file_sms_admin_v1_admin_proto_msgTypes[56].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_admin_v1_admin_proto_rawDesc), len(file_sms_admin_v1_admin_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   30,
+			NumEnums:      1,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_sms_admin_v1_admin_proto_goTypes,
 		DependencyIndexes: file_sms_admin_v1_admin_proto_depIdxs,
+		EnumInfos:         file_sms_admin_v1_admin_proto_enumTypes,
 		MessageInfos:      file_sms_admin_v1_admin_proto_msgTypes,
 	}.Build()
 	File_sms_admin_v1_admin_proto = out.File

@@ -73,6 +73,42 @@ const (
 	// AdminServiceDeleteOptOutProcedure is the fully-qualified name of the AdminService's DeleteOptOut
 	// RPC.
 	AdminServiceDeleteOptOutProcedure = "/sms.admin.v1.AdminService/DeleteOptOut"
+	// AdminServiceCreateApiKeyProcedure is the fully-qualified name of the AdminService's CreateApiKey
+	// RPC.
+	AdminServiceCreateApiKeyProcedure = "/sms.admin.v1.AdminService/CreateApiKey"
+	// AdminServiceListApiKeysProcedure is the fully-qualified name of the AdminService's ListApiKeys
+	// RPC.
+	AdminServiceListApiKeysProcedure = "/sms.admin.v1.AdminService/ListApiKeys"
+	// AdminServiceRevokeApiKeyProcedure is the fully-qualified name of the AdminService's RevokeApiKey
+	// RPC.
+	AdminServiceRevokeApiKeyProcedure = "/sms.admin.v1.AdminService/RevokeApiKey"
+	// AdminServiceRotateWebhookSecretProcedure is the fully-qualified name of the AdminService's
+	// RotateWebhookSecret RPC.
+	AdminServiceRotateWebhookSecretProcedure = "/sms.admin.v1.AdminService/RotateWebhookSecret"
+	// AdminServiceSuspendAccountProcedure is the fully-qualified name of the AdminService's
+	// SuspendAccount RPC.
+	AdminServiceSuspendAccountProcedure = "/sms.admin.v1.AdminService/SuspendAccount"
+	// AdminServiceResumeAccountProcedure is the fully-qualified name of the AdminService's
+	// ResumeAccount RPC.
+	AdminServiceResumeAccountProcedure = "/sms.admin.v1.AdminService/ResumeAccount"
+	// AdminServiceCloseAccountProcedure is the fully-qualified name of the AdminService's CloseAccount
+	// RPC.
+	AdminServiceCloseAccountProcedure = "/sms.admin.v1.AdminService/CloseAccount"
+	// AdminServiceListAccountsProcedure is the fully-qualified name of the AdminService's ListAccounts
+	// RPC.
+	AdminServiceListAccountsProcedure = "/sms.admin.v1.AdminService/ListAccounts"
+	// AdminServiceListSenderNamesProcedure is the fully-qualified name of the AdminService's
+	// ListSenderNames RPC.
+	AdminServiceListSenderNamesProcedure = "/sms.admin.v1.AdminService/ListSenderNames"
+	// AdminServiceUpdateSpendControlsProcedure is the fully-qualified name of the AdminService's
+	// UpdateSpendControls RPC.
+	AdminServiceUpdateSpendControlsProcedure = "/sms.admin.v1.AdminService/UpdateSpendControls"
+	// AdminServiceSetRiskOverridesProcedure is the fully-qualified name of the AdminService's
+	// SetRiskOverrides RPC.
+	AdminServiceSetRiskOverridesProcedure = "/sms.admin.v1.AdminService/SetRiskOverrides"
+	// AdminServiceListRiskEventsProcedure is the fully-qualified name of the AdminService's
+	// ListRiskEvents RPC.
+	AdminServiceListRiskEventsProcedure = "/sms.admin.v1.AdminService/ListRiskEvents"
 )
 
 // AdminServiceClient is a client for the sms.admin.v1.AdminService service.
@@ -116,6 +152,35 @@ type AdminServiceClient interface {
 	// FAILED_PRECONDITION (reason OPT_OUT_NOT_REMOVABLE) for a handset's STOP, which only its START
 	// lifts; NOT_FOUND (reason OPT_OUT_NOT_FOUND) when the number is not on the list.
 	DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error)
+	// Makes a key for an account, as ApiKeyService.CreateApiKey does for the account itself.
+	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
+	// Lists an account's keys, never a secret.
+	ListApiKeys(context.Context, *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error)
+	// Revokes any key, the account's last `full` key included. NOT_FOUND (reason
+	// API_KEY_NOT_FOUND) for an unknown or revoked key.
+	RevokeApiKey(context.Context, *connect.Request[v1.RevokeApiKeyRequest]) (*connect.Response[v1.RevokeApiKeyResponse], error)
+	// Makes a new webhook secret for an account (both signatures during the overlap).
+	RotateWebhookSecret(context.Context, *connect.Request[v1.RotateWebhookSecretRequest]) (*connect.Response[v1.RotateWebhookSecretResponse], error)
+	// Suspends an account: its sends, sender-name requests and new keys are refused
+	// (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED) and its accepted messages are held.
+	// FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a closed account.
+	SuspendAccount(context.Context, *connect.Request[v1.SuspendAccountRequest]) (*connect.Response[v1.SuspendAccountResponse], error)
+	// Lifts a suspension: held messages go on. FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a
+	// closed account.
+	ResumeAccount(context.Context, *connect.Request[v1.ResumeAccountRequest]) (*connect.Response[v1.ResumeAccountResponse], error)
+	// Closes an account for good: every key revoked, held messages withdrawn and refunded.
+	CloseAccount(context.Context, *connect.Request[v1.CloseAccountRequest]) (*connect.Response[v1.CloseAccountResponse], error)
+	// Lists accounts by API key; filtered by name prefix and status; paged.
+	ListAccounts(context.Context, *connect.Request[v1.ListAccountsRequest]) (*connect.Response[v1.ListAccountsResponse], error)
+	// Lists sender names across accounts, oldest first: with `pending`, the approval queue.
+	ListSenderNames(context.Context, *connect.Request[v1.ListSenderNamesRequest]) (*connect.Response[v1.ListSenderNamesResponse], error)
+	// Changes an account's spend controls as AccountService.UpdateSpendControls does for the account
+	// itself (docs/design.md "Money").
+	UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error)
+	// Sets or clears an account's overrides of the toll-fraud guard.
+	SetRiskOverrides(context.Context, *connect.Request[v1.SetRiskOverridesRequest]) (*connect.Response[v1.SetRiskOverridesResponse], error)
+	// What the toll-fraud guard flagged or refused in the last 30 days, newest first.
+	ListRiskEvents(context.Context, *connect.Request[v1.ListRiskEventsRequest]) (*connect.Response[v1.ListRiskEventsResponse], error)
 }
 
 // NewAdminServiceClient constructs a client for the sms.admin.v1.AdminService service. By default,
@@ -215,25 +280,115 @@ func NewAdminServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(adminServiceMethods.ByName("DeleteOptOut")),
 			connect.WithClientOptions(opts...),
 		),
+		createApiKey: connect.NewClient[v1.CreateApiKeyRequest, v1.CreateApiKeyResponse](
+			httpClient,
+			baseURL+AdminServiceCreateApiKeyProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("CreateApiKey")),
+			connect.WithClientOptions(opts...),
+		),
+		listApiKeys: connect.NewClient[v1.ListApiKeysRequest, v1.ListApiKeysResponse](
+			httpClient,
+			baseURL+AdminServiceListApiKeysProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListApiKeys")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		revokeApiKey: connect.NewClient[v1.RevokeApiKeyRequest, v1.RevokeApiKeyResponse](
+			httpClient,
+			baseURL+AdminServiceRevokeApiKeyProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RevokeApiKey")),
+			connect.WithClientOptions(opts...),
+		),
+		rotateWebhookSecret: connect.NewClient[v1.RotateWebhookSecretRequest, v1.RotateWebhookSecretResponse](
+			httpClient,
+			baseURL+AdminServiceRotateWebhookSecretProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("RotateWebhookSecret")),
+			connect.WithClientOptions(opts...),
+		),
+		suspendAccount: connect.NewClient[v1.SuspendAccountRequest, v1.SuspendAccountResponse](
+			httpClient,
+			baseURL+AdminServiceSuspendAccountProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SuspendAccount")),
+			connect.WithClientOptions(opts...),
+		),
+		resumeAccount: connect.NewClient[v1.ResumeAccountRequest, v1.ResumeAccountResponse](
+			httpClient,
+			baseURL+AdminServiceResumeAccountProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ResumeAccount")),
+			connect.WithClientOptions(opts...),
+		),
+		closeAccount: connect.NewClient[v1.CloseAccountRequest, v1.CloseAccountResponse](
+			httpClient,
+			baseURL+AdminServiceCloseAccountProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("CloseAccount")),
+			connect.WithClientOptions(opts...),
+		),
+		listAccounts: connect.NewClient[v1.ListAccountsRequest, v1.ListAccountsResponse](
+			httpClient,
+			baseURL+AdminServiceListAccountsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListAccounts")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listSenderNames: connect.NewClient[v1.ListSenderNamesRequest, v1.ListSenderNamesResponse](
+			httpClient,
+			baseURL+AdminServiceListSenderNamesProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListSenderNames")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		updateSpendControls: connect.NewClient[v1.UpdateSpendControlsRequest, v1.UpdateSpendControlsResponse](
+			httpClient,
+			baseURL+AdminServiceUpdateSpendControlsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("UpdateSpendControls")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
+		setRiskOverrides: connect.NewClient[v1.SetRiskOverridesRequest, v1.SetRiskOverridesResponse](
+			httpClient,
+			baseURL+AdminServiceSetRiskOverridesProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("SetRiskOverrides")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
+		listRiskEvents: connect.NewClient[v1.ListRiskEventsRequest, v1.ListRiskEventsResponse](
+			httpClient,
+			baseURL+AdminServiceListRiskEventsProcedure,
+			connect.WithSchema(adminServiceMethods.ByName("ListRiskEvents")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // adminServiceClient implements AdminServiceClient.
 type adminServiceClient struct {
-	createAccount     *connect.Client[v1.CreateAccountRequest, v1.CreateAccountResponse]
-	getAccount        *connect.Client[v1.GetAccountRequest, v1.GetAccountResponse]
-	addCredit         *connect.Client[v1.AddCreditRequest, v1.AddCreditResponse]
-	setStatusUrl      *connect.Client[v1.SetStatusUrlRequest, v1.SetStatusUrlResponse]
-	setDefaultSender  *connect.Client[v1.SetDefaultSenderRequest, v1.SetDefaultSenderResponse]
-	approveSenderName *connect.Client[v1.ApproveSenderNameRequest, v1.ApproveSenderNameResponse]
-	rejectSenderName  *connect.Client[v1.RejectSenderNameRequest, v1.RejectSenderNameResponse]
-	assignNumber      *connect.Client[v1.AssignNumberRequest, v1.AssignNumberResponse]
-	releaseNumber     *connect.Client[v1.ReleaseNumberRequest, v1.ReleaseNumberResponse]
-	listNumbers       *connect.Client[v1.ListNumbersRequest, v1.ListNumbersResponse]
-	setInboundUrl     *connect.Client[v1.SetInboundUrlRequest, v1.SetInboundUrlResponse]
-	simulateInbound   *connect.Client[v1.SimulateInboundRequest, v1.SimulateInboundResponse]
-	createOptOut      *connect.Client[v1.CreateOptOutRequest, v1.CreateOptOutResponse]
-	deleteOptOut      *connect.Client[v1.DeleteOptOutRequest, v1.DeleteOptOutResponse]
+	createAccount       *connect.Client[v1.CreateAccountRequest, v1.CreateAccountResponse]
+	getAccount          *connect.Client[v1.GetAccountRequest, v1.GetAccountResponse]
+	addCredit           *connect.Client[v1.AddCreditRequest, v1.AddCreditResponse]
+	setStatusUrl        *connect.Client[v1.SetStatusUrlRequest, v1.SetStatusUrlResponse]
+	setDefaultSender    *connect.Client[v1.SetDefaultSenderRequest, v1.SetDefaultSenderResponse]
+	approveSenderName   *connect.Client[v1.ApproveSenderNameRequest, v1.ApproveSenderNameResponse]
+	rejectSenderName    *connect.Client[v1.RejectSenderNameRequest, v1.RejectSenderNameResponse]
+	assignNumber        *connect.Client[v1.AssignNumberRequest, v1.AssignNumberResponse]
+	releaseNumber       *connect.Client[v1.ReleaseNumberRequest, v1.ReleaseNumberResponse]
+	listNumbers         *connect.Client[v1.ListNumbersRequest, v1.ListNumbersResponse]
+	setInboundUrl       *connect.Client[v1.SetInboundUrlRequest, v1.SetInboundUrlResponse]
+	simulateInbound     *connect.Client[v1.SimulateInboundRequest, v1.SimulateInboundResponse]
+	createOptOut        *connect.Client[v1.CreateOptOutRequest, v1.CreateOptOutResponse]
+	deleteOptOut        *connect.Client[v1.DeleteOptOutRequest, v1.DeleteOptOutResponse]
+	createApiKey        *connect.Client[v1.CreateApiKeyRequest, v1.CreateApiKeyResponse]
+	listApiKeys         *connect.Client[v1.ListApiKeysRequest, v1.ListApiKeysResponse]
+	revokeApiKey        *connect.Client[v1.RevokeApiKeyRequest, v1.RevokeApiKeyResponse]
+	rotateWebhookSecret *connect.Client[v1.RotateWebhookSecretRequest, v1.RotateWebhookSecretResponse]
+	suspendAccount      *connect.Client[v1.SuspendAccountRequest, v1.SuspendAccountResponse]
+	resumeAccount       *connect.Client[v1.ResumeAccountRequest, v1.ResumeAccountResponse]
+	closeAccount        *connect.Client[v1.CloseAccountRequest, v1.CloseAccountResponse]
+	listAccounts        *connect.Client[v1.ListAccountsRequest, v1.ListAccountsResponse]
+	listSenderNames     *connect.Client[v1.ListSenderNamesRequest, v1.ListSenderNamesResponse]
+	updateSpendControls *connect.Client[v1.UpdateSpendControlsRequest, v1.UpdateSpendControlsResponse]
+	setRiskOverrides    *connect.Client[v1.SetRiskOverridesRequest, v1.SetRiskOverridesResponse]
+	listRiskEvents      *connect.Client[v1.ListRiskEventsRequest, v1.ListRiskEventsResponse]
 }
 
 // CreateAccount calls sms.admin.v1.AdminService.CreateAccount.
@@ -306,6 +461,66 @@ func (c *adminServiceClient) DeleteOptOut(ctx context.Context, req *connect.Requ
 	return c.deleteOptOut.CallUnary(ctx, req)
 }
 
+// CreateApiKey calls sms.admin.v1.AdminService.CreateApiKey.
+func (c *adminServiceClient) CreateApiKey(ctx context.Context, req *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error) {
+	return c.createApiKey.CallUnary(ctx, req)
+}
+
+// ListApiKeys calls sms.admin.v1.AdminService.ListApiKeys.
+func (c *adminServiceClient) ListApiKeys(ctx context.Context, req *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error) {
+	return c.listApiKeys.CallUnary(ctx, req)
+}
+
+// RevokeApiKey calls sms.admin.v1.AdminService.RevokeApiKey.
+func (c *adminServiceClient) RevokeApiKey(ctx context.Context, req *connect.Request[v1.RevokeApiKeyRequest]) (*connect.Response[v1.RevokeApiKeyResponse], error) {
+	return c.revokeApiKey.CallUnary(ctx, req)
+}
+
+// RotateWebhookSecret calls sms.admin.v1.AdminService.RotateWebhookSecret.
+func (c *adminServiceClient) RotateWebhookSecret(ctx context.Context, req *connect.Request[v1.RotateWebhookSecretRequest]) (*connect.Response[v1.RotateWebhookSecretResponse], error) {
+	return c.rotateWebhookSecret.CallUnary(ctx, req)
+}
+
+// SuspendAccount calls sms.admin.v1.AdminService.SuspendAccount.
+func (c *adminServiceClient) SuspendAccount(ctx context.Context, req *connect.Request[v1.SuspendAccountRequest]) (*connect.Response[v1.SuspendAccountResponse], error) {
+	return c.suspendAccount.CallUnary(ctx, req)
+}
+
+// ResumeAccount calls sms.admin.v1.AdminService.ResumeAccount.
+func (c *adminServiceClient) ResumeAccount(ctx context.Context, req *connect.Request[v1.ResumeAccountRequest]) (*connect.Response[v1.ResumeAccountResponse], error) {
+	return c.resumeAccount.CallUnary(ctx, req)
+}
+
+// CloseAccount calls sms.admin.v1.AdminService.CloseAccount.
+func (c *adminServiceClient) CloseAccount(ctx context.Context, req *connect.Request[v1.CloseAccountRequest]) (*connect.Response[v1.CloseAccountResponse], error) {
+	return c.closeAccount.CallUnary(ctx, req)
+}
+
+// ListAccounts calls sms.admin.v1.AdminService.ListAccounts.
+func (c *adminServiceClient) ListAccounts(ctx context.Context, req *connect.Request[v1.ListAccountsRequest]) (*connect.Response[v1.ListAccountsResponse], error) {
+	return c.listAccounts.CallUnary(ctx, req)
+}
+
+// ListSenderNames calls sms.admin.v1.AdminService.ListSenderNames.
+func (c *adminServiceClient) ListSenderNames(ctx context.Context, req *connect.Request[v1.ListSenderNamesRequest]) (*connect.Response[v1.ListSenderNamesResponse], error) {
+	return c.listSenderNames.CallUnary(ctx, req)
+}
+
+// UpdateSpendControls calls sms.admin.v1.AdminService.UpdateSpendControls.
+func (c *adminServiceClient) UpdateSpendControls(ctx context.Context, req *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error) {
+	return c.updateSpendControls.CallUnary(ctx, req)
+}
+
+// SetRiskOverrides calls sms.admin.v1.AdminService.SetRiskOverrides.
+func (c *adminServiceClient) SetRiskOverrides(ctx context.Context, req *connect.Request[v1.SetRiskOverridesRequest]) (*connect.Response[v1.SetRiskOverridesResponse], error) {
+	return c.setRiskOverrides.CallUnary(ctx, req)
+}
+
+// ListRiskEvents calls sms.admin.v1.AdminService.ListRiskEvents.
+func (c *adminServiceClient) ListRiskEvents(ctx context.Context, req *connect.Request[v1.ListRiskEventsRequest]) (*connect.Response[v1.ListRiskEventsResponse], error) {
+	return c.listRiskEvents.CallUnary(ctx, req)
+}
+
 // AdminServiceHandler is an implementation of the sms.admin.v1.AdminService service.
 type AdminServiceHandler interface {
 	// Creates an account and answers its credentials; the API secret is shown only here.
@@ -347,6 +562,35 @@ type AdminServiceHandler interface {
 	// FAILED_PRECONDITION (reason OPT_OUT_NOT_REMOVABLE) for a handset's STOP, which only its START
 	// lifts; NOT_FOUND (reason OPT_OUT_NOT_FOUND) when the number is not on the list.
 	DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error)
+	// Makes a key for an account, as ApiKeyService.CreateApiKey does for the account itself.
+	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
+	// Lists an account's keys, never a secret.
+	ListApiKeys(context.Context, *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error)
+	// Revokes any key, the account's last `full` key included. NOT_FOUND (reason
+	// API_KEY_NOT_FOUND) for an unknown or revoked key.
+	RevokeApiKey(context.Context, *connect.Request[v1.RevokeApiKeyRequest]) (*connect.Response[v1.RevokeApiKeyResponse], error)
+	// Makes a new webhook secret for an account (both signatures during the overlap).
+	RotateWebhookSecret(context.Context, *connect.Request[v1.RotateWebhookSecretRequest]) (*connect.Response[v1.RotateWebhookSecretResponse], error)
+	// Suspends an account: its sends, sender-name requests and new keys are refused
+	// (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED) and its accepted messages are held.
+	// FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a closed account.
+	SuspendAccount(context.Context, *connect.Request[v1.SuspendAccountRequest]) (*connect.Response[v1.SuspendAccountResponse], error)
+	// Lifts a suspension: held messages go on. FAILED_PRECONDITION (reason ACCOUNT_CLOSED) for a
+	// closed account.
+	ResumeAccount(context.Context, *connect.Request[v1.ResumeAccountRequest]) (*connect.Response[v1.ResumeAccountResponse], error)
+	// Closes an account for good: every key revoked, held messages withdrawn and refunded.
+	CloseAccount(context.Context, *connect.Request[v1.CloseAccountRequest]) (*connect.Response[v1.CloseAccountResponse], error)
+	// Lists accounts by API key; filtered by name prefix and status; paged.
+	ListAccounts(context.Context, *connect.Request[v1.ListAccountsRequest]) (*connect.Response[v1.ListAccountsResponse], error)
+	// Lists sender names across accounts, oldest first: with `pending`, the approval queue.
+	ListSenderNames(context.Context, *connect.Request[v1.ListSenderNamesRequest]) (*connect.Response[v1.ListSenderNamesResponse], error)
+	// Changes an account's spend controls as AccountService.UpdateSpendControls does for the account
+	// itself (docs/design.md "Money").
+	UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error)
+	// Sets or clears an account's overrides of the toll-fraud guard.
+	SetRiskOverrides(context.Context, *connect.Request[v1.SetRiskOverridesRequest]) (*connect.Response[v1.SetRiskOverridesResponse], error)
+	// What the toll-fraud guard flagged or refused in the last 30 days, newest first.
+	ListRiskEvents(context.Context, *connect.Request[v1.ListRiskEventsRequest]) (*connect.Response[v1.ListRiskEventsResponse], error)
 }
 
 // NewAdminServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -442,6 +686,84 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(adminServiceMethods.ByName("DeleteOptOut")),
 		connect.WithHandlerOptions(opts...),
 	)
+	adminServiceCreateApiKeyHandler := connect.NewUnaryHandler(
+		AdminServiceCreateApiKeyProcedure,
+		svc.CreateApiKey,
+		connect.WithSchema(adminServiceMethods.ByName("CreateApiKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListApiKeysHandler := connect.NewUnaryHandler(
+		AdminServiceListApiKeysProcedure,
+		svc.ListApiKeys,
+		connect.WithSchema(adminServiceMethods.ByName("ListApiKeys")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceRevokeApiKeyHandler := connect.NewUnaryHandler(
+		AdminServiceRevokeApiKeyProcedure,
+		svc.RevokeApiKey,
+		connect.WithSchema(adminServiceMethods.ByName("RevokeApiKey")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceRotateWebhookSecretHandler := connect.NewUnaryHandler(
+		AdminServiceRotateWebhookSecretProcedure,
+		svc.RotateWebhookSecret,
+		connect.WithSchema(adminServiceMethods.ByName("RotateWebhookSecret")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceSuspendAccountHandler := connect.NewUnaryHandler(
+		AdminServiceSuspendAccountProcedure,
+		svc.SuspendAccount,
+		connect.WithSchema(adminServiceMethods.ByName("SuspendAccount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceResumeAccountHandler := connect.NewUnaryHandler(
+		AdminServiceResumeAccountProcedure,
+		svc.ResumeAccount,
+		connect.WithSchema(adminServiceMethods.ByName("ResumeAccount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceCloseAccountHandler := connect.NewUnaryHandler(
+		AdminServiceCloseAccountProcedure,
+		svc.CloseAccount,
+		connect.WithSchema(adminServiceMethods.ByName("CloseAccount")),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListAccountsHandler := connect.NewUnaryHandler(
+		AdminServiceListAccountsProcedure,
+		svc.ListAccounts,
+		connect.WithSchema(adminServiceMethods.ByName("ListAccounts")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListSenderNamesHandler := connect.NewUnaryHandler(
+		AdminServiceListSenderNamesProcedure,
+		svc.ListSenderNames,
+		connect.WithSchema(adminServiceMethods.ByName("ListSenderNames")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceUpdateSpendControlsHandler := connect.NewUnaryHandler(
+		AdminServiceUpdateSpendControlsProcedure,
+		svc.UpdateSpendControls,
+		connect.WithSchema(adminServiceMethods.ByName("UpdateSpendControls")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceSetRiskOverridesHandler := connect.NewUnaryHandler(
+		AdminServiceSetRiskOverridesProcedure,
+		svc.SetRiskOverrides,
+		connect.WithSchema(adminServiceMethods.ByName("SetRiskOverrides")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
+	adminServiceListRiskEventsHandler := connect.NewUnaryHandler(
+		AdminServiceListRiskEventsProcedure,
+		svc.ListRiskEvents,
+		connect.WithSchema(adminServiceMethods.ByName("ListRiskEvents")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/sms.admin.v1.AdminService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AdminServiceCreateAccountProcedure:
@@ -472,6 +794,30 @@ func NewAdminServiceHandler(svc AdminServiceHandler, opts ...connect.HandlerOpti
 			adminServiceCreateOptOutHandler.ServeHTTP(w, r)
 		case AdminServiceDeleteOptOutProcedure:
 			adminServiceDeleteOptOutHandler.ServeHTTP(w, r)
+		case AdminServiceCreateApiKeyProcedure:
+			adminServiceCreateApiKeyHandler.ServeHTTP(w, r)
+		case AdminServiceListApiKeysProcedure:
+			adminServiceListApiKeysHandler.ServeHTTP(w, r)
+		case AdminServiceRevokeApiKeyProcedure:
+			adminServiceRevokeApiKeyHandler.ServeHTTP(w, r)
+		case AdminServiceRotateWebhookSecretProcedure:
+			adminServiceRotateWebhookSecretHandler.ServeHTTP(w, r)
+		case AdminServiceSuspendAccountProcedure:
+			adminServiceSuspendAccountHandler.ServeHTTP(w, r)
+		case AdminServiceResumeAccountProcedure:
+			adminServiceResumeAccountHandler.ServeHTTP(w, r)
+		case AdminServiceCloseAccountProcedure:
+			adminServiceCloseAccountHandler.ServeHTTP(w, r)
+		case AdminServiceListAccountsProcedure:
+			adminServiceListAccountsHandler.ServeHTTP(w, r)
+		case AdminServiceListSenderNamesProcedure:
+			adminServiceListSenderNamesHandler.ServeHTTP(w, r)
+		case AdminServiceUpdateSpendControlsProcedure:
+			adminServiceUpdateSpendControlsHandler.ServeHTTP(w, r)
+		case AdminServiceSetRiskOverridesProcedure:
+			adminServiceSetRiskOverridesHandler.ServeHTTP(w, r)
+		case AdminServiceListRiskEventsProcedure:
+			adminServiceListRiskEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -535,4 +881,52 @@ func (UnimplementedAdminServiceHandler) CreateOptOut(context.Context, *connect.R
 
 func (UnimplementedAdminServiceHandler) DeleteOptOut(context.Context, *connect.Request[v1.DeleteOptOutRequest]) (*connect.Response[v1.DeleteOptOutResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.DeleteOptOut is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.CreateApiKey is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListApiKeys(context.Context, *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ListApiKeys is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RevokeApiKey(context.Context, *connect.Request[v1.RevokeApiKeyRequest]) (*connect.Response[v1.RevokeApiKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.RevokeApiKey is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) RotateWebhookSecret(context.Context, *connect.Request[v1.RotateWebhookSecretRequest]) (*connect.Response[v1.RotateWebhookSecretResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.RotateWebhookSecret is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SuspendAccount(context.Context, *connect.Request[v1.SuspendAccountRequest]) (*connect.Response[v1.SuspendAccountResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.SuspendAccount is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ResumeAccount(context.Context, *connect.Request[v1.ResumeAccountRequest]) (*connect.Response[v1.ResumeAccountResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ResumeAccount is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) CloseAccount(context.Context, *connect.Request[v1.CloseAccountRequest]) (*connect.Response[v1.CloseAccountResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.CloseAccount is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListAccounts(context.Context, *connect.Request[v1.ListAccountsRequest]) (*connect.Response[v1.ListAccountsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ListAccounts is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListSenderNames(context.Context, *connect.Request[v1.ListSenderNamesRequest]) (*connect.Response[v1.ListSenderNamesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ListSenderNames is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.UpdateSpendControls is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) SetRiskOverrides(context.Context, *connect.Request[v1.SetRiskOverridesRequest]) (*connect.Response[v1.SetRiskOverridesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.SetRiskOverrides is not implemented"))
+}
+
+func (UnimplementedAdminServiceHandler) ListRiskEvents(context.Context, *connect.Request[v1.ListRiskEventsRequest]) (*connect.Response[v1.ListRiskEventsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.admin.v1.AdminService.ListRiskEvents is not implemented"))
 }

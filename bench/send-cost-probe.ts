@@ -1,0 +1,161 @@
+// A probe of what one single send costs the service: `POST /sms` (REST) and SendMessage over
+// Connect (JSON) at a fixed rate below saturation, the service's CPU time (user + system, from
+// /proc/<pid>/stat) over the requests answered. Services built from several checkouts
+// (`--dirs a,b`, each with its `dist/`) are measured in turn in the same run, each door of each
+// in short slices whose order rotates, so that the machine's changes of speed meet every side.
+//
+//   npx tsx bench/send-cost-probe.ts --dirs /tmp/before,. --rate 500 --seconds 4 --rounds 6
+//
+// BENCH_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the services.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import autocannon from "autocannon";
+import { MongoClient } from "mongodb";
+import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
+import { ADMIN_TOKEN, createAccount } from "./common.ts";
+import { cpuSeconds, median, type ServiceProcess, startProcess } from "./processes.ts";
+
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+};
+const dirs = arg("dirs", ".").split(",");
+const rate = Number(arg("rate", "500"));
+const seconds = Number(arg("seconds", "4"));
+const rounds = Number(arg("rounds", "4"));
+const doors = arg("doors", "rest,connect").split(",") as Door[];
+type Door = "rest" | "connect";
+
+const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
+const client = await new MongoClient(database.uri).connect();
+const log = (m: string) => process.stderr.write(`probe: ${m}\n`);
+
+interface Side {
+  dir: string;
+  db: string;
+  api: ServiceProcess;
+  bodies: Record<Door, { path: string; body: string; headers: Record<string, string> }>;
+}
+const sides: Side[] = [];
+for (const [i, dir] of dirs.entries()) {
+  const db = `probe_send_${i}`;
+  const api = await startProcess(
+    "src/main.ts",
+    {
+      MONGODB_URI: database.uri,
+      MONGODB_DATABASE: db,
+      SMS_ADMIN_TOKEN: ADMIN_TOKEN,
+      LOG_LEVEL: "warn",
+      SMS_RATE_LIMIT_RPS: "0",
+      SMS_RUN_WORKERS: "false",
+    },
+    "/health",
+    dir === "." ? undefined : dir,
+  );
+  const account = await createAccount(api.baseUrl);
+  const basic = `Basic ${Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64")}`;
+  sides.push({
+    dir,
+    db,
+    api,
+    bodies: {
+      rest: {
+        path: "/sms",
+        body: JSON.stringify({
+          to: "+4915112345678",
+          text: "Hello from the benchmark",
+          ...account,
+        }),
+        headers: { "content-type": "application/json" },
+      },
+      connect: {
+        path: "/sms.v1.MessagingService/SendMessage",
+        body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark" }),
+        headers: { "content-type": "application/json", authorization: basic },
+      },
+    },
+  });
+}
+
+const load = (side: Side, door: Door, secs: number, fixedRate?: number) => {
+  const { path, body, headers } = side.bodies[door];
+  return autocannon({
+    url: `${side.api.baseUrl}${path}`,
+    method: "POST",
+    connections: 32,
+    duration: secs,
+    headers,
+    body,
+    ...(fixedRate && { overallRate: fixedRate }),
+  });
+};
+
+for (const side of sides) for (const door of doors) await load(side, door, 4);
+
+/** PROBE_STRACE=1: syscall counts of the service over a slice (first round only). */
+function strace(pid: number, key: string, round: number): ChildProcess | undefined {
+  if (!process.env.PROBE_STRACE || round > 0) return undefined;
+  const out = `/tmp/s43/strace-${key.replace(/[^a-z0-9]+/gi, "_")}.txt`;
+  return spawn("strace", ["-f", "-c", "-p", String(pid), "-o", out], { stdio: "ignore" });
+}
+
+/** The database server's operation counters, when it keeps them. */
+async function opcounters(): Promise<Record<string, number> | undefined> {
+  try {
+    const status = await client.db("admin").command({ serverStatus: 1 });
+    return status.opcounters as Record<string, number> | undefined;
+  } catch {
+    return undefined;
+  }
+}
+const results = new Map<
+  string,
+  { cpu: number; requests: number; p99: number[]; errors: number; perSlice: number[] }
+>();
+for (let round = 0; round < rounds; round++) {
+  const slots = sides.flatMap((side) => doors.map((door) => ({ side, door })));
+  const order = slots.map((_, i) => slots[(round + i) % slots.length] as (typeof slots)[0]);
+  const line: string[] = [];
+  for (const { side, door } of order) {
+    const key = `${side.dir} ${door}`;
+    const tracer = strace(side.api.pid, key, round);
+    const ops = await opcounters();
+    const before = cpuSeconds(side.api.pid);
+    const r = await load(side, door, seconds, rate);
+    const cpu = cpuSeconds(side.api.pid) - before;
+    const opsAfter = await opcounters();
+    if (tracer) {
+      tracer.kill("SIGINT");
+      await new Promise((resolve) => tracer.once("exit", resolve));
+    }
+    if (ops && opsAfter)
+      log(
+        `${key}: database commands per request ${Object.entries(opsAfter)
+          .map(([k, v]) => `${k} ${((v - (ops[k] ?? 0)) / r.requests.total).toFixed(2)}`)
+          .join(", ")}`,
+      );
+    const acc = results.get(key) ?? { cpu: 0, requests: 0, p99: [], errors: 0, perSlice: [] };
+    acc.perSlice.push((1e6 * cpu) / r.requests.total);
+    acc.cpu += cpu;
+    acc.requests += r.requests.total;
+    acc.p99.push(r.latency.p99);
+    acc.errors += r.non2xx + r.errors;
+    results.set(key, acc);
+    line.push(`${key} ${((1e6 * cpu) / r.requests.total).toFixed(0)}us`);
+    await client.db(side.db).collection("messages").deleteMany({});
+  }
+  log(`round ${round + 1}: ${line.join(", ")}`);
+}
+// Each round's ratio to the first checkout's same door: the pairs meet the same moment's noise.
+for (const [key, r] of results) {
+  const door = key.slice(key.lastIndexOf(" ") + 1);
+  const first = results.get(`${sides[0]?.dir} ${door}`);
+  const ratios = r.perSlice.map((v, i) => v / (first?.perSlice[i] ?? v));
+  console.log(
+    `${key}: ${((1e6 * r.cpu) / r.requests).toFixed(0)} us CPU/request over ${r.requests} requests (slices: median ${median(r.perSlice).toFixed(0)}, ${Math.min(...r.perSlice).toFixed(0)}-${Math.max(...r.perSlice).toFixed(0)}); to ${sides[0]?.dir}: median ${median(ratios).toFixed(2)}, ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}; p99 median ${median(r.p99)} ms, errors ${r.errors}`,
+  );
+}
+for (const side of sides) await side.api.stop();
+await Promise.all(sides.map((s) => client.db(s.db).dropDatabase()));
+await client.close();
+await database.stop();

@@ -1,0 +1,105 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import csrfProtection from "@fastify/csrf-protection";
+import view from "@fastify/view";
+import { Eta } from "eta";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyServerOptions,
+} from "fastify";
+import { registerBodyParsers } from "../rest/body-parsers.ts";
+import { accountPages } from "./account-pages.ts";
+import { type Console, type ConsoleDeps, refusal } from "./console-kit.ts";
+import { operationPages } from "./operation-pages.ts";
+import { registerOperatorSession, signedInOperator } from "./operator-session.ts";
+import { queuePages } from "./queue-pages.ts";
+import { signInPages } from "./sign-in-pages.ts";
+
+// The operator's console (docs/design.md "Accounts, API keys and the operator console"): its own
+// HTTP server on OPERATOR_PORT / OPERATOR_HOST (loopback by default), server-rendered pages whose
+// every action is an AdminService call made as the signed-in operator. No page runs a script; Eta
+// escapes every `<%= %>`; every form carries a CSRF token and the cookie is SameSite=Strict.
+
+const VIEWS = fileURLToPath(new URL("./views/", import.meta.url));
+const STYLESHEET = readFileSync(new URL("./views/console.css", import.meta.url), "utf8");
+
+const SECURITY_HEADERS = {
+  "content-security-policy":
+    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "same-origin",
+  "cache-control": "no-store",
+};
+
+/** The console's server, not listening yet (main.ts listens on OPERATOR_PORT). */
+export async function consoleServer(
+  deps: ConsoleDeps,
+  logger: FastifyServerOptions["logger"],
+): Promise<FastifyInstance> {
+  const app = Fastify({ logger: logger ?? false, bodyLimit: 64 * 1024 });
+  registerBodyParsers(app);
+  await deps.sessions.ensureIndexes();
+  await registerOperatorSession(app, deps);
+  await app.register(csrfProtection, { sessionPlugin: "@fastify/secure-session" });
+  await app.register(view, {
+    engine: { eta: new Eta({ views: VIEWS, autoEscape: true, cache: deps.config.production }) },
+    templates: VIEWS,
+  });
+  app.addHook("onRequest", async (_request, reply) => {
+    reply.headers(SECURITY_HEADERS);
+  });
+
+  const console: Console = {
+    deps,
+    render(reply, page, data, operator) {
+      return reply
+        .type("text/html; charset=utf-8")
+        .view(page, { errors: {}, ...data, operator, csrfToken: reply.generateCsrf() });
+    },
+    signedIn(handler) {
+      return async (request, reply) => {
+        const operator = await signedInOperator(request, deps);
+        if (!operator) return reply.redirect("/sign-in", 303);
+        return handler(request, reply, operator);
+      };
+    },
+  };
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const { status, errors } = errorPage(error);
+    if (status >= 500) request.log.error({ err: error }, "console request failed");
+    return console.render(reply.code(status), "error", { title: `Error ${status}`, errors });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    console.render(reply.code(404), "error", {
+      title: "Not found",
+      errors: { request: [`no such page: ${request.url.split("?")[0]}`] },
+    }),
+  );
+  app.get("/assets/console.css", async (_request, reply) =>
+    reply.type("text/css; charset=utf-8").header("cache-control", "max-age=300").send(STYLESHEET),
+  );
+  app.get("/", async (_request, reply) => reply.redirect("/accounts", 303));
+  signInPages(app, console);
+  accountPages(app, console);
+  queuePages(app, console);
+  operationPages(app, console);
+  return app;
+}
+
+function errorPage(error: FastifyError): { status: number; errors: Record<string, string[]> } {
+  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
+    return {
+      status: 403,
+      errors: { request: ["the form was not sent from this console, or it is stale: reload it"] },
+    };
+  }
+  try {
+    return refusal(error);
+  } catch {
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) return { status, errors: { request: [error.message] } };
+    return { status: 500, errors: { request: ["internal error; please retry later"] } };
+  }
+}

@@ -1,0 +1,161 @@
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { auditLogCollection, recentAudit } from "../accounts/audit-log.ts";
+import { carrierStatesCollection, recentCarrierStates } from "../accounts/carrier-states.ts";
+import { dailyUsage } from "../accounts/usage.ts";
+import {
+  action,
+  type Console,
+  type FieldErrorList,
+  field,
+  type Operator,
+  refusal,
+} from "./console-kit.ts";
+
+// Numbers (assign, release), the carriers of every instance, usage per account and day, and the
+// audit log of every operator action from any door.
+
+const iso = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, "Z");
+
+export function operationPages(app: FastifyInstance, console: Console): void {
+  const { admin, store } = console.deps;
+
+  async function numbersPage(
+    reply: FastifyReply,
+    operator: Operator,
+    pageToken: string,
+    errors: FieldErrorList = {},
+    status = 200,
+  ) {
+    const data: Record<string, unknown> = { title: "Numbers", nav: "numbers", rows: [], next: "" };
+    try {
+      const page = await admin.listNumbers({ pageSize: 100, pageToken }, operator.call);
+      data.rows = page.numbers.map((n) => ({
+        number: n.number,
+        apiKey: n.apiKey,
+        assigned: n.assignTime ? iso(timestampDate(n.assignTime)) : "",
+      }));
+      if (page.nextPageToken)
+        data.next = new URLSearchParams({ page: page.nextPageToken }).toString();
+    } catch (error) {
+      const refused = refusal(error);
+      return console.render(
+        reply.code(refused.status),
+        "numbers",
+        { ...data, errors: refused.errors },
+        operator,
+      );
+    }
+    return console.render(reply.code(status), "numbers", { ...data, errors }, operator);
+  }
+
+  app.get<{ Querystring: { page?: string } }>(
+    "/numbers",
+    console.signedIn((request, reply, operator) =>
+      numbersPage(reply, operator, (request.query as { page?: string }).page ?? ""),
+    ),
+  );
+  app.post(
+    "/numbers",
+    { preValidation: app.csrfProtection },
+    console.signedIn((request, reply, operator) =>
+      action(
+        reply,
+        () =>
+          admin.assignNumber(
+            { apiKey: field(request.body, "apiKey"), number: field(request.body, "number") },
+            operator.call,
+          ),
+        (status, errors) => numbersPage(reply, operator, "", errors, status),
+        "/numbers",
+      ),
+    ),
+  );
+  app.post(
+    "/numbers/release",
+    { preValidation: app.csrfProtection },
+    console.signedIn((request, reply, operator) =>
+      action(
+        reply,
+        () => admin.releaseNumber({ number: field(request.body, "number") }, operator.call),
+        (status, errors) => numbersPage(reply, operator, "", errors, status),
+        "/numbers",
+      ),
+    ),
+  );
+
+  app.get(
+    "/carriers",
+    console.signedIn(async (_request, reply, operator) => {
+      const states = await recentCarrierStates(
+        carrierStatesCollection(store.db),
+        store.clock.now(),
+      );
+      return console.render(
+        reply,
+        "carriers",
+        {
+          title: "Carriers",
+          nav: "carriers",
+          rows: states.map((s) => ({
+            instance: s._id,
+            at: iso(s.at),
+            carriers: s.carriers.map((c) => ({
+              name: c.name,
+              state: String(c.state ?? "unknown"),
+              details: Object.entries(c)
+                .filter(([key]) => key !== "name" && key !== "state")
+                .map(
+                  ([key, value]) =>
+                    `${key}: ${typeof value === "object" ? JSON.stringify(value) : String(value)}`,
+                )
+                .join(", "),
+            })),
+          })),
+        },
+        operator,
+      );
+    }),
+  );
+
+  app.get<{ Querystring: { account?: string } }>(
+    "/usage",
+    console.signedIn(async (request, reply, operator) => {
+      const account = field(request.query, "account");
+      const rows = await dailyUsage(store.messages, account || undefined, store.clock.now());
+      return console.render(
+        reply,
+        "usage",
+        { title: "Usage", nav: "usage", account, rows },
+        operator,
+      );
+    }),
+  );
+
+  app.get<{ Querystring: { account?: string } }>(
+    "/audit",
+    console.signedIn(async (request, reply, operator) => {
+      const account = field(request.query, "account");
+      const entries = await recentAudit(auditLogCollection(store.db), account || undefined, 200);
+      return console.render(
+        reply,
+        "audit",
+        {
+          title: "Audit log",
+          nav: "audit",
+          account,
+          rows: entries.map((e) => ({
+            at: iso(e.at),
+            action: e.action,
+            account: e.accountId ?? "",
+            detail: e.detail,
+            author: [e.author.operator, e.author.door, e.author.address]
+              .filter(Boolean)
+              .join(" · "),
+          })),
+        },
+        operator,
+      );
+    }),
+  );
+}
