@@ -22,7 +22,10 @@ import { signInPages } from "./sign-in-pages.ts";
 // escapes every `<%= %>`; every form carries a CSRF token and the cookie is SameSite=Strict.
 
 const VIEWS = fileURLToPath(new URL("./views/", import.meta.url));
-const STYLESHEET = readFileSync(new URL("./views/console.css", import.meta.url), "utf8");
+// The dashboard's stylesheet (one look for both), then the console's few rules of its own.
+const STYLESHEET =
+  readFileSync(new URL("../dashboard/views/dashboard.css", import.meta.url), "utf8") +
+  readFileSync(new URL("./views/console.css", import.meta.url), "utf8");
 
 const SECURITY_HEADERS = {
   "content-security-policy":

@@ -9,11 +9,10 @@
  * removed, once. A crash after (1) or (2) leaves the record to the settler; a message claimed by
  * two sweeps at once (two instances) is claimed by one only.
  */
-import { randomInt } from "node:crypto";
 import type { Collection } from "mongodb";
-import { settleWithdrawal } from "../store/charges.ts";
+import { pushPendingRefund, settleWithdrawal } from "../store/charges.ts";
 import { backgroundWriteOptions } from "../store/deadline.ts";
-import type { ChargedMessage, MessageDoc, PendingCharge } from "../store/documents.ts";
+import type { ChargedMessage, MessageDoc } from "../store/documents.ts";
 import type { MoneyCollections } from "../store/ledger.ts";
 
 type Collections = MoneyCollections & { messages: Collection<MessageDoc> };
@@ -87,19 +86,7 @@ async function refundMessages(
   priced: ChargedMessage[],
   now: Date,
 ): Promise<number[]> {
-  const refund: PendingCharge = {
-    // Unique enough to tell two refunds of one account apart (2^47 values).
-    ref: randomInt(2 ** 47),
-    kind: "refund",
-    amountMicros: priced.reduce((sum, m) => sum + m.amountMicros, 0),
-    at: now,
-    messages: priced,
-  };
-  await collections.accounts.updateOne(
-    { _id: accountId },
-    { $push: { pendingCharges: refund } },
-    backgroundWriteOptions(),
-  );
+  const refund = await pushPendingRefund(collections.accounts, accountId, priced, now);
   await collections.messages.updateMany(
     { _id: { $in: priced.map((m) => m.id) }, refundDue: true },
     { $unset: { refundDue: "" }, $set: { refund: refund.ref } },

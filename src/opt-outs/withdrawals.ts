@@ -10,11 +10,9 @@
  * once. A crash after (1) leaves the record to the settler (settleAbandonedCharges), which does (3)
  * once no write of (2) can land; a message withdrawn by two refunds at once is marked by one only.
  */
-import { randomInt } from "node:crypto";
 import type { Collection, Filter } from "mongodb";
-import { settleWithdrawal } from "../store/charges.ts";
-import { backgroundWriteOptions } from "../store/deadline.ts";
-import type { MessageDoc, PendingCharge } from "../store/documents.ts";
+import { pushPendingRefund, settleWithdrawal } from "../store/charges.ts";
+import type { MessageDoc } from "../store/documents.ts";
 import type { MoneyCollections } from "../store/ledger.ts";
 import { changeStatus } from "../store/status-changes.ts";
 
@@ -78,19 +76,7 @@ export async function refundUnsent(
     id: m._id,
     amountMicros: Math.max(1, m.parts) * (m.pricePerPartMicros ?? pricePerPartMicros),
   }));
-  const refund: PendingCharge = {
-    // Unique enough to tell two refunds of one account apart (2^47 values).
-    ref: randomInt(2 ** 47),
-    kind: "refund",
-    amountMicros: priced.reduce((sum, m) => sum + m.amountMicros, 0),
-    at: now,
-    messages: priced,
-  };
-  await collections.accounts.updateOne(
-    { _id: accountId },
-    { $push: { pendingCharges: refund } },
-    backgroundWriteOptions(),
-  );
+  const refund = await pushPendingRefund(collections.accounts, accountId, priced, now);
   // Replies to opt-out words are never withdrawn: they confirm the block they pass.
   await changeStatus(
     collections.messages,

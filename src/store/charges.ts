@@ -1,3 +1,4 @@
+import { randomInt } from "node:crypto";
 import type { Collection, Document } from "mongodb";
 import { backgroundWriteOptions, type Deadline } from "./deadline.ts";
 import type {
@@ -479,6 +480,33 @@ export async function batchUsage(
   return docs.map((m) =>
     chargedUsage({ ...m, amountMicros: Math.max(1, m.parts) * (m.pricePerPartMicros ?? 0) }),
   );
+}
+
+/**
+ * The first step of every refund of messages that never left (a withdrawal, a cancel, unsent
+ * parts): the pending record of what the account gets back, pushed in the account's own document
+ * before the messages are marked, so a crash at any later point is settled once.
+ */
+export async function pushPendingRefund(
+  accounts: Collection<AccountDoc>,
+  accountId: string,
+  priced: ChargedMessage[],
+  now: Date,
+): Promise<PendingCharge> {
+  const refund: PendingCharge = {
+    // Unique enough to tell two refunds of one account apart (2^47 values).
+    ref: randomInt(2 ** 47),
+    kind: "refund",
+    amountMicros: priced.reduce((sum, m) => sum + m.amountMicros, 0),
+    at: now,
+    messages: priced,
+  };
+  await accounts.updateOne(
+    { _id: accountId },
+    { $push: { pendingCharges: refund } },
+    backgroundWriteOptions(),
+  );
+  return refund;
 }
 
 /**
