@@ -55,7 +55,7 @@ import { fastifyAdapter, nodeAdapter } from "./rpc/node-adapter.ts";
 import { LaneMarker } from "./scheduling/lanes.ts";
 import { AccountDirectory } from "./services/account-directory.ts";
 import { routes } from "./services/routes.ts";
-import { ChargeConfirmations } from "./store/charges.ts";
+import { ChargeConfirmations } from "./store/charge-confirmations.ts";
 import { DashboardSessions } from "./store/dashboard-sessions.ts";
 import { durable, openStore, type Store } from "./store/database.ts";
 import { ensureIndexes } from "./store/indexes.ts";

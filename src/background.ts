@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import { settleAbandonedCharges } from "./store/charge-settler.ts";
 
 type Logger = FastifyBaseLogger;
 
@@ -18,7 +19,6 @@ import type { InboundIntake } from "./inbound/intake.ts";
 import type { Metrics } from "./metrics/metrics.ts";
 import { UnsentPartsRefunder } from "./money/refunds.ts";
 import { Notifier } from "./notifier/notifier.ts";
-import { settleAbandonedCharges } from "./store/charges.ts";
 import type { Store } from "./store/database.ts";
 import { keepMalformedPdu } from "./store/malformed-pdus.ts";
 

@@ -218,7 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
   if (config.carrier === "smpp") config.smpp = readSmppConfig(read, problems);
   config.carriers = readCarrierPlan(env, config, problems);
-  // The settler's rule (store/charges.ts): no write of a request lands past its deadline, so a
+  // The settler's rule (store/charge-settler.ts): no write of a request lands past its deadline, so a
   // cutoff of twice the longer deadline leaves the other half for clocks and the network.
   const longest = Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs);
   config.shutdownGraceMs =

@@ -9,11 +9,12 @@
  * removed, once. A crash after (1) or (2) leaves the record to the settler; a message claimed by
  * two sweeps at once (two instances) is claimed by one only.
  */
+
 import type { Collection } from "mongodb";
-import { pushPendingRefund, settleWithdrawal } from "../store/charges.ts";
 import { backgroundWriteOptions } from "../store/deadline.ts";
 import type { ChargedMessage, MessageDoc } from "../store/documents.ts";
 import type { MoneyCollections } from "../store/ledger.ts";
+import { pushPendingRefund, settleWithdrawal } from "../store/refunds.ts";
 
 type Collections = MoneyCollections & { messages: Collection<MessageDoc> };
 

@@ -10,10 +10,11 @@
  * once. A crash after (1) leaves the record to the settler (settleAbandonedCharges), which does (3)
  * once no write of (2) can land; a message withdrawn by two refunds at once is marked by one only.
  */
+
 import type { Collection, Filter } from "mongodb";
-import { pushPendingRefund, settleWithdrawal } from "../store/charges.ts";
 import type { MessageDoc } from "../store/documents.ts";
 import type { MoneyCollections } from "../store/ledger.ts";
+import { pushPendingRefund, settleWithdrawal } from "../store/refunds.ts";
 import { changeStatus } from "../store/status-changes.ts";
 
 /** What a withdrawn message records as its send error. */
@@ -61,7 +62,7 @@ export interface UnsentChange {
  * `messages` still ACCEPTED and matching `change.filter` take `change.status`, each with its
  * webhook, and their price is credited back exactly once, crash-safe in the order above (pending
  * refund, marks, settlement; the settler finishes what a crash leaves). Returns the ids taken.
- * The money side is `settleWithdrawal` (store/charges.ts): the place to route it through a ledger.
+ * The money side is `settleWithdrawal` (store/refunds.ts): the place to route it through a ledger.
  */
 export async function refundUnsent(
   collections: MoneyCollections & { messages: Collection<MessageDoc> },

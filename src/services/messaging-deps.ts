@@ -3,7 +3,7 @@ import type { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import type { IntakeMetrics } from "../metrics/intake.ts";
 import type { RiskEvents, TollFraudGuard } from "../money/toll-fraud-guard.ts";
 import type { OptOutReads } from "../opt-outs/list-reads.ts";
-import type { ChargeConfirmations } from "../store/charges.ts";
+import type { ChargeConfirmations } from "../store/charge-confirmations.ts";
 import type { Store } from "../store/database.ts";
 import type { MessageWriter } from "../store/message-writer.ts";
 import type { IdAllocator } from "../store/sequences.ts";

@@ -1,7 +1,7 @@
 import type { Collection, Document } from "mongodb";
+import type { ChargeConfirmations } from "./charge-confirmations.ts";
 import {
   accountMoney,
-  type ChargeConfirmations,
   type DebitResult,
   dailyLimitFilter,
   debitFilter,

@@ -4,9 +4,11 @@
  * is enforced by the configuration; every write of money and messages asks for a majority and the
  * journal, the settler reads durable data; an account with too many unsettled charges is refused.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/config.ts";
-import { MAX_PENDING_CHARGES, settleAbandonedCharges } from "../../src/store/charges.ts";
+import { settleAbandonedCharges } from "../../src/store/charge-settler.ts";
+import { MAX_PENDING_CHARGES } from "../../src/store/charges.ts";
 import { is } from "../support/fault-proxy.ts";
 import {
   type FaultyService,

@@ -5,11 +5,9 @@ import { refundUnsentParts } from "../../src/money/refunds.ts";
 import { withdrawMessages } from "../../src/opt-outs/withdrawals.ts";
 import { addCredit, createAccount } from "../../src/store/accounts.ts";
 import { storeBatch } from "../../src/store/batch-commits.ts";
-import {
-  ChargeConfirmations,
-  chargeThenStore,
-  settleAbandonedCharges,
-} from "../../src/store/charges.ts";
+import { ChargeConfirmations } from "../../src/store/charge-confirmations.ts";
+import { settleAbandonedCharges } from "../../src/store/charge-settler.ts";
+import { chargeThenStore } from "../../src/store/charges.ts";
 import type { Store } from "../../src/store/database.ts";
 import { Deadline } from "../../src/store/deadline.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";

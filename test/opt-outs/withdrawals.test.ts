@@ -3,10 +3,11 @@
  * comes back exactly once, also when a crash cuts the withdrawal short and the settler finishes
  * it, and also when two withdrawals of one message race.
  */
+
 import { describe, expect, it } from "vitest";
 import { OPTED_OUT_ERROR, withdrawMessages } from "../../src/opt-outs/withdrawals.ts";
 import { createAccount } from "../../src/store/accounts.ts";
-import { settleAbandonedCharges } from "../../src/store/charges.ts";
+import { settleAbandonedCharges } from "../../src/store/charge-settler.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { changeStatus } from "../../src/store/status-changes.ts";

@@ -1,13 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
 import { discardBatch } from "../../src/store/batch-commits.ts";
-import {
-  ChargeConfirmations,
-  chargeThenStore,
-  debit,
-  MAX_PENDING_CHARGES,
-  settleAbandonedCharges,
-} from "../../src/store/charges.ts";
+import { ChargeConfirmations } from "../../src/store/charge-confirmations.ts";
+import { settleAbandonedCharges } from "../../src/store/charge-settler.ts";
+import { chargeThenStore, debit, MAX_PENDING_CHARGES } from "../../src/store/charges.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { useTestStore } from "../support/store.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createAccount } from "../../src/store/accounts.ts";
-import { ChargeConfirmations, chargedMessages } from "../../src/store/charges.ts";
+import { ChargeConfirmations } from "../../src/store/charge-confirmations.ts";
+import { chargedMessages } from "../../src/store/charges.ts";
 import { Deadline, DeadlineExceeded } from "../../src/store/deadline.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { MessageWriter } from "../../src/store/message-writer.ts";
