@@ -18,12 +18,10 @@ import { serviceCall } from "./call-options.ts";
 import {
   cancelBatchSchema,
   cancelMessageSchema,
-  getBatchSchema,
   getMessageSchema,
   listMessagesSchema,
-  sendBatchSchema,
-  sendMessageSchema,
-} from "./message-schemas.ts";
+} from "./message-read-schemas.ts";
+import { getBatchSchema, sendBatchSchema, sendMessageSchema } from "./message-schemas.ts";
 import { type PageQuery, pageRequest, restPage } from "./paging.ts";
 import { quoteRoutes } from "./quotes.ts";
 import type { ServiceClients } from "./service-clients.ts";
