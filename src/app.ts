@@ -117,7 +117,7 @@ export async function build({ config, db, logger }: BuildOptions): Promise<Servi
     numbersCollection(store.db),
     apiKeys,
   );
-  const keyUse = new KeyUseRecorder(apiKeys, (err) =>
+  const keyUse = new KeyUseRecorder(store.accounts, apiKeys, (err) =>
     log.warn({ err }, "recording a key's last use failed"),
   );
   const confirmations = new ChargeConfirmations(store, (err) =>

@@ -8,8 +8,13 @@ import type { Scope } from "./scopes.ts";
 // here the first time the account's keys are managed, so that it can be listed, named and deleted
 // like any other. A revoked key keeps its document, marked: a request made with it is told so
 // (API_KEY_REVOKED) instead of "wrong credentials", and never counts as a failed sign-in.
+//
+// The account's `keyCount` is the gate of MAX_KEYS. A key leaves it once, by whoever flips its
+// `uncountedAt` first (a revocation, or a creation at the limit retiring expired keys), and only
+// after the flip: the count may be one too high for a moment (or for good after a crash between
+// the two writes), never too low, so no race makes a 21st live key.
 
-/** At most this many keys per account, revoked ones not counted. */
+/** At most this many keys per account, revoked and expired ones not counted. */
 export const MAX_KEYS = 20;
 export const KEY_NAME_MAX_CHARS = 100;
 /** The name the first key is listed with until renamed: it had none. */
@@ -28,6 +33,8 @@ export interface ApiKeyDoc {
   /** Written at most once a minute per key and instance (key-use.ts). */
   lastUsedAt?: Date;
   revokedAt?: Date;
+  /** When it stopped counting toward MAX_KEYS: revoked, or expired and retired by a creation. */
+  uncountedAt?: Date;
 }
 
 export function apiKeysCollection(db: Db): Collection<ApiKeyDoc> {
@@ -94,10 +101,15 @@ export async function createApiKey(
 ): Promise<{ key: ApiKeyDoc; apiSecret: string } | KeyRefusal> {
   if (!(await ensureFirstKey(accounts, keys, accountId))) return "not-found";
   const full = input.scope === "full" ? 1 : 0;
-  const counted = await accounts.updateOne(
-    { _id: accountId, keyCount: { $lt: MAX_KEYS }, status: { $ne: "closed" } },
-    { $inc: { keyCount: 1, fullKeyCount: full } },
-  );
+  const count = () =>
+    accounts.updateOne(
+      { _id: accountId, keyCount: { $lt: MAX_KEYS }, status: { $ne: "closed" } },
+      { $inc: { keyCount: 1, fullKeyCount: full } },
+    );
+  let counted = await count();
+  // At the limit, expired keys give their places back (they stay listed), then one more try.
+  if (counted.matchedCount === 0 && (await retireExpiredKeys(accounts, keys, accountId, now)) > 0)
+    counted = await count();
   if (counted.matchedCount === 0) {
     const account = await accounts.findOne({ _id: accountId }, { projection: { status: 1 } });
     return account?.status === "closed" ? "account-closed" : "limit";
@@ -135,10 +147,10 @@ export async function listApiKeys(
 }
 
 /**
- * Revokes `apiKey` of `accountId` (any account's when undefined: the operator). The counters go
- * down first, the `full` one only while another `full` key remains (unless `allowLastFull`), so
- * two concurrent deletions cannot both take the last one; then the key is marked, and the counters
- * are given back if another request marked it first.
+ * Revokes `apiKey` of `accountId` (any account's when undefined: the operator). The `full` count
+ * goes down first, only while another `full` key remains (unless `allowLastFull`), so two
+ * concurrent deletions cannot both take the last one, and is given back if another request marked
+ * the key first; `keyCount` goes down after the mark, by the request that marked it.
  */
 export async function revokeApiKey(
   accounts: Collection<AccountDoc>,
@@ -153,21 +165,52 @@ export async function revokeApiKey(
   const key = await keys.findOne({ _id: apiKey, accountId: owner, revokedAt: { $exists: false } });
   if (!key) return "not-found";
   const full = key.scope === "full" ? 1 : 0;
-  const counted = await accounts.updateOne(
-    full && !allowLastFull ? { _id: owner, fullKeyCount: { $gt: 1 } } : { _id: owner },
-    { $inc: { keyCount: -1, fullKeyCount: -full } },
-  );
-  if (counted.matchedCount === 0) return "last-full";
+  // The last-full gate first (a full key is counted there until revoked, expired or not).
+  if (full) {
+    const gated = await accounts.updateOne(
+      allowLastFull ? { _id: owner } : { _id: owner, fullKeyCount: { $gt: 1 } },
+      { $inc: { fullKeyCount: -1 } },
+    );
+    if (gated.matchedCount === 0) return "last-full";
+  }
   const marked = await keys.findOneAndUpdate(
     { _id: apiKey, revokedAt: { $exists: false } },
-    { $set: { revokedAt: now } },
+    // `$min` keeps a retirement's earlier time: one flip of `uncountedAt`, whoever made it.
+    { $set: { revokedAt: now }, $min: { uncountedAt: now } },
     { projection: { secretHash: 0 }, returnDocument: "before" },
   );
   if (!marked) {
-    await accounts.updateOne({ _id: owner }, { $inc: { keyCount: 1, fullKeyCount: full } });
+    // Another request revoked it first: its gate is given back.
+    if (full) await accounts.updateOne({ _id: owner }, { $inc: { fullKeyCount: 1 } });
     return "not-found";
   }
+  // Its place under MAX_KEYS, unless a creation had already retired it (expired).
+  if (!marked.uncountedAt) await accounts.updateOne({ _id: owner }, { $inc: { keyCount: -1 } });
   return marked;
+}
+
+/**
+ * Takes the account's expired keys out of its count, each once (the flip of `uncountedAt` decides
+ * who gives its place back). They stay listed, and refused as expired. Answers how many.
+ */
+export async function retireExpiredKeys(
+  accounts: Collection<AccountDoc>,
+  keys: Collection<ApiKeyDoc>,
+  accountId: string,
+  now: Date,
+): Promise<number> {
+  const open = { revokedAt: { $exists: false }, uncountedAt: { $exists: false } };
+  const expired = await keys
+    .find({ accountId, ...open, expireAt: { $lte: now } }, { projection: { _id: 1 } })
+    .toArray();
+  let retired = 0;
+  for (const { _id } of expired) {
+    const flipped = await keys.updateOne({ _id, ...open }, { $set: { uncountedAt: now } });
+    if (flipped.modifiedCount === 0) continue;
+    await accounts.updateOne({ _id: accountId }, { $inc: { keyCount: -1 } });
+    retired++;
+  }
+  return retired;
 }
 
 /** Revokes every key of a closed account, its first one included. */
@@ -178,7 +221,10 @@ export async function revokeEveryKey(
   now: Date,
 ): Promise<void> {
   await ensureFirstKey(accounts, keys, accountId);
-  await keys.updateMany({ accountId, revokedAt: { $exists: false } }, { $set: { revokedAt: now } });
+  await keys.updateMany(
+    { accountId, revokedAt: { $exists: false } },
+    { $set: { revokedAt: now }, $min: { uncountedAt: now } },
+  );
   await accounts.updateOne({ _id: accountId }, { $set: { keyCount: 0, fullKeyCount: 0 } });
 }
 

@@ -103,6 +103,21 @@ describe("making and listing keys", () => {
     });
   });
 
+  it("shows when the first key was last used, though the account's keys were never managed", async () => {
+    const account = await service.createAccount();
+    expect((await send(account)).status).toBe(200);
+    // Written beside the send; the list made after it is a use of the same minute, not written.
+    await vi.waitFor(async () => {
+      const stored = await apiKeysCollection(service.store.db).findOne({ _id: account.apiKey });
+      expect(stored?.lastUsedAt).toBeInstanceOf(Date);
+    });
+    const first = (await listKeys(account)).body.apiKeys.find(
+      (k: any) => k.apiKey === account.apiKey,
+    );
+    expect(first).toMatchObject({ name: "first key", scope: "full" });
+    expect(Date.parse(first.lastUseTime)).not.toBeNaN();
+  });
+
   it("refuses hostile input with a 400 naming the field, and makes nothing", async () => {
     const account = await service.createAccount();
     const cases: [Record<string, unknown>, string][] = [
@@ -129,6 +144,40 @@ describe("making and listing keys", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(19);
     expect(statuses.filter((s) => s === 409)).toHaveLength(6);
     expect((await listKeys(account)).body.apiKeys).toHaveLength(20);
+  });
+  it("does not count expired keys toward the 20, and racing creations still never make a 21st live one", async () => {
+    const account = await service.createAccount();
+    const expireTime = new Date(Date.now() + 3000).toISOString();
+    const made = await Promise.all(
+      Array.from({ length: 19 }, (_, i) =>
+        makeKey(account, { name: `k${i}`, scope: "read", ...(i < 2 && { expireTime }) }),
+      ),
+    );
+    expect(made.map((m) => m.status)).toEqual(Array(19).fill(200));
+    expect((await makeKey(account, { name: "over", scope: "read" })).status).toBe(409);
+    await new Promise((resolve) => setTimeout(resolve, 3100));
+    // Two places came free by expiry; eight creations race for them.
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => makeKey(account, { name: `late${i}`, scope: "read" })),
+    );
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(6);
+    // The expired keys are still listed, with their expireTime; 20 are live.
+    const listed = (await listKeys(account)).body.apiKeys;
+    expect(listed).toHaveLength(22);
+    const live = listed.filter((k: any) => !k.expireTime || Date.parse(k.expireTime) > Date.now());
+    expect(live).toHaveLength(20);
+    // Deleting an expired key gives no place back: it had already given it.
+    const expired = listed.find((k: any) => k.expireTime) as { apiKey: string };
+    expect((await deleteKey(account, expired.apiKey)).status).toBe(200);
+    expect((await makeKey(account, { name: "still over", scope: "read" })).status).toBe(409);
+    // Deleting a live key gives one.
+    const late = listed.find((k: any) => k.name.startsWith("late")) as { apiKey: string };
+    expect((await deleteKey(account, late.apiKey)).status).toBe(200);
+    expect((await makeKey(account, { name: "in again", scope: "read" })).status).toBe(200);
+    const stored = await service.store.accounts.findOne({ _id: account.apiKey });
+    expect(stored?.keyCount).toBe(20);
   });
 });
 
@@ -185,7 +234,7 @@ describe("deleting keys", () => {
     const made = await makeKey(account, {
       name: "short",
       scope: "send",
-      expireTime: new Date(Date.now() + 1500).toISOString(),
+      expireTime: new Date(Date.now() + 3000).toISOString(),
     });
     const key = { apiKey: made.body.apiKey, apiSecret: made.body.apiSecret };
     await vi.waitFor(
