@@ -48,6 +48,7 @@ import type {
   SubmitOptions,
   SubmitResult,
 } from "../carrier.ts";
+import { MinuteCounts } from "../minute-counts.ts";
 import type { MalformedPdu, SmppCarrierOptions } from "./carrier-options.ts";
 import { IncomingPdus } from "./incoming.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
@@ -112,6 +113,8 @@ export class SmppCarrier implements Carrier {
     resubmitted: 0,
     malformedPdus: 0,
   };
+  /** submit_sm written (answered or lost), refused and throttled: the console's last 15 minutes. */
+  private readonly recent: MinuteCounts<"submitted" | "refused" | "throttled">;
   private readonly keepMalformed: ((pdu: MalformedPdu) => Promise<void>) | undefined;
 
   constructor(options: SmppCarrierOptions) {
@@ -127,6 +130,7 @@ export class SmppCarrier implements Carrier {
     this.unboundWaitMs = options.unboundWaitMs ?? 10_000;
     this.maxLostPerPart = options.maxLostPerPart ?? 3;
     this.now = options.now ?? Date.now;
+    this.recent = new MinuteCounts(["submitted", "refused", "throttled"], 15, this.now);
     this.logger = options.logger;
     this.endpointText = describeEndpoint(options.endpoint);
     this.keepMalformed = options.keepMalformed;
@@ -256,6 +260,7 @@ export class SmppCarrier implements Carrier {
       queued: this.queue.length,
       receipts: this.inbox.stats(),
       ...this.counts,
+      last15Minutes: this.recent.sums(),
       mo: this.incoming.mo,
       binds,
     };
@@ -332,6 +337,7 @@ export class SmppCarrier implements Carrier {
   private answered(job: Job, bind: SmppBind, answer: SubmitAnswer): void {
     const { part } = job;
     const where = { bind: bind.index, messageId: part.messageId, partIndex: part.partIndex };
+    if (answer.kind !== "unsent") this.recent.add("submitted");
     if (answer.kind === "unsent") {
       // Never written: the SMSC cannot have it. Sent when a bind can take it.
       if (!job.call.settled) this.queue.unshift(job);
@@ -361,9 +367,11 @@ export class SmppCarrier implements Carrier {
       job.settle({ ok: true, carrierId });
     } else if (answer.status === ESME_RTHROTTLED || answer.status === ESME_RMSGQFUL) {
       this.counts.throttled++;
+      this.recent.add("throttled");
       if (!job.call.settled) this.queue.unshift(job);
     } else {
       this.counts.refused++;
+      this.recent.add("refused");
       const error = `submit_sm refused: ${statusName(answer.status)}`;
       this.logger.info({ ...where, status: answer.status }, `smpp: ${error}`);
       job.settle(

@@ -153,6 +153,13 @@ describe("outcomes over SMPP", () => {
         .map((p) => p.status);
       expect(answers).toEqual([status, 0]);
     }
+    // the console's last 15 minutes (carriers page) say what the SMSC logged
+    const answered = log.filter((p) => p.command === "submit_sm_resp").map((p) => p.status);
+    expect(carrier.status().last15Minutes).toEqual({
+      submitted: log.filter((p) => p.command === "submit_sm").length,
+      refused: answered.filter((s) => ![0, 0x58, 0x14].includes(s as number)).length,
+      throttled: answered.filter((s) => s === 0x58 || s === 0x14).length,
+    });
     // every receipt was answered (nothing left pending at the SMSC but the never-receipted ones)
     await waitFor(async () => (await smsc.receipts()).length === 0, 10_000, "receipts answered");
   });
