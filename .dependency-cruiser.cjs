@@ -47,7 +47,7 @@ const MAY_IMPORT = {
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
   dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money", "accounts"],
   cli: [...BASE, "config"],
-  console: [...BASE, "store", "rate-limits", "config", "rest", "accounts"],
+  console: [...BASE, "store", "rate-limits", "config", "rest", "money", "accounts"],
 };
 
 const room = (name) => (name.endsWith(".ts") ? `^src/${name}$` : `^src/${name}/`);

@@ -10,11 +10,14 @@ import Fastify, {
 } from "fastify";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
+import { carriersPage } from "./carriers-page.ts";
 import { type Console, type ConsoleDeps, refusal } from "./console-kit.ts";
 import { operationPages } from "./operation-pages.ts";
 import { registerOperatorSession, signedInOperator } from "./operator-session.ts";
 import { queuePages } from "./queue-pages.ts";
+import { riskPage } from "./risk-page.ts";
 import { signInPages } from "./sign-in-pages.ts";
+import { usagePage } from "./usage-page.ts";
 
 // The operator's console (docs/design.md "Accounts, API keys and the operator console"): its own
 // HTTP server on OPERATOR_PORT / OPERATOR_HOST (loopback by default), server-rendered pages whose
@@ -88,6 +91,9 @@ export async function consoleServer(
   accountPages(app, console);
   queuePages(app, console);
   operationPages(app, console);
+  carriersPage(app, console);
+  usagePage(app, console);
+  riskPage(app, console);
   return app;
 }
 

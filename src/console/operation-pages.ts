@@ -1,8 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { auditLogCollection, recentAudit } from "../accounts/audit-log.ts";
-import { carrierStatesCollection, recentCarrierStates } from "../accounts/carrier-states.ts";
-import { dailyUsage } from "../accounts/usage.ts";
 import {
   action,
   type Console,
@@ -12,8 +10,7 @@ import {
   refusal,
 } from "./console-kit.ts";
 
-// Numbers (assign, release), the carriers of every instance, usage per account and day, and the
-// audit log of every operator action from any door.
+// Numbers (assign, release) and the audit log of every operator action from any door.
 
 const iso = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, "Z");
 
@@ -82,54 +79,6 @@ export function operationPages(app: FastifyInstance, console: Console): void {
         "/numbers",
       ),
     ),
-  );
-
-  app.get(
-    "/carriers",
-    console.signedIn(async (_request, reply, operator) => {
-      const states = await recentCarrierStates(
-        carrierStatesCollection(store.db),
-        store.clock.now(),
-      );
-      return console.render(
-        reply,
-        "carriers",
-        {
-          title: "Carriers",
-          nav: "carriers",
-          rows: states.map((s) => ({
-            instance: s._id,
-            at: iso(s.at),
-            carriers: s.carriers.map((c) => ({
-              name: c.name,
-              state: String(c.state ?? "unknown"),
-              details: Object.entries(c)
-                .filter(([key]) => key !== "name" && key !== "state")
-                .map(
-                  ([key, value]) =>
-                    `${key}: ${typeof value === "object" ? JSON.stringify(value) : String(value)}`,
-                )
-                .join(", "),
-            })),
-          })),
-        },
-        operator,
-      );
-    }),
-  );
-
-  app.get<{ Querystring: { account?: string } }>(
-    "/usage",
-    console.signedIn(async (request, reply, operator) => {
-      const account = field(request.query, "account");
-      const rows = await dailyUsage(store.messages, account || undefined, store.clock.now());
-      return console.render(
-        reply,
-        "usage",
-        { title: "Usage", nav: "usage", account, rows },
-        operator,
-      );
-    }),
   );
 
   app.get<{ Querystring: { account?: string } }>(

@@ -68,3 +68,77 @@ export async function readUsage(
       (a.day ?? "").localeCompare(b.day ?? "") || (a.country ?? "").localeCompare(b.country ?? ""),
   );
 }
+
+/** One account's usage of one day, every country summed: a row of the operator's console. */
+export interface AccountDayUsage {
+  accountId: string;
+  day: string;
+  messages: number;
+  parts: number;
+  chargedMicros: number;
+  refundedMicros: number;
+}
+
+/** Where a page of account days ends: the next page starts after it. */
+export interface AccountDayCursor {
+  day: string;
+  accountId: string;
+}
+
+/**
+ * Every account's usage (or one account's) per day from `since` (included) to `until` (excluded),
+ * newest day first, then by account; `pageSize` account days at a time, after `after`. Read from
+ * the usage rows in index order (`day_account`, or `account_day` for one account), summing an
+ * account day's countries as they come, so a page reads its own rows and one more.
+ */
+export async function listAccountDays(
+  usage: Collection<UsageDoc>,
+  filter: { accountId?: string; since: string; until: string },
+  pageSize: number,
+  after?: AccountDayCursor,
+): Promise<{ rows: AccountDayUsage[]; next?: AccountDayCursor }> {
+  const query: Record<string, unknown> = {
+    day: { $gte: filter.since, $lt: filter.until },
+    ...(filter.accountId && { accountId: filter.accountId }),
+  };
+  if (after) {
+    query.$or = [
+      { day: { $lt: after.day } },
+      { day: after.day, accountId: { $gt: after.accountId } },
+    ];
+  }
+  const found = usage
+    .find(query, { projection: { _id: 0 } })
+    .sort({ day: -1, accountId: 1 })
+    .batchSize(500);
+  const rows: AccountDayUsage[] = [];
+  let more = false;
+  try {
+    for await (const row of found) {
+      const last = rows.at(-1);
+      if (last && last.day === row.day && last.accountId === row.accountId) {
+        last.messages += row.messages;
+        last.parts += row.parts;
+        last.chargedMicros += row.chargedMicros;
+        last.refundedMicros += row.refundedMicros;
+        continue;
+      }
+      if (rows.length === pageSize) {
+        more = true;
+        break;
+      }
+      rows.push({
+        accountId: row.accountId,
+        day: row.day,
+        messages: row.messages,
+        parts: row.parts,
+        chargedMicros: row.chargedMicros,
+        refundedMicros: row.refundedMicros,
+      });
+    }
+  } finally {
+    await found.close();
+  }
+  const last = rows.at(-1);
+  return more && last ? { rows, next: { day: last.day, accountId: last.accountId } } : { rows };
+}

@@ -42,6 +42,9 @@ export async function ensureIndexes(store: Store): Promise<void> {
     ensureLedgerIndexes(store),
     // Usage rows of an account over a range of days.
     store.usage.createIndex({ accountId: 1, day: 1 }, { name: "account_day" }),
+    // Every account's usage rows, newest day first, for the operator's console: written on a
+    // row's insert only (its counters change, its day and account never do).
+    store.usage.createIndex({ day: -1, accountId: 1 }, { name: "day_account" }),
     // Held accounts, read by every worker every 2 s (accounts/held-messages.ts): few, sparse.
     store.accounts.createIndex({ status: 1 }, { name: "held_accounts", sparse: true }),
     store.senderNames.createIndex(

@@ -1,24 +1,38 @@
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { auditLogCollection } from "../../src/accounts/audit-log.ts";
+import { PAGE_SIZE } from "../../src/console/usage-page.ts";
 import { senderNameRequest } from "../rest/helpers.ts";
 import { browserTestsSkipped, launchBrowser, screenshot, tableCells } from "../support/browser.ts";
-import { ADMIN_TOKEN, postJson, type RunningService, startService } from "../support/service.ts";
+import {
+  ADMIN_TOKEN,
+  adminHeaders,
+  postJson,
+  type RunningService,
+  startService,
+} from "../support/service.ts";
+import { startSmsc, type TestSmsc } from "../support/smsc.ts";
 
 // The operator's console in a real browser (Debian's Chromium) against the whole service on real
 // sockets (docs/design.md "Accounts, API keys and the operator console"): sign-in with the admin
 // token into an HttpOnly, SameSite=Strict session, every page, every action through AdminService
 // and into the audit log under the operator's name, and forms refused without their CSRF token.
+// The service is bound to the test SMSC, so the carriers page shows a real adapter's binds, window
+// and submissions.
 
+let smsc: TestSmsc;
 let service: RunningService;
 let browser: Browser;
 let consoleUrl: string;
 
 beforeAll(async () => {
+  smsc = await startSmsc({ config: { receiptDelayMs: 50 } });
   service = await startService({
     SMS_RUN_WORKERS: "true",
-    SMS_SIM_SEND_DELAY_MS: "50",
-    SMS_SIM_RECEIPT_DELAY_MS: "100",
+    SMS_CARRIER: "smpp",
+    SMS_SMPP_URL: smsc.url,
+    SMS_SMPP_BINDS: "2",
+    SMS_SMPP_WINDOW: "7",
   });
   consoleUrl = service.consoleUrl ?? "";
   browser = await launchBrowser();
@@ -27,7 +41,31 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await service?.close();
+  await smsc?.stop();
 });
+
+/** The test SMSC refuses numbers starting 999 and ending in 1 (ESME_RSUBMITFAIL). */
+const REFUSED_BY_SMSC = "+9990000001";
+const utcDay = (offsetDays = 0) =>
+  new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
+
+/** Reloads `page` until the table named `name` passes `check` (pages are written every 5 s). */
+async function untilTable(
+  page: Page,
+  name: string,
+  check: (rows: (string | null)[][]) => void,
+  timeout = 20_000,
+): Promise<(string | null)[][]> {
+  return vi.waitFor(
+    async () => {
+      await page.reload();
+      const rows = await tableCells(page, name);
+      check(rows);
+      return rows;
+    },
+    { timeout, interval: 500 },
+  );
+}
 
 const shot = (page: Page, name: string) => screenshot(page, name, "SMS_CONSOLE_SCREENSHOTS");
 
@@ -152,7 +190,7 @@ describe.skipIf(browserTestsSkipped)("operator console", () => {
     await context.close();
   });
 
-  it("assigns and releases a number, and shows usage and the carriers", async () => {
+  it("assigns and releases a number", async () => {
     const account = await service.createAccount();
     await postJson(`${service.baseUrl}/sms`, { ...account, to: "+15550100200", text: "hi" });
     const context = await browser.newContext();
@@ -169,17 +207,136 @@ describe.skipIf(browserTestsSkipped)("operator console", () => {
       "+4930555000111",
     );
 
+    await context.close();
+  });
+
+  it("shows usage per account and day from the usage rows, charged and refunded, in a range and in pages", async () => {
+    const account = await service.createAccount();
+    await postJson(`${service.baseUrl}/sms`, { ...account, to: "+15550100200", text: "hi" });
+    await postJson(`${service.baseUrl}/sms`, { ...account, to: REFUSED_BY_SMSC, text: "hi" });
+    const context = await browser.newContext();
+    const page = await signIn(context);
     await page.getByRole("link", { name: "Usage" }).click();
     await page.getByLabel("Account's API key").fill(account.apiKey);
     await page.getByRole("button", { name: "Show" }).click();
-    const usage = await tableCells(page, "Usage per account and day, last 14 days");
-    expect(usage.map((row) => [row[1], row[2], row[4]])).toEqual([[account.apiKey, "1", "1"]]);
+    // The message the SMSC refused ends SEND_ERROR and is refunded.
+    const usage = await untilTable(page, "Usage per account and day", (rows) =>
+      expect(rows).toEqual([[utcDay(), account.apiKey, "2", "2", "2", "1"]]),
+    );
+    expect(usage).toHaveLength(1);
     await shot(page, "usage");
 
+    // Read from the rows kept per account, day and country (a message's own documents are not
+    // read): one account's 60 past days, two countries on each, in pages of PAGE_SIZE days.
+    const busy = "b".repeat(24);
+    const days = Array.from({ length: 60 }, (_, i) =>
+      new Date(Date.UTC(2025, 0, 1) + i * 86_400_000).toISOString().slice(0, 10),
+    );
+    await service.store.usage.insertMany(
+      days.flatMap((day) =>
+        ["DE", "FR"].map((country) => ({
+          _id: `${busy}/${day}/${country}`,
+          accountId: busy,
+          day,
+          country,
+          messages: 3,
+          parts: 4,
+          chargedMicros: 2_500_000,
+          refundedMicros: 500_000,
+        })),
+      ),
+    );
+    await page.getByLabel("From (UTC)").fill("2025-01-01");
+    await page.getByLabel("Until, excluded").fill("2025-12-31");
+    await page.getByLabel("Account's API key").fill("");
+    await page.getByRole("button", { name: "Show" }).click();
+    const first = await tableCells(page, "Usage per account and day");
+    expect(first).toHaveLength(PAGE_SIZE);
+    expect(first[0]).toEqual([days[59], busy, "6", "8", "5", "1"]);
+    await page.getByRole("link", { name: "Next page" }).click();
+    const second = await tableCells(page, "Usage per account and day");
+    expect(second.map((row) => row[0])).toEqual(days.slice(0, 60 - PAGE_SIZE).reverse());
+    await expect(page.getByRole("link", { name: "Next page" }).count()).resolves.toBe(0);
+
+    await page.getByLabel("From (UTC)").fill("2025-03-01");
+    await page.getByLabel("Until, excluded").fill("2025-02-01");
+    const refused = page.waitForResponse((r) => r.url().includes("/usage?"));
+    await page.getByRole("button", { name: "Show" }).click();
+    expect((await refused).status()).toBe(400);
+    await expect(page.getByRole("alert").textContent()).resolves.toContain(
+      "until must be after since",
+    );
+    await context.close();
+  });
+
+  it("shows every instance's carriers: binds, window in use, submissions and refusals of the last 15 minutes", async () => {
+    const account = await service.createAccount();
+    const context = await browser.newContext();
+    const page = await signIn(context);
     await page.getByRole("link", { name: "Carriers" }).click();
-    await expect(
-      page.getByRole("table", { name: "Carriers of every instance" }).count(),
-    ).resolves.toBe(1);
+    const table = "Carriers of every instance";
+    // A part the SMSC is slow to answer is in the window while the state is written.
+    await smsc.configure({ answerDelayMs: 7_000 });
+    await postJson(`${service.baseUrl}/sms`, { ...account, to: "+4915112345670", text: "slow" });
+    const busy = await untilTable(page, table, (rows) => expect(rows[0]?.[6]).toBe("1 / 14"));
+    expect(busy).toHaveLength(1);
+    expect(busy[0]?.slice(2, 6)).toEqual(["smpp", "bound", "#1 bound, #2 bound", "—"]);
+    await smsc.configure({ answerDelayMs: 0 });
+
+    await postJson(`${service.baseUrl}/sms`, { ...account, to: REFUSED_BY_SMSC, text: "no" });
+    // Every submit_sm the SMSC saw in this file, and the two refused (this one and the usage test's).
+    const submitted = async () => (await smsc.pdus({ command: "submit_sm" })).length;
+    await vi.waitFor(async () => expect(await submitted()).toBeGreaterThanOrEqual(4), 15_000);
+    const rows = await untilTable(page, table, (r) => {
+      expect(r[0]?.[6]).toBe("0 / 14");
+      expect(r[0]?.[8]).toBe("2");
+    });
+    expect(rows[0]?.[7]).toBe(String(await submitted()));
+    expect(rows[0]?.[9]).toBe("0");
+    await shot(page, "carriers");
+    await context.close();
+  });
+
+  it("lists what the toll-fraud guard flagged or refused, filtered by account", async () => {
+    const blocked = await service.createAccount();
+    const watched = await service.createAccount();
+    await service.admin.setRiskOverrides(
+      { apiKey: blocked.apiKey, overrides: { mode: "block", max: 2 } },
+      adminHeaders,
+    );
+    await service.admin.setRiskOverrides(
+      { apiKey: watched.apiKey, overrides: { mode: "monitor", max: 2 } },
+      adminHeaders,
+    );
+    const pump = async (who: typeof blocked, range: string) => {
+      const answers = [];
+      for (const n of ["101", "102", "103"])
+        answers.push(
+          (await postJson(`${service.baseUrl}/sms`, { ...who, to: `${range}${n}`, text: "code" }))
+            .status,
+        );
+      return answers;
+    };
+    expect(await pump(blocked, "+4917000000")).toEqual([200, 200, 400]);
+    expect(await pump(watched, "+4917100000")).toEqual([200, 200, 200]);
+
+    const context = await browser.newContext();
+    const page = await signIn(context);
+    await page.getByRole("link", { name: "Toll fraud" }).click();
+    const table = "Flagged or refused by the toll-fraud guard, newest first";
+    const all = await untilTable(page, table, (rows) => expect(rows).toHaveLength(2));
+    expect(all.map((row) => [row[1], row[2], row[3], row[4], row[5]])).toEqual([
+      [watched.apiKey, "4917100000", "+4917100000103", "monitor", "flagged"],
+      [blocked.apiKey, "4917000000", "+4917000000103", "block", "refused"],
+    ]);
+    // A flagged message was accepted: its id is shown; a refused one has none.
+    expect(all[0]?.[6]).toMatch(/^\d+$/);
+    expect(all[1]?.[6]).toBe("");
+    await shot(page, "toll-fraud");
+    await page.getByLabel("Account's API key").fill(blocked.apiKey);
+    await page.getByRole("button", { name: "Show" }).click();
+    const mine = await tableCells(page, table);
+    expect(mine.map((row) => [row[1], row[5]])).toEqual([[blocked.apiKey, "refused"]]);
     await context.close();
   });
 
