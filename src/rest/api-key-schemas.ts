@@ -25,7 +25,7 @@ const FULL_ONLY = "Needs a key of scope `full`.";
 
 export const createApiKeySchema = {
   summary: "Make an API key",
-  description: `${FULL_ONLY} The secret is in this answer only (\`Cache-Control: no-store\`); only a digest is kept. At most 20 keys per account. Takes no Idempotency-Key. Refused (403) while the account is suspended.`,
+  description: `${FULL_ONLY} The secret is in this answer only (\`Cache-Control: no-store\`); only a digest is kept. At most 20 keys per account, expired ones not counted (they stay listed). Takes no Idempotency-Key. Refused (403) while the account is suspended.`,
   tags: ["API keys"],
   consumes: ["application/x-www-form-urlencoded", "application/json"],
   body: {

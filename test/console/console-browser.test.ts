@@ -266,6 +266,18 @@ describe.skipIf(browserTestsSkipped)("operator console", () => {
     await expect(page.getByRole("alert").textContent()).resolves.toContain(
       "until must be after since",
     );
+    // Hand-made addresses: a clear 400 naming the field, never a 500.
+    for (const [query, named] of [
+      ["since=2025-02-30", "since"],
+      ["until=soon", "until"],
+      ["page=not-a-token", "page"],
+      [`page=${Buffer.from('["2025-01-01",7]').toString("base64url")}`, "page"],
+      [`account=${"k".repeat(65)}`, "account"],
+    ]) {
+      const answer = await context.request.get(`${consoleUrl}/usage?${query}`);
+      expect(answer.status(), query).toBe(400);
+      expect(await answer.text(), query).toContain(`data-field="${named}"`);
+    }
     await context.close();
   });
 
