@@ -26,9 +26,12 @@ export interface CarrierRow {
 const NONE = "—";
 const iso = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, "Z");
 
-/** The carriers an instance reported: its one carrier, or each carrier of its plan. */
-function carriersOf(reported: Reported): Reported[] {
-  return Array.isArray(reported.carriers) ? (reported.carriers as Reported[]) : [reported];
+/** The rows of what an instance reported: its one carrier, or each carrier of its plan. */
+export function carrierRows(reported: Reported): CarrierRow[] {
+  const carriers = Array.isArray(reported.carriers)
+    ? (reported.carriers as Reported[])
+    : [reported];
+  return carriers.map(carrierRow);
 }
 
 const count = (value: unknown) => (typeof value === "number" ? String(value) : NONE);
@@ -75,7 +78,7 @@ export function carriersPage(app: FastifyInstance, console: Console): void {
           rows: states.map((s) => ({
             instance: s._id,
             at: iso(s.at),
-            carriers: s.carriers.flatMap(carriersOf).map(carrierRow),
+            carriers: s.carriers.flatMap(carrierRows),
           })),
         },
         operator,
