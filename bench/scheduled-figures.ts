@@ -23,6 +23,7 @@ import {
   type Account,
   type BenchContext,
   batchBody,
+  batchMessagesIn,
   createAccount,
   postBatch,
   type Send,
@@ -37,6 +38,8 @@ const COPY_BATCH = 10_000;
 const DAY = 86_400_000;
 const SEED_LIMIT_MS = 180_000;
 const HEAP_SHARE = 0.75;
+/** Statuses a message leaves once its carrier's receipt is applied. */
+const PENDING: MessageDoc["status"][] = ["ACCEPTED", "SENT"];
 
 type Side = "none" | "ahead";
 
@@ -115,7 +118,11 @@ async function heapFull(ctx: BenchContext): Promise<string> {
   return `the emulator's heap (${gb(heap.usedBytes)} of ${gb(heap.maxBytes)} GB in use)`;
 }
 
-/** Waits until none of `account`'s messages due before tomorrow is still ACCEPTED. */
+/**
+ * Waits until none of `account`'s messages due before tomorrow waits for its carrier or its
+ * receipt (a SENT message is due at its ttl's end), so one side's delivery work is done before
+ * the other side is measured.
+ */
 async function drained(ctx: BenchContext, dbName: string, account: Account, timeoutMs: number) {
   const messages = ctx.client.db(dbName).collection<MessageDoc>("messages");
   const deadline = Date.now() + timeoutMs;
@@ -126,7 +133,7 @@ async function drained(ctx: BenchContext, dbName: string, account: Account, time
       {
         accountId: account.apiKey,
         deliveryAt: { $lte: new Date(Date.now() + DAY) },
-        status: "ACCEPTED",
+        status: { $in: PENDING },
       },
       { projection: { _id: 1 } },
     );
@@ -297,6 +304,11 @@ async function figure23(ctx: BenchContext): Promise<void> {
       const { id, ms: postMs } = await postBatch(service.baseUrl, JSON.stringify(payload), count);
       const answeredAt = Date.now();
       const log = await submitTimes(smsc, count, leadMs + 120_000);
+      // Its receipts applied before it goes: a receipt for a deleted message is kept and tried
+      // again for 10 minutes (delivery/receipts.ts), work that would land in the next run.
+      const final = Date.now() + 60_000;
+      while (Date.now() < final && (await batchMessagesIn(messages, id, { $in: PENDING }, 1)) > 0)
+        await sleep(200);
       await messages.deleteMany({ batchId: id });
       if (log.length < count)
         throw new Error(`figure 23: ${mode}: ${log.length} of ${count} parts reached the SMSC`);
