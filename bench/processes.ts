@@ -50,6 +50,29 @@ export async function collectEmulatorHeap(
   if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(onError);
 }
 
+/**
+ * The emulator JVM's heap in use and its maximum (`jcmd GC.heap_info`, `VM.flags`); undefined
+ * without one (another database) or when jcmd cannot tell.
+ */
+export async function emulatorHeap(
+  pid: string | undefined,
+): Promise<{ usedBytes: number; maxBytes: number } | undefined> {
+  if (!pid) return undefined;
+  const run = (command: string) =>
+    promisify(execFile)("jcmd", [pid, command]).then(
+      (r) => r.stdout,
+      () => "",
+    );
+  const [info, flags] = await Promise.all([run("GC.heap_info"), run("VM.flags")]);
+  // The serial collector's two generations: "def new generation total 78656K, used 1234K".
+  const used = [...info.matchAll(/generation\s+total \d+K, used (\d+)K/g)].reduce(
+    (sum, m) => sum + Number(m[1]) * 1024,
+    0,
+  );
+  const max = Number(/MaxHeapSize=(\d+)/.exec(flags)?.[1] ?? Number.NaN);
+  return used > 0 && Number.isFinite(max) ? { usedBytes: used, maxBytes: max } : undefined;
+}
+
 /** `npm run build` in `cwd` (the production build `npm start` runs), when its package has one. */
 export async function buildService(cwd = "."): Promise<void> {
   const scripts = JSON.parse(readFileSync(join(cwd, "package.json"), "utf8")).scripts ?? {};

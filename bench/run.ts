@@ -29,11 +29,13 @@ import { ownWebhooksFigure } from "./own-webhooks-figure.ts";
 import {
   buildService,
   collectEmulatorHeap,
+  emulatorHeap,
   median,
   residentBytes,
   startProcess,
 } from "./processes.ts";
 import { routingCostFigure } from "./routing-cost-figure.ts";
+import { scheduledFigures } from "./scheduled-figures.ts";
 import { singleSendFigure } from "./single-send-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -50,7 +52,7 @@ const quick = process.argv.includes("--quick");
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
 // "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
 // "keys" (issue 40) in api-keys-figure.ts; "20" or "money" (issue 41, with figure 2c) in
-// money-figure.ts.
+// money-figure.ts; "22" and "23", both "scheduled" (issue 42), in scheduled-figures.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -97,6 +99,7 @@ const ctx: BenchContext = {
   log,
   dropDatabases,
   collectDatabaseHeap,
+  databaseHeap: () => emulatorHeap(emulatorPid),
   serviceEnv,
 };
 
@@ -306,6 +309,8 @@ await twoCarriersFigure(ctx);
 await routingCostFigure(ctx);
 // ---- 20, 2c (issue 41). Every spend control and the toll-fraud guard on, beside none
 await moneyFigure(ctx);
+// ---- 22, 23 (issue 42). Sends beside a million scheduled; a batch scheduled for one second
+await scheduledFigures(ctx);
 
 await client.close();
 await database.stop();

@@ -31,7 +31,7 @@ interface Run {
 }
 
 /** Reads the SMSC's submit_sm log as it grows until `count` arrived (or `timeoutMs` ran out). */
-async function submitTimes(smsc: TestSmsc, count: number, timeoutMs: number) {
+export async function submitTimes(smsc: TestSmsc, count: number, timeoutMs: number) {
   const times: { at: number; bind: number }[] = [];
   let since = 0;
   const deadline = Date.now() + timeoutMs;

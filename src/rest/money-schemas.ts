@@ -25,7 +25,29 @@ const spendControls = {
   },
 } as const;
 
-const account = {
+const hhmm = (what: string, example: string) =>
+  ({
+    type: "string",
+    description: `${what}: HH:MM (00:00 to 23:59) in the recipient's local time`,
+    examples: [example],
+  }) as const;
+
+/** The account's quiet hours as GET /account shows them and PATCH /account/quiet-hours takes them. */
+export const quietHoursFields = {
+  start: hhmm("When quiet hours begin", "21:00"),
+  end: hhmm("When they end, different from start", "08:00"),
+} as const;
+
+const quietHours = {
+  type: "object",
+  required: ["start", "end"],
+  description:
+    "Messages due within them in their recipient's local time are held until they end; absent: none",
+  properties: quietHoursFields,
+} as const;
+
+/** The account as GET /account answers it, and every change to its settings. */
+export const account = {
   type: "object",
   required: ["apiKey", "name", "status", "credit", "spendControls"],
   properties: {
@@ -37,13 +59,14 @@ const account = {
     statusUrl: { type: "string" },
     defaultSender: { type: "string" },
     spendControls,
+    quietHours,
   },
 } as const;
 
 export const getAccountSchema = {
   summary: "Read the account",
   description:
-    "The account's credit, settings and spend controls. apiKey and apiSecret are query parameters.",
+    "The account's credit, settings, spend controls and quiet hours. apiKey and apiSecret are query parameters.",
   tags: ["account"],
   querystring: { type: "object", required: ["apiKey", "apiSecret"], properties: credentials },
   response: {

@@ -63,6 +63,9 @@ export function renderAccount(account: AccountView | undefined) {
       }),
       spentToday: units(controls?.spentTodayMicros ?? 0n),
     },
+    ...(account.quietHours && {
+      quietHours: { start: account.quietHours.start, end: account.quietHours.end },
+    }),
   };
 }
 

@@ -27,13 +27,15 @@ for (const service of [
 
 /**
  * Paths whose REST parameter is not their JSON name: the spend controls are top-level fields of
- * `PATCH /account/spend-controls` in credit units, and usage's dates are `since` and `until`
- * (docs/design.md "Money").
+ * `PATCH /account/spend-controls` in credit units, the quiet hours' times top-level fields of
+ * `PATCH /account/quiet-hours`, and usage's dates are `since` and `until` (docs/design.md "Money").
  */
 const REST_NAMES: Record<string, string> = {
   "spend_controls.allowed_countries": "allowedCountries",
   "spend_controls.max_price_per_message_micros": "maxPricePerMessage",
   "spend_controls.daily_spend_limit_micros": "dailySpendLimit",
+  "quiet_hours.start": "start",
+  "quiet_hours.end": "end",
   start_date: "since",
   end_date: "until",
 };

@@ -15,7 +15,6 @@ import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
-import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 
 /** Typed clients of the services on an in-process transport: the REST façade's only way in. */
@@ -24,7 +23,6 @@ export interface ServiceClients {
   senderNames: Client<typeof SenderNameService>;
   inbound: Client<typeof InboundService>;
   optOuts: Client<typeof OptOutService>;
-  quietHours: Client<typeof QuietHoursService>;
   usage: Client<typeof UsageService>;
   account: Client<typeof AccountService>;
   apiKeys: Client<typeof ApiKeyService>;
@@ -92,7 +90,6 @@ export function inProcessClients(routes: (router: ConnectRouter) => void): Servi
     senderNames: createClient(SenderNameService, transport),
     inbound: createClient(InboundService, transport),
     optOuts: createClient(OptOutService, transport),
-    quietHours: createClient(QuietHoursService, transport),
     usage: createClient(UsageService, transport),
     account: createClient(AccountService, transport),
     apiKeys: createClient(ApiKeyService, transport),

@@ -23,7 +23,7 @@ export interface AccountView {
   otpSenders: ReadonlySet<string>;
   /** Numbers assigned to the account (store/numbers.ts): it may send from them. */
   numbers: ReadonlySet<string>;
-  /** Its quiet hours, when set (quiet-hours-service.ts). */
+  /** Its quiet hours, when set (AccountService.UpdateQuietHours, quiet-hours-settings.ts). */
   quietHours?: { start: string; end: string };
   /** The account's spend controls (money/spend-controls.ts); absent: none. */
   spendControls?: SpendControlsDoc;

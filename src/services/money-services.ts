@@ -27,9 +27,10 @@ import type { AccountDirectory } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
+import { changeQuietHours } from "./quiet-hours-settings.ts";
 
 // UsageService and AccountService (docs/design.md "Money: what is charged, the ledger, usage and
-// spend controls"): the calling account's ledger, usage, own view and spend controls.
+// spend controls"): the calling account's ledger, usage, own view, spend controls and quiet hours.
 
 export interface MoneyServiceDeps {
   store: Store;
@@ -76,6 +77,9 @@ export function accountMessage(doc: AccountDoc, now: Date): AccountMessage {
       }),
       spentTodayMicros: BigInt(doc.spentByDay?.[utcDay(now)] ?? 0),
     },
+    ...(doc.quietHours && {
+      quietHours: { start: doc.quietHours.start, end: doc.quietHours.end },
+    }),
   });
 }
 
@@ -241,6 +245,18 @@ export function createAccountService(deps: MoneyServiceDeps): ServiceImpl<typeof
       const account = await authenticateAccount(ctx, directory);
       const change = spendControlsChange(req.updateMask, req.spendControls);
       return { account: await changeSpendControls(store, directory, account.apiKey, change) };
+    },
+
+    async updateQuietHours(req, ctx) {
+      const account = await authenticateAccount(ctx, directory);
+      const doc = await changeQuietHours(
+        store,
+        directory,
+        account.apiKey,
+        req.quietHours,
+        deadlineOf(ctx, deps.timeouts?.requestMs ?? 5_000).options(),
+      );
+      return { account: accountMessage(doc, store.clock.now()) };
     },
   };
 }

@@ -5,7 +5,6 @@ import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { AccountService, UsageService } from "../../gen/sms/v1/money_pb.ts";
 import { OptOutService } from "../../gen/sms/v1/opt_outs_pb.ts";
-import { QuietHoursService } from "../../gen/sms/v1/quiet_hours_pb.ts";
 import { SenderNameService } from "../../gen/sms/v1/sender_names_pb.ts";
 import type { OptOutStore } from "../opt-outs/list.ts";
 import type { OptOutRules } from "../opt-outs/rules.ts";
@@ -20,7 +19,6 @@ import type { MessagingDeps } from "./messaging-deps.ts";
 import { createMessagingService } from "./messaging-service.ts";
 import { createAccountService, createUsageService } from "./money-services.ts";
 import { createOptOutService } from "./opt-out-service.ts";
-import { createQuietHoursService } from "./quiet-hours-service.ts";
 import { createSenderNameService } from "./sender-name-service.ts";
 
 export type ServiceDeps = MessagingDeps &
@@ -80,15 +78,6 @@ export function routes(deps: ServiceDeps): (router: ConnectRouter) => void {
       withDeadlines(
         OptOutService,
         guarded(OptOutService, createOptOutService({ ...deps, rules: deps.optOutRules }), account),
-        timeoutMs,
-        deps.log,
-      ),
-    );
-    router.service(
-      QuietHoursService,
-      withDeadlines(
-        QuietHoursService,
-        guarded(QuietHoursService, createQuietHoursService(deps), account),
         timeoutMs,
         deps.log,
       ),

@@ -261,6 +261,13 @@ describe("responses", () => {
       "optOutType",
       "incomplete",
     ]);
+    // The account's settings answer the account as GET /account reads it, quiet hours included.
+    const account = doc.paths["/account"].get.responses["200"].content[JSON_TYPE].schema;
+    expect(account.properties.quietHours.required).toEqual(["start", "end"]);
+    for (const path of ["/account/quiet-hours", "/account/spend-controls"]) {
+      const changed = doc.paths[path].patch.responses["200"].content[JSON_TYPE].schema;
+      expect(changed.properties).toEqual(account.properties);
+    }
     const optOuts = doc.paths["/opt-outs"].get.responses["200"].content[JSON_TYPE].schema;
     expect(optOuts.required).toEqual(["optOuts", "nextPageToken"]);
     expect(Object.keys(optOuts.properties.optOuts.items.properties)).toEqual([

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file sms/v1/money.proto.
  */
 export const file_sms_v1_money: GenFile = /*@__PURE__*/
-  fileDesc("ChJzbXMvdjEvbW9uZXkucHJvdG8SBnNtcy52MSLWAQoLTGVkZ2VyRW50cnkSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLnNtcy52MS5MZWRnZXJFbnRyeUtpbmQSFQoNYW1vdW50X21pY3JvcxgEIAEoAxITCgttZXNzYWdlX2lkcxgFIAMoAxIVCghiYXRjaF9pZBgGIAEoA0gAiAEBEhEKBG5vdGUYByABKAlIAYgBAUILCglfYmF0Y2hfaWRCBwoFX25vdGUilwEKGExpc3RMZWRnZXJFbnRyaWVzUmVxdWVzdBIpCgVzaW5jZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJIloKGUxpc3RMZWRnZXJFbnRyaWVzUmVzcG9uc2USJAoHZW50cmllcxgBIAMoCzITLnNtcy52MS5MZWRnZXJFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnN0YXJ0X2RhdGUYASABKAkSEAoIZW5kX2RhdGUYAiABKAkSJAoIZ3JvdXBfYnkYAyADKA4yEi5zbXMudjEuVXNhZ2VHcm91cCKYAQoIVXNhZ2VSb3cSEAoDZGF5GAEgASgJSACIAQESFAoHY291bnRyeRgCIAEoCUgBiAEBEhAKCG1lc3NhZ2VzGAMgASgDEg0KBXBhcnRzGAQgASgDEhYKDmNoYXJnZWRfbWljcm9zGAUgASgDEhcKD3JlZnVuZGVkX21pY3JvcxgGIAEoA0IGCgRfZGF5QgoKCF9jb3VudHJ5IjIKEEdldFVzYWdlUmVzcG9uc2USHgoEcm93cxgBIAMoCzIQLnNtcy52MS5Vc2FnZVJvdyITChFHZXRBY2NvdW50UmVxdWVzdCLWAQoNU3BlbmRDb250cm9scxIZChFhbGxvd2VkX2NvdW50cmllcxgBIAMoCRIpChxtYXhfcHJpY2VfcGVyX21lc3NhZ2VfbWljcm9zGAIgASgDSACIAQESJQoYZGFpbHlfc3BlbmRfbGltaXRfbWljcm9zGAMgASgDSAGIAQESGgoSc3BlbnRfdG9kYXlfbWljcm9zGAQgASgDQh8KHV9tYXhfcHJpY2VfcGVyX21lc3NhZ2VfbWljcm9zQhsKGV9kYWlseV9zcGVuZF9saW1pdF9taWNyb3MioQIKC0FjY291bnRWaWV3Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5zbXMudjEuQWNjb3VudFN0YXR1cxIbCg5zdXNwZW5kX3JlYXNvbhgEIAEoCUgAiAEBEhUKDWNyZWRpdF9taWNyb3MYBSABKAMSFwoKc3RhdHVzX3VybBgGIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAcgASgJSAKIAQESLQoOc3BlbmRfY29udHJvbHMYCCABKAsyFS5zbXMudjEuU3BlbmRDb250cm9sc0IRCg9fc3VzcGVuZF9yZWFzb25CDQoLX3N0YXR1c191cmxCEQoPX2RlZmF1bHRfc2VuZGVyIjoKEkdldEFjY291bnRSZXNwb25zZRIkCgdhY2NvdW50GAEgASgLMhMuc21zLnYxLkFjY291bnRWaWV3ImAKGlVwZGF0ZVNwZW5kQ29udHJvbHNSZXF1ZXN0Ei0KDnNwZW5kX2NvbnRyb2xzGAEgASgLMhUuc21zLnYxLlNwZW5kQ29udHJvbHMSEwoLdXBkYXRlX21hc2sYAiADKAkiQwobVXBkYXRlU3BlbmRDb250cm9sc1Jlc3BvbnNlEiQKB2FjY291bnQYASABKAsyEy5zbXMudjEuQWNjb3VudFZpZXcqjgEKD0xlZGdlckVudHJ5S2luZBIhCh1MRURHRVJfRU5UUllfS0lORF9VTlNQRUNJRklFRBAAEhwKGExFREdFUl9FTlRSWV9LSU5EX0NIQVJHRRABEhwKGExFREdFUl9FTlRSWV9LSU5EX1JFRlVORBACEhwKGExFREdFUl9FTlRSWV9LSU5EX0NSRURJVBADKlcKClVzYWdlR3JvdXASGwoXVVNBR0VfR1JPVVBfVU5TUEVDSUZJRUQQABITCg9VU0FHRV9HUk9VUF9EQVkQARIXChNVU0FHRV9HUk9VUF9DT1VOVFJZEAIqgwEKDUFjY291bnRTdGF0dXMSHgoaQUNDT1VOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVBQ0NPVU5UX1NUQVRVU19BQ1RJVkUQARIcChhBQ0NPVU5UX1NUQVRVU19TVVNQRU5ERUQQAhIZChVBQ0NPVU5UX1NUQVRVU19DTE9TRUQQAzKxAQoMVXNhZ2VTZXJ2aWNlEl0KEUxpc3RMZWRnZXJFbnRyaWVzEiAuc21zLnYxLkxpc3RMZWRnZXJFbnRyaWVzUmVxdWVzdBohLnNtcy52MS5MaXN0TGVkZ2VyRW50cmllc1Jlc3BvbnNlIgOQAgESQgoIR2V0VXNhZ2USFy5zbXMudjEuR2V0VXNhZ2VSZXF1ZXN0Ghguc21zLnYxLkdldFVzYWdlUmVzcG9uc2UiA5ACATK/AQoOQWNjb3VudFNlcnZpY2USSAoKR2V0QWNjb3VudBIZLnNtcy52MS5HZXRBY2NvdW50UmVxdWVzdBoaLnNtcy52MS5HZXRBY2NvdW50UmVzcG9uc2UiA5ACARJjChNVcGRhdGVTcGVuZENvbnRyb2xzEiIuc21zLnYxLlVwZGF0ZVNwZW5kQ29udHJvbHNSZXF1ZXN0GiMuc21zLnYxLlVwZGF0ZVNwZW5kQ29udHJvbHNSZXNwb25zZSIDkAICQkcKEmNvbS5leGFtcGxlLnNtcy52MUIKTW9uZXlQcm90b1ABWiNleGFtcGxlLmNvbS9zbXMvZ2VuL2dvL3Ntcy92MTtzbXN2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChJzbXMvdjEvbW9uZXkucHJvdG8SBnNtcy52MSLWAQoLTGVkZ2VyRW50cnkSCgoCaWQYASABKAkSKAoEdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJQoEa2luZBgDIAEoDjIXLnNtcy52MS5MZWRnZXJFbnRyeUtpbmQSFQoNYW1vdW50X21pY3JvcxgEIAEoAxITCgttZXNzYWdlX2lkcxgFIAMoAxIVCghiYXRjaF9pZBgGIAEoA0gAiAEBEhEKBG5vdGUYByABKAlIAYgBAUILCglfYmF0Y2hfaWRCBwoFX25vdGUilwEKGExpc3RMZWRnZXJFbnRyaWVzUmVxdWVzdBIpCgVzaW5jZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJIloKGUxpc3RMZWRnZXJFbnRyaWVzUmVzcG9uc2USJAoHZW50cmllcxgBIAMoCzITLnNtcy52MS5MZWRnZXJFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiXQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCnN0YXJ0X2RhdGUYASABKAkSEAoIZW5kX2RhdGUYAiABKAkSJAoIZ3JvdXBfYnkYAyADKA4yEi5zbXMudjEuVXNhZ2VHcm91cCKYAQoIVXNhZ2VSb3cSEAoDZGF5GAEgASgJSACIAQESFAoHY291bnRyeRgCIAEoCUgBiAEBEhAKCG1lc3NhZ2VzGAMgASgDEg0KBXBhcnRzGAQgASgDEhYKDmNoYXJnZWRfbWljcm9zGAUgASgDEhcKD3JlZnVuZGVkX21pY3JvcxgGIAEoA0IGCgRfZGF5QgoKCF9jb3VudHJ5IjIKEEdldFVzYWdlUmVzcG9uc2USHgoEcm93cxgBIAMoCzIQLnNtcy52MS5Vc2FnZVJvdyITChFHZXRBY2NvdW50UmVxdWVzdCLWAQoNU3BlbmRDb250cm9scxIZChFhbGxvd2VkX2NvdW50cmllcxgBIAMoCRIpChxtYXhfcHJpY2VfcGVyX21lc3NhZ2VfbWljcm9zGAIgASgDSACIAQESJQoYZGFpbHlfc3BlbmRfbGltaXRfbWljcm9zGAMgASgDSAGIAQESGgoSc3BlbnRfdG9kYXlfbWljcm9zGAQgASgDQh8KHV9tYXhfcHJpY2VfcGVyX21lc3NhZ2VfbWljcm9zQhsKGV9kYWlseV9zcGVuZF9saW1pdF9taWNyb3MiygIKC0FjY291bnRWaWV3Eg8KB2FwaV9rZXkYASABKAkSDAoEbmFtZRgCIAEoCRIlCgZzdGF0dXMYAyABKA4yFS5zbXMudjEuQWNjb3VudFN0YXR1cxIbCg5zdXNwZW5kX3JlYXNvbhgEIAEoCUgAiAEBEhUKDWNyZWRpdF9taWNyb3MYBSABKAMSFwoKc3RhdHVzX3VybBgGIAEoCUgBiAEBEhsKDmRlZmF1bHRfc2VuZGVyGAcgASgJSAKIAQESLQoOc3BlbmRfY29udHJvbHMYCCABKAsyFS5zbXMudjEuU3BlbmRDb250cm9scxInCgtxdWlldF9ob3VycxgJIAEoCzISLnNtcy52MS5RdWlldEhvdXJzQhEKD19zdXNwZW5kX3JlYXNvbkINCgtfc3RhdHVzX3VybEIRCg9fZGVmYXVsdF9zZW5kZXIiOgoSR2V0QWNjb3VudFJlc3BvbnNlEiQKB2FjY291bnQYASABKAsyEy5zbXMudjEuQWNjb3VudFZpZXciYAoaVXBkYXRlU3BlbmRDb250cm9sc1JlcXVlc3QSLQoOc3BlbmRfY29udHJvbHMYASABKAsyFS5zbXMudjEuU3BlbmRDb250cm9scxITCgt1cGRhdGVfbWFzaxgCIAMoCSJDChtVcGRhdGVTcGVuZENvbnRyb2xzUmVzcG9uc2USJAoHYWNjb3VudBgBIAEoCzITLnNtcy52MS5BY2NvdW50VmlldyIoCgpRdWlldEhvdXJzEg0KBXN0YXJ0GAEgASgJEgsKA2VuZBgCIAEoCSJCChdVcGRhdGVRdWlldEhvdXJzUmVxdWVzdBInCgtxdWlldF9ob3VycxgBIAEoCzISLnNtcy52MS5RdWlldEhvdXJzIkAKGFVwZGF0ZVF1aWV0SG91cnNSZXNwb25zZRIkCgdhY2NvdW50GAEgASgLMhMuc21zLnYxLkFjY291bnRWaWV3Ko4BCg9MZWRnZXJFbnRyeUtpbmQSIQodTEVER0VSX0VOVFJZX0tJTkRfVU5TUEVDSUZJRUQQABIcChhMRURHRVJfRU5UUllfS0lORF9DSEFSR0UQARIcChhMRURHRVJfRU5UUllfS0lORF9SRUZVTkQQAhIcChhMRURHRVJfRU5UUllfS0lORF9DUkVESVQQAypXCgpVc2FnZUdyb3VwEhsKF1VTQUdFX0dST1VQX1VOU1BFQ0lGSUVEEAASEwoPVVNBR0VfR1JPVVBfREFZEAESFwoTVVNBR0VfR1JPVVBfQ09VTlRSWRACKoMBCg1BY2NvdW50U3RhdHVzEh4KGkFDQ09VTlRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVQUNDT1VOVF9TVEFUVVNfQUNUSVZFEAESHAoYQUNDT1VOVF9TVEFUVVNfU1VTUEVOREVEEAISGQoVQUNDT1VOVF9TVEFUVVNfQ0xPU0VEEAMysQEKDFVzYWdlU2VydmljZRJdChFMaXN0TGVkZ2VyRW50cmllcxIgLnNtcy52MS5MaXN0TGVkZ2VyRW50cmllc1JlcXVlc3QaIS5zbXMudjEuTGlzdExlZGdlckVudHJpZXNSZXNwb25zZSIDkAIBEkIKCEdldFVzYWdlEhcuc21zLnYxLkdldFVzYWdlUmVxdWVzdBoYLnNtcy52MS5HZXRVc2FnZVJlc3BvbnNlIgOQAgEymwIKDkFjY291bnRTZXJ2aWNlEkgKCkdldEFjY291bnQSGS5zbXMudjEuR2V0QWNjb3VudFJlcXVlc3QaGi5zbXMudjEuR2V0QWNjb3VudFJlc3BvbnNlIgOQAgESYwoTVXBkYXRlU3BlbmRDb250cm9scxIiLnNtcy52MS5VcGRhdGVTcGVuZENvbnRyb2xzUmVxdWVzdBojLnNtcy52MS5VcGRhdGVTcGVuZENvbnRyb2xzUmVzcG9uc2UiA5ACAhJaChBVcGRhdGVRdWlldEhvdXJzEh8uc21zLnYxLlVwZGF0ZVF1aWV0SG91cnNSZXF1ZXN0GiAuc21zLnYxLlVwZGF0ZVF1aWV0SG91cnNSZXNwb25zZSIDkAICQkcKEmNvbS5leGFtcGxlLnNtcy52MUIKTW9uZXlQcm90b1ABWiNleGFtcGxlLmNvbS9zbXMvZ2VuL2dvL3Ntcy92MTtzbXN2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * One change of the account's credit.
@@ -377,6 +377,13 @@ export type AccountView = Message<"sms.v1.AccountView"> & {
    * @generated from field: sms.v1.SpendControls spend_controls = 8;
    */
   spendControls?: SpendControls | undefined;
+
+  /**
+   * Its quiet hours; unset when none.
+   *
+   * @generated from field: sms.v1.QuietHours quiet_hours = 9;
+   */
+  quietHours?: QuietHours | undefined;
 };
 
 /**
@@ -455,6 +462,78 @@ export type UpdateSpendControlsResponse = Message<"sms.v1.UpdateSpendControlsRes
  */
 export const UpdateSpendControlsResponseSchema: GenMessage<UpdateSpendControlsResponse> = /*@__PURE__*/
   messageDesc(file_sms_v1_money, 11);
+
+/**
+ * A window of the recipient's local day, from `start` up to `end` (across midnight when end comes
+ * first). Messages due in it are held until it ends in every time zone of the number; messages
+ * from an OTP sender name and sends with ignore_quiet_hours are never held.
+ *
+ * @generated from message sms.v1.QuietHours
+ */
+export type QuietHours = Message<"sms.v1.QuietHours"> & {
+  /**
+   * `HH:MM`, 00:00 to 23:59, e.g. 21:00.
+   *
+   * @generated from field: string start = 1;
+   */
+  start: string;
+
+  /**
+   * `HH:MM`, different from start, e.g. 08:00.
+   *
+   * @generated from field: string end = 2;
+   */
+  end: string;
+};
+
+/**
+ * Describes the message sms.v1.QuietHours.
+ * Use `create(QuietHoursSchema)` to create a new message.
+ */
+export const QuietHoursSchema: GenMessage<QuietHours> = /*@__PURE__*/
+  messageDesc(file_sms_v1_money, 12);
+
+/**
+ * Sets or clears the quiet hours.
+ *
+ * @generated from message sms.v1.UpdateQuietHoursRequest
+ */
+export type UpdateQuietHoursRequest = Message<"sms.v1.UpdateQuietHoursRequest"> & {
+  /**
+   * The new window; unset clears it.
+   *
+   * @generated from field: sms.v1.QuietHours quiet_hours = 1;
+   */
+  quietHours?: QuietHours | undefined;
+};
+
+/**
+ * Describes the message sms.v1.UpdateQuietHoursRequest.
+ * Use `create(UpdateQuietHoursRequestSchema)` to create a new message.
+ */
+export const UpdateQuietHoursRequestSchema: GenMessage<UpdateQuietHoursRequest> = /*@__PURE__*/
+  messageDesc(file_sms_v1_money, 13);
+
+/**
+ * The answer of UpdateQuietHours: the account as it now reads.
+ *
+ * @generated from message sms.v1.UpdateQuietHoursResponse
+ */
+export type UpdateQuietHoursResponse = Message<"sms.v1.UpdateQuietHoursResponse"> & {
+  /**
+   * The account.
+   *
+   * @generated from field: sms.v1.AccountView account = 1;
+   */
+  account?: AccountView | undefined;
+};
+
+/**
+ * Describes the message sms.v1.UpdateQuietHoursResponse.
+ * Use `create(UpdateQuietHoursResponseSchema)` to create a new message.
+ */
+export const UpdateQuietHoursResponseSchema: GenMessage<UpdateQuietHoursResponse> = /*@__PURE__*/
+  messageDesc(file_sms_v1_money, 14);
 
 /**
  * What changed an account's credit.
@@ -606,7 +685,7 @@ export const UsageService: GenService<{
   serviceDesc(file_sms_v1_money, 0);
 
 /**
- * The calling account as it reads itself, and its spend controls.
+ * The calling account as it reads itself, its spend controls and its quiet hours.
  *
  * @generated from service sms.v1.AccountService
  */
@@ -632,6 +711,18 @@ export const AccountService: GenService<{
     methodKind: "unary";
     input: typeof UpdateSpendControlsRequestSchema;
     output: typeof UpdateSpendControlsResponseSchema;
+  },
+  /**
+   * Sets or clears the account's quiet hours; answers the account as it now reads.
+   * INVALID_ARGUMENT (BadRequest on `quiet_hours.start`, `quiet_hours.end`) for a time that is not
+   * HH:MM, or equal start and end.
+   *
+   * @generated from rpc sms.v1.AccountService.UpdateQuietHours
+   */
+  updateQuietHours: {
+    methodKind: "unary";
+    input: typeof UpdateQuietHoursRequestSchema;
+    output: typeof UpdateQuietHoursResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_sms_v1_money, 1);

@@ -747,6 +747,8 @@ type AccountView struct {
 	DefaultSender *string `protobuf:"bytes,7,opt,name=default_sender,json=defaultSender,proto3,oneof" json:"default_sender,omitempty"`
 	// Its spend controls and today's spend.
 	SpendControls *SpendControls `protobuf:"bytes,8,opt,name=spend_controls,json=spendControls,proto3" json:"spend_controls,omitempty"`
+	// Its quiet hours; unset when none.
+	QuietHours    *QuietHours `protobuf:"bytes,9,opt,name=quiet_hours,json=quietHours,proto3" json:"quiet_hours,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -833,6 +835,13 @@ func (x *AccountView) GetDefaultSender() string {
 func (x *AccountView) GetSpendControls() *SpendControls {
 	if x != nil {
 		return x.SpendControls
+	}
+	return nil
+}
+
+func (x *AccountView) GetQuietHours() *QuietHours {
+	if x != nil {
+		return x.QuietHours
 	}
 	return nil
 }
@@ -984,6 +993,155 @@ func (x *UpdateSpendControlsResponse) GetAccount() *AccountView {
 	return nil
 }
 
+// A window of the recipient's local day, from `start` up to `end` (across midnight when end comes
+// first). Messages due in it are held until it ends in every time zone of the number; messages
+// from an OTP sender name and sends with ignore_quiet_hours are never held.
+type QuietHours struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// `HH:MM`, 00:00 to 23:59, e.g. 21:00.
+	Start string `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// `HH:MM`, different from start, e.g. 08:00.
+	End           string `protobuf:"bytes,2,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuietHours) Reset() {
+	*x = QuietHours{}
+	mi := &file_sms_v1_money_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuietHours) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuietHours) ProtoMessage() {}
+
+func (x *QuietHours) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_money_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuietHours.ProtoReflect.Descriptor instead.
+func (*QuietHours) Descriptor() ([]byte, []int) {
+	return file_sms_v1_money_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *QuietHours) GetStart() string {
+	if x != nil {
+		return x.Start
+	}
+	return ""
+}
+
+func (x *QuietHours) GetEnd() string {
+	if x != nil {
+		return x.End
+	}
+	return ""
+}
+
+// Sets or clears the quiet hours.
+type UpdateQuietHoursRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new window; unset clears it.
+	QuietHours    *QuietHours `protobuf:"bytes,1,opt,name=quiet_hours,json=quietHours,proto3" json:"quiet_hours,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateQuietHoursRequest) Reset() {
+	*x = UpdateQuietHoursRequest{}
+	mi := &file_sms_v1_money_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateQuietHoursRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateQuietHoursRequest) ProtoMessage() {}
+
+func (x *UpdateQuietHoursRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_money_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateQuietHoursRequest.ProtoReflect.Descriptor instead.
+func (*UpdateQuietHoursRequest) Descriptor() ([]byte, []int) {
+	return file_sms_v1_money_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *UpdateQuietHoursRequest) GetQuietHours() *QuietHours {
+	if x != nil {
+		return x.QuietHours
+	}
+	return nil
+}
+
+// The answer of UpdateQuietHours: the account as it now reads.
+type UpdateQuietHoursResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The account.
+	Account       *AccountView `protobuf:"bytes,1,opt,name=account,proto3" json:"account,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateQuietHoursResponse) Reset() {
+	*x = UpdateQuietHoursResponse{}
+	mi := &file_sms_v1_money_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateQuietHoursResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateQuietHoursResponse) ProtoMessage() {}
+
+func (x *UpdateQuietHoursResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_sms_v1_money_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateQuietHoursResponse.ProtoReflect.Descriptor instead.
+func (*UpdateQuietHoursResponse) Descriptor() ([]byte, []int) {
+	return file_sms_v1_money_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *UpdateQuietHoursResponse) GetAccount() *AccountView {
+	if x != nil {
+		return x.Account
+	}
+	return nil
+}
+
 var File_sms_v1_money_proto protoreflect.FileDescriptor
 
 const file_sms_v1_money_proto_rawDesc = "" +
@@ -1033,7 +1191,7 @@ const file_sms_v1_money_proto_rawDesc = "" +
 	"\x18daily_spend_limit_micros\x18\x03 \x01(\x03H\x01R\x15dailySpendLimitMicros\x88\x01\x01\x12,\n" +
 	"\x12spent_today_micros\x18\x04 \x01(\x03R\x10spentTodayMicrosB\x1f\n" +
 	"\x1d_max_price_per_message_microsB\x1b\n" +
-	"\x19_daily_spend_limit_micros\"\xfd\x02\n" +
+	"\x19_daily_spend_limit_micros\"\xb2\x03\n" +
 	"\vAccountView\x12\x17\n" +
 	"\aapi_key\x18\x01 \x01(\tR\x06apiKey\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12-\n" +
@@ -1043,7 +1201,9 @@ const file_sms_v1_money_proto_rawDesc = "" +
 	"\n" +
 	"status_url\x18\x06 \x01(\tH\x01R\tstatusUrl\x88\x01\x01\x12*\n" +
 	"\x0edefault_sender\x18\a \x01(\tH\x02R\rdefaultSender\x88\x01\x01\x12<\n" +
-	"\x0espend_controls\x18\b \x01(\v2\x15.sms.v1.SpendControlsR\rspendControlsB\x11\n" +
+	"\x0espend_controls\x18\b \x01(\v2\x15.sms.v1.SpendControlsR\rspendControls\x123\n" +
+	"\vquiet_hours\x18\t \x01(\v2\x12.sms.v1.QuietHoursR\n" +
+	"quietHoursB\x11\n" +
 	"\x0f_suspend_reasonB\r\n" +
 	"\v_status_urlB\x11\n" +
 	"\x0f_default_sender\"C\n" +
@@ -1054,6 +1214,15 @@ const file_sms_v1_money_proto_rawDesc = "" +
 	"\vupdate_mask\x18\x02 \x03(\tR\n" +
 	"updateMask\"L\n" +
 	"\x1bUpdateSpendControlsResponse\x12-\n" +
+	"\aaccount\x18\x01 \x01(\v2\x13.sms.v1.AccountViewR\aaccount\"4\n" +
+	"\n" +
+	"QuietHours\x12\x14\n" +
+	"\x05start\x18\x01 \x01(\tR\x05start\x12\x10\n" +
+	"\x03end\x18\x02 \x01(\tR\x03end\"N\n" +
+	"\x17UpdateQuietHoursRequest\x123\n" +
+	"\vquiet_hours\x18\x01 \x01(\v2\x12.sms.v1.QuietHoursR\n" +
+	"quietHours\"I\n" +
+	"\x18UpdateQuietHoursResponse\x12-\n" +
 	"\aaccount\x18\x01 \x01(\v2\x13.sms.v1.AccountViewR\aaccount*\x8e\x01\n" +
 	"\x0fLedgerEntryKind\x12!\n" +
 	"\x1dLEDGER_ENTRY_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
@@ -1072,11 +1241,12 @@ const file_sms_v1_money_proto_rawDesc = "" +
 	"\x15ACCOUNT_STATUS_CLOSED\x10\x032\xb1\x01\n" +
 	"\fUsageService\x12]\n" +
 	"\x11ListLedgerEntries\x12 .sms.v1.ListLedgerEntriesRequest\x1a!.sms.v1.ListLedgerEntriesResponse\"\x03\x90\x02\x01\x12B\n" +
-	"\bGetUsage\x12\x17.sms.v1.GetUsageRequest\x1a\x18.sms.v1.GetUsageResponse\"\x03\x90\x02\x012\xbf\x01\n" +
+	"\bGetUsage\x12\x17.sms.v1.GetUsageRequest\x1a\x18.sms.v1.GetUsageResponse\"\x03\x90\x02\x012\x9b\x02\n" +
 	"\x0eAccountService\x12H\n" +
 	"\n" +
 	"GetAccount\x12\x19.sms.v1.GetAccountRequest\x1a\x1a.sms.v1.GetAccountResponse\"\x03\x90\x02\x01\x12c\n" +
-	"\x13UpdateSpendControls\x12\".sms.v1.UpdateSpendControlsRequest\x1a#.sms.v1.UpdateSpendControlsResponse\"\x03\x90\x02\x02BG\n" +
+	"\x13UpdateSpendControls\x12\".sms.v1.UpdateSpendControlsRequest\x1a#.sms.v1.UpdateSpendControlsResponse\"\x03\x90\x02\x02\x12Z\n" +
+	"\x10UpdateQuietHours\x12\x1f.sms.v1.UpdateQuietHoursRequest\x1a .sms.v1.UpdateQuietHoursResponse\"\x03\x90\x02\x02BG\n" +
 	"\x12com.example.sms.v1B\n" +
 	"MoneyProtoP\x01Z#example.com/sms/gen/go/sms/v1;smsv1b\x06proto3"
 
@@ -1093,7 +1263,7 @@ func file_sms_v1_money_proto_rawDescGZIP() []byte {
 }
 
 var file_sms_v1_money_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_sms_v1_money_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_sms_v1_money_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_sms_v1_money_proto_goTypes = []any{
 	(LedgerEntryKind)(0),                // 0: sms.v1.LedgerEntryKind
 	(UsageGroup)(0),                     // 1: sms.v1.UsageGroup
@@ -1110,34 +1280,42 @@ var file_sms_v1_money_proto_goTypes = []any{
 	(*GetAccountResponse)(nil),          // 12: sms.v1.GetAccountResponse
 	(*UpdateSpendControlsRequest)(nil),  // 13: sms.v1.UpdateSpendControlsRequest
 	(*UpdateSpendControlsResponse)(nil), // 14: sms.v1.UpdateSpendControlsResponse
-	(*timestamppb.Timestamp)(nil),       // 15: google.protobuf.Timestamp
+	(*QuietHours)(nil),                  // 15: sms.v1.QuietHours
+	(*UpdateQuietHoursRequest)(nil),     // 16: sms.v1.UpdateQuietHoursRequest
+	(*UpdateQuietHoursResponse)(nil),    // 17: sms.v1.UpdateQuietHoursResponse
+	(*timestamppb.Timestamp)(nil),       // 18: google.protobuf.Timestamp
 }
 var file_sms_v1_money_proto_depIdxs = []int32{
-	15, // 0: sms.v1.LedgerEntry.time:type_name -> google.protobuf.Timestamp
+	18, // 0: sms.v1.LedgerEntry.time:type_name -> google.protobuf.Timestamp
 	0,  // 1: sms.v1.LedgerEntry.kind:type_name -> sms.v1.LedgerEntryKind
-	15, // 2: sms.v1.ListLedgerEntriesRequest.since:type_name -> google.protobuf.Timestamp
-	15, // 3: sms.v1.ListLedgerEntriesRequest.until:type_name -> google.protobuf.Timestamp
+	18, // 2: sms.v1.ListLedgerEntriesRequest.since:type_name -> google.protobuf.Timestamp
+	18, // 3: sms.v1.ListLedgerEntriesRequest.until:type_name -> google.protobuf.Timestamp
 	3,  // 4: sms.v1.ListLedgerEntriesResponse.entries:type_name -> sms.v1.LedgerEntry
 	1,  // 5: sms.v1.GetUsageRequest.group_by:type_name -> sms.v1.UsageGroup
 	7,  // 6: sms.v1.GetUsageResponse.rows:type_name -> sms.v1.UsageRow
 	2,  // 7: sms.v1.AccountView.status:type_name -> sms.v1.AccountStatus
 	10, // 8: sms.v1.AccountView.spend_controls:type_name -> sms.v1.SpendControls
-	11, // 9: sms.v1.GetAccountResponse.account:type_name -> sms.v1.AccountView
-	10, // 10: sms.v1.UpdateSpendControlsRequest.spend_controls:type_name -> sms.v1.SpendControls
-	11, // 11: sms.v1.UpdateSpendControlsResponse.account:type_name -> sms.v1.AccountView
-	4,  // 12: sms.v1.UsageService.ListLedgerEntries:input_type -> sms.v1.ListLedgerEntriesRequest
-	6,  // 13: sms.v1.UsageService.GetUsage:input_type -> sms.v1.GetUsageRequest
-	9,  // 14: sms.v1.AccountService.GetAccount:input_type -> sms.v1.GetAccountRequest
-	13, // 15: sms.v1.AccountService.UpdateSpendControls:input_type -> sms.v1.UpdateSpendControlsRequest
-	5,  // 16: sms.v1.UsageService.ListLedgerEntries:output_type -> sms.v1.ListLedgerEntriesResponse
-	8,  // 17: sms.v1.UsageService.GetUsage:output_type -> sms.v1.GetUsageResponse
-	12, // 18: sms.v1.AccountService.GetAccount:output_type -> sms.v1.GetAccountResponse
-	14, // 19: sms.v1.AccountService.UpdateSpendControls:output_type -> sms.v1.UpdateSpendControlsResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	15, // 9: sms.v1.AccountView.quiet_hours:type_name -> sms.v1.QuietHours
+	11, // 10: sms.v1.GetAccountResponse.account:type_name -> sms.v1.AccountView
+	10, // 11: sms.v1.UpdateSpendControlsRequest.spend_controls:type_name -> sms.v1.SpendControls
+	11, // 12: sms.v1.UpdateSpendControlsResponse.account:type_name -> sms.v1.AccountView
+	15, // 13: sms.v1.UpdateQuietHoursRequest.quiet_hours:type_name -> sms.v1.QuietHours
+	11, // 14: sms.v1.UpdateQuietHoursResponse.account:type_name -> sms.v1.AccountView
+	4,  // 15: sms.v1.UsageService.ListLedgerEntries:input_type -> sms.v1.ListLedgerEntriesRequest
+	6,  // 16: sms.v1.UsageService.GetUsage:input_type -> sms.v1.GetUsageRequest
+	9,  // 17: sms.v1.AccountService.GetAccount:input_type -> sms.v1.GetAccountRequest
+	13, // 18: sms.v1.AccountService.UpdateSpendControls:input_type -> sms.v1.UpdateSpendControlsRequest
+	16, // 19: sms.v1.AccountService.UpdateQuietHours:input_type -> sms.v1.UpdateQuietHoursRequest
+	5,  // 20: sms.v1.UsageService.ListLedgerEntries:output_type -> sms.v1.ListLedgerEntriesResponse
+	8,  // 21: sms.v1.UsageService.GetUsage:output_type -> sms.v1.GetUsageResponse
+	12, // 22: sms.v1.AccountService.GetAccount:output_type -> sms.v1.GetAccountResponse
+	14, // 23: sms.v1.AccountService.UpdateSpendControls:output_type -> sms.v1.UpdateSpendControlsResponse
+	17, // 24: sms.v1.AccountService.UpdateQuietHours:output_type -> sms.v1.UpdateQuietHoursResponse
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_sms_v1_money_proto_init() }
@@ -1155,7 +1333,7 @@ func file_sms_v1_money_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_sms_v1_money_proto_rawDesc), len(file_sms_v1_money_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   12,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

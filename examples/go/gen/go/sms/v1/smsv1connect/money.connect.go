@@ -46,6 +46,9 @@ const (
 	// AccountServiceUpdateSpendControlsProcedure is the fully-qualified name of the AccountService's
 	// UpdateSpendControls RPC.
 	AccountServiceUpdateSpendControlsProcedure = "/sms.v1.AccountService/UpdateSpendControls"
+	// AccountServiceUpdateQuietHoursProcedure is the fully-qualified name of the AccountService's
+	// UpdateQuietHours RPC.
+	AccountServiceUpdateQuietHoursProcedure = "/sms.v1.AccountService/UpdateQuietHours"
 )
 
 // UsageServiceClient is a client for the sms.v1.UsageService service.
@@ -164,6 +167,10 @@ type AccountServiceClient interface {
 	// `max_price_per_message_micros`, `daily_spend_limit_micros`); a named field left unset clears
 	// it. INVALID_ARGUMENT names the field.
 	UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error)
+	// Sets or clears the account's quiet hours; answers the account as it now reads.
+	// INVALID_ARGUMENT (BadRequest on `quiet_hours.start`, `quiet_hours.end`) for a time that is not
+	// HH:MM, or equal start and end.
+	UpdateQuietHours(context.Context, *connect.Request[v1.UpdateQuietHoursRequest]) (*connect.Response[v1.UpdateQuietHoursResponse], error)
 }
 
 // NewAccountServiceClient constructs a client for the sms.v1.AccountService service. By default, it
@@ -191,6 +198,13 @@ func NewAccountServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyIdempotent),
 			connect.WithClientOptions(opts...),
 		),
+		updateQuietHours: connect.NewClient[v1.UpdateQuietHoursRequest, v1.UpdateQuietHoursResponse](
+			httpClient,
+			baseURL+AccountServiceUpdateQuietHoursProcedure,
+			connect.WithSchema(accountServiceMethods.ByName("UpdateQuietHours")),
+			connect.WithIdempotency(connect.IdempotencyIdempotent),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -198,6 +212,7 @@ func NewAccountServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 type accountServiceClient struct {
 	getAccount          *connect.Client[v1.GetAccountRequest, v1.GetAccountResponse]
 	updateSpendControls *connect.Client[v1.UpdateSpendControlsRequest, v1.UpdateSpendControlsResponse]
+	updateQuietHours    *connect.Client[v1.UpdateQuietHoursRequest, v1.UpdateQuietHoursResponse]
 }
 
 // GetAccount calls sms.v1.AccountService.GetAccount.
@@ -210,6 +225,11 @@ func (c *accountServiceClient) UpdateSpendControls(ctx context.Context, req *con
 	return c.updateSpendControls.CallUnary(ctx, req)
 }
 
+// UpdateQuietHours calls sms.v1.AccountService.UpdateQuietHours.
+func (c *accountServiceClient) UpdateQuietHours(ctx context.Context, req *connect.Request[v1.UpdateQuietHoursRequest]) (*connect.Response[v1.UpdateQuietHoursResponse], error) {
+	return c.updateQuietHours.CallUnary(ctx, req)
+}
+
 // AccountServiceHandler is an implementation of the sms.v1.AccountService service.
 type AccountServiceHandler interface {
 	// The account: name, status, credit, settings and spend controls.
@@ -218,6 +238,10 @@ type AccountServiceHandler interface {
 	// `max_price_per_message_micros`, `daily_spend_limit_micros`); a named field left unset clears
 	// it. INVALID_ARGUMENT names the field.
 	UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error)
+	// Sets or clears the account's quiet hours; answers the account as it now reads.
+	// INVALID_ARGUMENT (BadRequest on `quiet_hours.start`, `quiet_hours.end`) for a time that is not
+	// HH:MM, or equal start and end.
+	UpdateQuietHours(context.Context, *connect.Request[v1.UpdateQuietHoursRequest]) (*connect.Response[v1.UpdateQuietHoursResponse], error)
 }
 
 // NewAccountServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -241,12 +265,21 @@ func NewAccountServiceHandler(svc AccountServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyIdempotent),
 		connect.WithHandlerOptions(opts...),
 	)
+	accountServiceUpdateQuietHoursHandler := connect.NewUnaryHandler(
+		AccountServiceUpdateQuietHoursProcedure,
+		svc.UpdateQuietHours,
+		connect.WithSchema(accountServiceMethods.ByName("UpdateQuietHours")),
+		connect.WithIdempotency(connect.IdempotencyIdempotent),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/sms.v1.AccountService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AccountServiceGetAccountProcedure:
 			accountServiceGetAccountHandler.ServeHTTP(w, r)
 		case AccountServiceUpdateSpendControlsProcedure:
 			accountServiceUpdateSpendControlsHandler.ServeHTTP(w, r)
+		case AccountServiceUpdateQuietHoursProcedure:
+			accountServiceUpdateQuietHoursHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -262,4 +295,8 @@ func (UnimplementedAccountServiceHandler) GetAccount(context.Context, *connect.R
 
 func (UnimplementedAccountServiceHandler) UpdateSpendControls(context.Context, *connect.Request[v1.UpdateSpendControlsRequest]) (*connect.Response[v1.UpdateSpendControlsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.AccountService.UpdateSpendControls is not implemented"))
+}
+
+func (UnimplementedAccountServiceHandler) UpdateQuietHours(context.Context, *connect.Request[v1.UpdateQuietHoursRequest]) (*connect.Response[v1.UpdateQuietHoursResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("sms.v1.AccountService.UpdateQuietHours is not implemented"))
 }
