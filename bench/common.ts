@@ -38,6 +38,8 @@ export interface BenchContext {
    * paired figure, so that neither side pays the collection of the other's garbage.
    */
   collectDatabaseHeap(): Promise<void>;
+  /** The emulator's heap in use and its maximum; undefined on another database. */
+  databaseHeap(): Promise<{ usedBytes: number; maxBytes: number } | undefined>;
   /** The service's environment on database `db`, with `extra` variables. */
   serviceEnv(db: string, extra?: Record<string, string>): Record<string, string>;
 }

@@ -18,7 +18,7 @@ import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 import type { BenchContext } from "./common.ts";
-import { collectEmulatorHeap, median } from "./processes.ts";
+import { collectEmulatorHeap, emulatorHeap, median } from "./processes.ts";
 import { webhookRun } from "./webhook-run.ts";
 
 const DB_NAME = "bench_embedded";
@@ -34,6 +34,7 @@ async function contextOn(ctx: BenchContext, database: StartedDatabase) {
     client,
     serviceEnv: (db, extra) => ({ ...ctx.serviceEnv(db, extra), MONGODB_URI: database.uri }),
     collectDatabaseHeap: () => collectEmulatorHeap(pid),
+    databaseHeap: () => emulatorHeap(pid),
     async dropDatabases(...names) {
       await Promise.all(names.map((name) => client.db(name).dropDatabase()));
       await on.collectDatabaseHeap();

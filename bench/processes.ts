@@ -50,6 +50,31 @@ export async function collectEmulatorHeap(
   if (pid) await promisify(execFile)("jcmd", [pid, "GC.run"]).catch(onError);
 }
 
+/**
+ * The emulator's JVM heap `pid`: bytes in use (garbage not collected yet included) and the most
+ * it may grow to; undefined without an emulator or when jcmd fails.
+ */
+export async function emulatorHeap(
+  pid: string | undefined,
+): Promise<{ usedBytes: number; maxBytes: number } | undefined> {
+  if (!pid) return undefined;
+  const run = promisify(execFile);
+  try {
+    const [info, flags] = await Promise.all([
+      run("jcmd", [pid, "GC.heap_info"]),
+      run("jcmd", [pid, "VM.flags"]),
+    ]);
+    // "... generation total 631808K, used 1018K ..." for each generation.
+    let usedKiB = 0;
+    for (const [, used] of info.stdout.matchAll(/generation\s+total \d+K, used (\d+)K/g))
+      usedKiB += Number(used);
+    const max = /MaxHeapSize=(\d+)/.exec(flags.stdout)?.[1];
+    return max ? { usedBytes: usedKiB * 1024, maxBytes: Number(max) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `npm run build` in `cwd` (the production build `npm start` runs), when its package has one. */
 export async function buildService(cwd = "."): Promise<void> {
   const scripts = JSON.parse(readFileSync(join(cwd, "package.json"), "utf8")).scripts ?? {};

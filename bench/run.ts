@@ -29,6 +29,7 @@ import { ownWebhooksFigure } from "./own-webhooks-figure.ts";
 import {
   buildService,
   collectEmulatorHeap,
+  emulatorHeap,
   median,
   residentBytes,
   startProcess,
@@ -38,6 +39,7 @@ import { singleSendFigure } from "./single-send-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
 import { twoCarriersFigure } from "./two-carriers-figure.ts";
+import { usageFigure } from "./usage-figure.ts";
 import { webhookFigures } from "./webhook-figures.ts";
 import { webhookRun } from "./webhook-run.ts";
 
@@ -50,7 +52,7 @@ const quick = process.argv.includes("--quick");
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
 // "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
 // "keys" (issue 40) in api-keys-figure.ts; "20" or "money" (issue 41, with figure 2c) in
-// money-figure.ts.
+// money-figure.ts; "21" or "usage" (issue 41) in usage-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -97,6 +99,7 @@ const ctx: BenchContext = {
   log,
   dropDatabases,
   collectDatabaseHeap,
+  databaseHeap: () => emulatorHeap(emulatorPid),
   serviceEnv,
 };
 
@@ -306,6 +309,8 @@ await twoCarriersFigure(ctx);
 await routingCostFigure(ctx);
 // ---- 20, 2c (issue 41). Every spend control and the toll-fraud guard on, beside none
 await moneyFigure(ctx);
+// ---- 21 (issue 41). GetUsage over a month of 1 million messages beside 10000
+await usageFigure(ctx);
 
 await client.close();
 await database.stop();
