@@ -8,7 +8,7 @@ import { riskEvent, TOLL_FRAUD_MESSAGE } from "../money/toll-fraud-guard.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
-import { chargedUsage } from "../store/ledger.ts";
+import { batchUsage } from "../store/ledger.ts";
 import { reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -235,9 +235,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         firstDue,
         now,
         { messages: accepted.length, parts: partTotal },
-        docs.map((doc) =>
-          chargedUsage({ ...doc, amountMicros: doc.parts * (doc.pricePerPartMicros ?? 0) }),
-        ),
+        batchUsage(docs),
       );
     }
     if (flaggedDocs.length > 0 && risk && creditRemaining !== undefined) {
