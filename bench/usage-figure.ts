@@ -4,10 +4,9 @@
 // documents as a batch stores them (store/messages.ts acceptedMessage, ids from the service's own
 // sequence) and, per chunk, the batch's ledger entry with the usage it adds, written by the
 // service's own code (store/ledger.ts recordEntries, chargedUsage); each chunk is one day's batch
-// to 50 countries, the days in turn. "month" has 1 million
-// messages (100000 with --quick), "small" 10000. Both end with the same 1500 usage rows (30 days
-// x 50 countries), which is what GetUsage reads; a GetUsage that summed messages would read 100
-// times more for "month".
+// to 50 countries, the days in turn. "month" has 1 million messages (100000 with --quick),
+// "small" 10000. Both end with the same 1500 usage rows (30 days x 50 countries), which is what
+// GetUsage reads; a GetUsage that summed messages would read 100 times more for "month".
 //   21. GET /usage?since&until&groupBy=day,country and Connect UsageService.GetUsage, each account
 //       in turn (alternated), median of several after warm-ups: month <= 1 s, and <= 2 x small.
 // Beside it, once per account: the driver reading and summing the account's messages (what a
