@@ -112,13 +112,20 @@ export async function approvedOtpSender(baseUrl: string, account: Account, name:
   await admin(baseUrl, "ApproveSenderName", { apiKey: account.apiKey, name });
 }
 
-export function batchBody(account: object, count: number, text: string, statusCallback?: string) {
+/** A batch to consecutive German mobile numbers from `+49151` + `firstNumber` on. */
+export function batchBody(
+  account: object,
+  count: number,
+  text: string,
+  statusCallback?: string,
+  firstNumber = 10_000_000,
+) {
   return JSON.stringify({
     ...account,
     name: "bench",
     ...(statusCallback && { statusCallback }),
     messages: Array.from({ length: count }, (_, i) => ({
-      to: `+49151${String(10_000_000 + i)}`,
+      to: `+49151${String(firstNumber + i)}`,
       text,
     })),
   });

@@ -6,7 +6,8 @@
 //   20. Figure 1's load (POST /sms, 1 part, 32 connections) on each account, alternated: the
 //       guarded account's rate >= 0.95 x the plain account's, same run.
 //   2c. Figure 2 (a 10000-message batch, time to 200) from the guarded account, beside insertMany
-//       of the same documents, alternated: <= 1.5 x.
+//       of the same documents, alternated: <= 1.5 x. Every batch goes to numbers new to the guard,
+//       so 9800 of its messages are flagged (monitor), marked and counted, 100 kept as events.
 
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
@@ -94,7 +95,10 @@ export async function moneyFigure(ctx: BenchContext): Promise<void> {
       met: guardedRate >= 0.95 * plainRate,
     });
 
-    const body = batchBody(guarded, BATCH, "Your code is 123456. It expires in 10 minutes.");
+    // Each batch to numbers of ranges the guard has not seen: it flags all but the first 20 of
+    // each range, every time (to numbers it had seen in its window it would flag none).
+    const text = "Your code is 123456. It expires in 10 minutes.";
+    const body = (i: number) => batchBody(guarded, BATCH, text, undefined, 10_000_000 + i * BATCH);
     const baseline = ctx.client.db("bench_money_insert");
     await ensureIndexes(openStore(baseline));
     const baselineMessages = baseline.collection<MessageDoc>("messages");
@@ -109,7 +113,7 @@ export async function moneyFigure(ctx: BenchContext): Promise<void> {
       if (batchId) await serviceMessages.deleteMany({ batchId });
       await baselineMessages.deleteMany({});
       await ctx.collectDatabaseHeap();
-      const { ms, id } = await postBatch(api.baseUrl, body);
+      const { ms, id } = await postBatch(api.baseUrl, body(i));
       batchId = id;
       copies ??= await storedCopies(serviceMessages, id);
       await ctx.collectDatabaseHeap();

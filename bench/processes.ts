@@ -51,26 +51,28 @@ export async function collectEmulatorHeap(
 }
 
 /**
- * The emulator JVM's heap in use and its maximum (`jcmd GC.heap_info`, `VM.flags`); undefined
- * without one (another database) or when jcmd cannot tell.
+ * The emulator's JVM heap `pid`: bytes in use (garbage not collected yet included) and the most
+ * it may grow to; undefined without an emulator or when jcmd fails.
  */
 export async function emulatorHeap(
   pid: string | undefined,
 ): Promise<{ usedBytes: number; maxBytes: number } | undefined> {
   if (!pid) return undefined;
-  const run = (command: string) =>
-    promisify(execFile)("jcmd", [pid, command]).then(
-      (r) => r.stdout,
-      () => "",
-    );
-  const [info, flags] = await Promise.all([run("GC.heap_info"), run("VM.flags")]);
-  // The serial collector's two generations: "def new generation total 78656K, used 1234K".
-  const used = [...info.matchAll(/generation\s+total \d+K, used (\d+)K/g)].reduce(
-    (sum, m) => sum + Number(m[1]) * 1024,
-    0,
-  );
-  const max = Number(/MaxHeapSize=(\d+)/.exec(flags)?.[1] ?? Number.NaN);
-  return used > 0 && Number.isFinite(max) ? { usedBytes: used, maxBytes: max } : undefined;
+  const run = promisify(execFile);
+  try {
+    const [info, flags] = await Promise.all([
+      run("jcmd", [pid, "GC.heap_info"]),
+      run("jcmd", [pid, "VM.flags"]),
+    ]);
+    // "... generation total 631808K, used 1018K ..." for each generation.
+    let usedKiB = 0;
+    for (const [, used] of info.stdout.matchAll(/generation\s+total \d+K, used (\d+)K/g))
+      usedKiB += Number(used);
+    const max = /MaxHeapSize=(\d+)/.exec(flags.stdout)?.[1];
+    return max ? { usedBytes: usedKiB * 1024, maxBytes: Number(max) } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `npm run build` in `cwd` (the production build `npm start` runs), when its package has one. */

@@ -40,6 +40,7 @@ import { singleSendFigure } from "./single-send-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
 import { twoCarriersFigure } from "./two-carriers-figure.ts";
+import { usageFigure } from "./usage-figure.ts";
 import { webhookFigures } from "./webhook-figures.ts";
 import { webhookRun } from "./webhook-run.ts";
 
@@ -52,7 +53,8 @@ const quick = process.argv.includes("--quick");
 // (issue 26's figure 15) in opt-out-figure.ts; "18" or "routing" (issue 27) in routing-cost-figure.ts;
 // "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
 // "keys" (issue 40) in api-keys-figure.ts; "20" or "money" (issue 41, with figure 2c) in
-// money-figure.ts; "22" and "23", both "scheduled" (issue 42), in scheduled-figures.ts.
+// money-figure.ts; "21" or "usage" (issue 41) in usage-figure.ts; "22" and "23", both "scheduled"
+// (issue 42), in scheduled-figures.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -309,6 +311,8 @@ await twoCarriersFigure(ctx);
 await routingCostFigure(ctx);
 // ---- 20, 2c (issue 41). Every spend control and the toll-fraud guard on, beside none
 await moneyFigure(ctx);
+// ---- 21 (issue 41). GetUsage over a month of 1 million messages beside 10000
+await usageFigure(ctx);
 // ---- 22, 23 (issue 42). Sends beside a million scheduled; a batch scheduled for one second
 await scheduledFigures(ctx);
 

@@ -16,30 +16,57 @@ export interface SpendRefusal {
   message: string;
 }
 
+/** A message's refusal by the account's controls (its country and price), or undefined. */
+export type SpendCheck = (
+  country: string | undefined,
+  priceMicros: number,
+) => SpendRefusal | undefined;
+
+/** Each account view's controls, compiled once (a view is kept 2 s: services/account-directory.ts). */
+const compiled = new WeakMap<SpendControlsDoc, SpendCheck | null>();
+
+/**
+ * The account's controls as one check per message, compiled once per view: the allowed countries
+ * as a set, nothing allocated for a message they allow. Undefined when no control is set.
+ */
+export function spendCheck(controls: SpendControlsDoc | undefined): SpendCheck | undefined {
+  if (!controls) return undefined;
+  let check = compiled.get(controls);
+  if (check === undefined) {
+    check = compile(controls);
+    compiled.set(controls, check);
+  }
+  return check ?? undefined;
+}
+
+function compile(controls: SpendControlsDoc): SpendCheck | null {
+  const list = controls.allowedCountries ?? [];
+  const allowed = list.length > 0 ? new Set(list) : undefined;
+  const max = controls.maxPricePerMessageMicros;
+  if (!allowed && max === undefined) return null;
+  return (country, priceMicros) => {
+    if (allowed && !allowed.has(countryOf(country))) {
+      return {
+        reason: "COUNTRY_NOT_ALLOWED",
+        message: `to is in ${countryOf(country)}, which is not among the account's allowed countries (${list.join(", ")})`,
+      };
+    }
+    if (max !== undefined && priceMicros > max) {
+      return {
+        reason: "PRICE_ABOVE_LIMIT",
+        message: `this message costs ${units(priceMicros)}, above the account's maxPricePerMessage of ${units(max)}`,
+      };
+    }
+    return undefined;
+  };
+}
+
 /** A message's refusal by the account's controls, or undefined when they allow it. */
 export function spendRefusal(
   controls: SpendControlsDoc | undefined,
   message: { country: string | undefined; priceMicros: number },
 ): SpendRefusal | undefined {
-  if (!controls) return undefined;
-  const allowed = controls.allowedCountries;
-  if (allowed && allowed.length > 0) {
-    const country = countryOf(message.country);
-    if (!allowed.includes(country)) {
-      return {
-        reason: "COUNTRY_NOT_ALLOWED",
-        message: `to is in ${country}, which is not among the account's allowed countries (${allowed.join(", ")})`,
-      };
-    }
-  }
-  const max = controls.maxPricePerMessageMicros;
-  if (max !== undefined && message.priceMicros > max) {
-    return {
-      reason: "PRICE_ABOVE_LIMIT",
-      message: `this message costs ${units(message.priceMicros)}, above the account's maxPricePerMessage of ${units(max)}`,
-    };
-  }
-  return undefined;
+  return spendCheck(controls)?.(message.country, message.priceMicros);
 }
 
 /** A single send's refusal: REST 400 `errors.to`, Connect FAILED_PRECONDITION with the reason. */

@@ -29,9 +29,31 @@ export interface RiskEventDoc {
   messageId?: number;
 }
 
+/** One range's destinations (oldest first: a number seen again moves to the end). */
+interface RangeSeen {
+  /** Destination → when last seen (ms). */
+  seen: Map<string, number>;
+  /** At most the time of the oldest entry: while it is inside the window, none is stale. */
+  firstAt: number;
+  /** When the newest entry was seen. */
+  lastAt: number;
+}
+
+/** What a run of checks shares: the mode, the limit and the instant. */
+interface CheckRun {
+  accountId: string;
+  mode: "monitor" | "block";
+  max: number;
+  now: number;
+  since: number;
+  /** The previous destination's range (with its "+", if any) and its record. */
+  prefix: string;
+  range: RangeSeen | undefined;
+}
+
 export class TollFraudGuard {
-  /** `<account> <range>` → destination → when last seen (ms). */
-  private readonly ranges = new Map<string, Map<string, number>>();
+  /** `<account> <range>` → its destinations. */
+  private readonly ranges = new Map<string, RangeSeen>();
 
   constructor(
     private readonly settings: RiskSettings = DEFAULT_RISK,
@@ -44,38 +66,77 @@ export class TollFraudGuard {
   }
 
   /**
-   * Counts `to` for the account and says what to do with it. A destination seen within the window
-   * already is not a new one; a refused one is not counted (it was never sent).
+   * Counts `to` (as the intake checked it: E.164) for the account and says what to do with it. A
+   * destination seen within the window already is not a new one; a refused one is not counted
+   * (it was never sent).
    */
   check(accountId: string, to: string, overrides?: RiskOverrides): RiskVerdict {
+    const run = this.run(accountId, overrides);
+    return run ? this.count(run, to) : "ok";
+  }
+
+  /**
+   * A batch's checks, in its order: one mode, limit and instant for all its messages (a batch is
+   * sent at once), and the range looked up again only when it changes, so consecutive numbers cost
+   * a comparison, not a key and a lookup each. Undefined when the guard is off for the account.
+   */
+  checker(accountId: string, overrides?: RiskOverrides): ((to: string) => RiskVerdict) | undefined {
+    const run = this.run(accountId, overrides);
+    return run && ((to) => this.count(run, to));
+  }
+
+  private run(accountId: string, overrides?: RiskOverrides): CheckRun | undefined {
     const mode = this.modeOf(overrides);
-    if (mode === "off") return "ok";
-    const { digits, windowSeconds } = this.settings.prefixBurst;
-    const max = overrides?.max ?? this.settings.prefixBurst.max;
-    const number = to.startsWith("+") ? to.slice(1) : to;
-    const key = `${accountId} ${rangeOf(number, digits)}`;
+    if (mode === "off" || mode === undefined) return undefined;
     const now = this.now();
-    const since = now - windowSeconds * 1000;
-    let seen = this.ranges.get(key);
-    if (!seen) {
+    return {
+      accountId,
+      mode,
+      max: overrides?.max ?? this.settings.prefixBurst.max,
+      now,
+      since: now - this.settings.prefixBurst.windowSeconds * 1000,
+      prefix: "",
+      range: undefined,
+    };
+  }
+
+  private count(run: CheckRun, to: string): RiskVerdict {
+    const { digits } = this.settings.prefixBurst;
+    // Same length and the same leading digits: the same range as the previous number.
+    let range = run.range;
+    if (!range || to.length !== run.prefix.length + digits || !to.startsWith(run.prefix)) {
+      run.prefix = to.slice(0, Math.max(0, to.length - digits));
+      range = this.rangeSeen(`${run.accountId} ${run.prefix}`, run.since);
+      run.range = range;
+    }
+    const { seen } = range;
+    if (range.firstAt <= run.since) {
+      range.firstAt = Number.POSITIVE_INFINITY;
+      for (const [n, at] of seen) {
+        if (at > run.since) {
+          range.firstAt = at;
+          break;
+        }
+        seen.delete(n);
+      }
+    }
+    const known = seen.delete(to);
+    if (!known && seen.size >= run.max && run.mode === "block") return "refused";
+    const verdict = known || seen.size < run.max ? "ok" : "flagged";
+    seen.set(to, run.now);
+    if (seen.size === 1) range.firstAt = run.now;
+    range.lastAt = run.now;
+    return verdict;
+  }
+
+  private rangeSeen(key: string, since: number): RangeSeen {
+    let range = this.ranges.get(key);
+    if (!range) {
       if (this.ranges.size >= MAX_RANGES) this.sweep(since);
-      seen = new Map();
-      this.ranges.set(key, seen);
+      range = { seen: new Map(), firstAt: Number.POSITIVE_INFINITY, lastAt: 0 };
+      this.ranges.set(key, range);
     }
-    // Oldest first (a number seen again moves to the end): the stale ones are at the front, so a
-    // check costs the few it removes, not the range's size.
-    for (const [n, at] of seen) {
-      if (at > since) break;
-      seen.delete(n);
-    }
-    const known = seen.delete(number);
-    if (known || seen.size < max) {
-      seen.set(number, now);
-      return "ok";
-    }
-    if (mode === "block") return "refused";
-    seen.set(number, now);
-    return "flagged";
+    return range;
   }
 
   /** The range `to` falls in, as the guard counts it. */
@@ -84,11 +145,7 @@ export class TollFraudGuard {
   }
 
   private sweep(since: number): void {
-    for (const [key, seen] of this.ranges) {
-      let newest = 0;
-      for (const at of seen.values()) if (at > newest) newest = at;
-      if (newest <= since) this.ranges.delete(key);
-    }
+    for (const [key, range] of this.ranges) if (range.lastAt <= since) this.ranges.delete(key);
     // Still full: the oldest half goes (Map keeps insertion order).
     if (this.ranges.size >= MAX_RANGES) {
       let drop = this.ranges.size / 2;

@@ -1,4 +1,5 @@
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { stringify } from "csv-stringify/sync";
 import type { FastifyInstance } from "fastify";
 import {
   AccountStatus,
@@ -92,14 +93,13 @@ function renderRow(row: UsageRow) {
   };
 }
 
-/** The rows as CSV: a header row, then one line per row (RFC 4180; no field needs quoting). */
+/** The rows as CSV (RFC 4180, CRLF): a header row, then one line per row. */
 export function usageCsv(rows: ReturnType<typeof renderRow>[], groups: string[]): string {
-  const columns = [...groups, "messages", "parts", "charged", "refunded"];
-  const lines = [columns.join(",")];
-  for (const row of rows) {
-    lines.push(columns.map((c) => String((row as Record<string, unknown>)[c] ?? "")).join(","));
-  }
-  return `${lines.join("\r\n")}\r\n`;
+  return stringify(rows, {
+    header: true,
+    columns: [...groups, "messages", "parts", "charged", "refunded"],
+    record_delimiter: "windows",
+  });
 }
 
 const GROUPS: Record<string, UsageGroup> = { day: UsageGroup.DAY, country: UsageGroup.COUNTRY };

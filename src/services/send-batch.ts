@@ -3,12 +3,12 @@ import type { BatchMessageError } from "../../gen/sms/v1/messaging_pb.ts";
 import { BATCH_MAX_MESSAGES, isValidBatchName, TTL_DEFAULT_SECONDS } from "../domain/limits.ts";
 import { checkSendAt, clientRefError } from "../domain/scheduled-sends.ts";
 import { cannotBeEmpty, type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
-import { spendRefusal } from "../money/spend-controls.ts";
+import { spendCheck } from "../money/spend-controls.ts";
 import { riskEvent, TOLL_FRAUD_MESSAGE } from "../money/toll-fraud-guard.ts";
 import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
-import { chargedUsage } from "../store/ledger.ts";
+import { batchUsage } from "../store/ledger.ts";
 import { reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -77,8 +77,11 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
     const acceptedAt: number[] = [];
     let idCount = 0;
     let refusedByControls = 0;
-    // The toll-fraud guard's verdicts: refused by number, flagged by message.
+    // The account's controls and the guard, each set up once for the batch.
+    const refusalOf = spendCheck(account.spendControls);
     const risk = deps.risk;
+    const guard = risk?.guard.checker(account.apiKey, account.riskOverrides);
+    // The toll-fraud guard's verdicts: refused by number, flagged by message.
     const refusedByGuard: string[] = [];
     const flagged = new Set<CheckedMessage>();
     // Up to 10000 messages of long texts take seconds: in slices, other calls are answered.
@@ -100,18 +103,20 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         rejected.push(rejection(index, errors));
         continue;
       }
-      const refusal = spendRefusal(account.spendControls, {
-        country: checked.message.destination.country,
-        priceMicros: checked.message.partCount * checked.message.destination.pricePerPartMicros,
-      });
+      const { destination } = checked.message;
+      const refusal = refusalOf?.(
+        destination.country,
+        checked.message.partCount * destination.pricePerPartMicros,
+      );
       if (refusal) {
         refusedByControls++;
         rejected.push(rejection(index, { to: refusal.message }, refusal.reason));
         continue;
       }
-      const verdict = risk?.guard.check(account.apiKey, input.to, account.riskOverrides) ?? "ok";
+      // The number as checked (E.164), as a single send counts it.
+      const verdict = guard?.(checked.message.to) ?? "ok";
       if (verdict === "refused") {
-        refusedByGuard.push(input.to);
+        refusedByGuard.push(checked.message.to);
         rejected.push(rejection(index, { to: TOLL_FRAUD_MESSAGE }, "SUSPECTED_TOLL_FRAUD"));
         continue;
       }
@@ -235,9 +240,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
         firstDue,
         now,
         { messages: accepted.length, parts: partTotal },
-        docs.map((doc) =>
-          chargedUsage({ ...doc, amountMicros: doc.parts * (doc.pricePerPartMicros ?? 0) }),
-        ),
+        batchUsage(docs),
       );
     }
     if (flaggedDocs.length > 0 && risk && creditRemaining !== undefined) {

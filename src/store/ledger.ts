@@ -10,7 +10,7 @@
  * "Money").
  */
 import type { AnyBulkWriteOperation, Collection } from "mongodb";
-import type { AccountDoc, PendingCharge } from "./documents.ts";
+import type { AccountDoc, MessageDoc, PendingCharge } from "./documents.ts";
 
 export type LedgerKind = "CHARGE" | "REFUND" | "CREDIT";
 
@@ -174,6 +174,48 @@ export function chargedUsage(message: {
     chargedMicros: message.amountMicros,
     refundedMicros: 0,
   };
+}
+
+/**
+ * What a batch of charged messages adds to usage: one delta per day and country, summed in one
+ * pass (a batch's messages share their day), nothing allocated per message.
+ */
+export function batchUsage(
+  messages: readonly Pick<MessageDoc, "createdAt" | "country" | "parts" | "pricePerPartMicros">[],
+): UsageDelta[] {
+  const days = new Map<string, Map<string, UsageDelta>>();
+  let lastTime = Number.NaN;
+  let countries: Map<string, UsageDelta> | undefined;
+  let day = "";
+  for (const message of messages) {
+    const time = message.createdAt.getTime();
+    if (time !== lastTime || !countries) {
+      lastTime = time;
+      day = utcDay(message.createdAt);
+      countries = days.get(day);
+      if (!countries) {
+        countries = new Map();
+        days.set(day, countries);
+      }
+    }
+    const country = countryOf(message.country);
+    const amountMicros = message.parts * (message.pricePerPartMicros ?? 0);
+    const delta = countries.get(country);
+    if (delta) {
+      delta.messages += 1;
+      delta.parts += message.parts;
+      delta.chargedMicros += amountMicros;
+    } else
+      countries.set(country, {
+        day,
+        country,
+        messages: 1,
+        parts: message.parts,
+        chargedMicros: amountMicros,
+        refundedMicros: 0,
+      });
+  }
+  return [...days.values()].flatMap((countries) => [...countries.values()]);
 }
 
 /** What a refund of a message adds to usage: on the day and country it was charged for. */

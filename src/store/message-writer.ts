@@ -178,7 +178,14 @@ export class MessageWriter {
           write.resolve({ creditMicros });
         }
       }
-      const usage = stored.map((w) => chargedUsage({ ...w.doc, amountMicros: w.amountMicros }));
+      const usage = stored.map(({ doc, amountMicros }) =>
+        chargedUsage({
+          createdAt: doc.createdAt,
+          country: doc.country,
+          parts: doc.parts,
+          amountMicros,
+        }),
+      );
       // With sends waiting for the next group, its confirmation may go with theirs.
       if (refundMicros === 0)
         this.confirmations.add(account.apiKey, charge, usage, this.groups.waitingCount > 0);

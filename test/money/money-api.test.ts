@@ -128,6 +128,14 @@ describe("usage", () => {
     expect(csv.body).toBe(
       "country,messages,parts,charged,refunded\r\nDE,1,1,1,0\r\nFR,1,2,2,0\r\nZZ,1,1,1,1\r\n",
     );
+    // A range with nothing in it is the header row alone.
+    const empty = await get(
+      "/usage",
+      account,
+      { since: "2026-01-01", until: "2026-01-02", groupBy: "day" },
+      "text/csv",
+    );
+    expect(empty.body).toBe("day,messages,parts,charged,refunded\r\n");
 
     const rows = await clients().usage.getUsage(
       { startDate: today, endDate: tomorrow, groupBy: [UsageGroup.COUNTRY] },

@@ -48,6 +48,29 @@ describe("the guard's count", () => {
     expect(guard.check("c", "+4915112345070", { max: 1 })).toBe("flagged");
   });
 
+  it("counts a batch's numbers as it counts single sends, ranges interleaved and in the window", () => {
+    let now = 0;
+    const numbers = [
+      "+4915112345001",
+      "+4915112346001",
+      "+4915112345002",
+      "+4915112345001",
+      "+4915112345003",
+      "+4915112346002",
+      "+4915112345004",
+      "+4915112345005",
+    ];
+    const single = new TollFraudGuard(settings("block"), () => now);
+    const batch = new TollFraudGuard(settings("block"), () => now);
+    const check = batch.checker("a");
+    expect(numbers.map((to) => check?.(to))).toEqual(numbers.map((to) => single.check("a", to)));
+    expect(numbers.map((to) => check?.(to))).toContain("refused");
+    // A later batch, past the window, starts the ranges again; off, there is no batch check.
+    now = 601_000;
+    expect(batch.checker("a")?.("+4915112345005")).toBe("ok");
+    expect(batch.checker("a", { mode: "off" })).toBeUndefined();
+  });
+
   it("defaults to monitor, 20 numbers, 3 digits, 10 minutes", () => {
     expect(DEFAULT_RISK).toEqual({
       mode: "monitor",
