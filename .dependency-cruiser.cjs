@@ -3,8 +3,9 @@
 // here fails the check until it is given its place.
 //
 // From the bottom up: the contract's generated code and the pure rules; the store; the shared
-// scheduling, tracing and the SMPP protocol; the capabilities (opt-outs, inbound, delivery,
-// notifier) and what watches them; the services; the doors; the composition root.
+// scheduling, tracing, the SMPP protocol and the HTML doors' error pages; the capabilities
+// (opt-outs, inbound, delivery, notifier) and what watches them; the services; the doors; the
+// composition root.
 const BASE = ["gen", "domain", "errors", "logger.ts", "logging.ts", "request-context.ts"];
 
 /** room (a folder of src/, or a file at its top) → the rooms it may import besides itself. */
@@ -21,6 +22,7 @@ const MAY_IMPORT = {
   smpp: [...BASE, "scheduling"],
   "rate-limits": [...BASE, "scheduling"],
   "request-bodies": [...BASE, "rate-limits"],
+  pages: [...BASE],
   "opt-outs": [...BASE, "store"],
   accounts: [...BASE, "store", "opt-outs"],
   "quiet-hours": [...BASE],
@@ -45,9 +47,12 @@ const MAY_IMPORT = {
     "accounts",
   ],
   rpc: [...BASE, "rate-limits", "request-bodies", "services"],
-  dashboard: [...BASE, "store", "rate-limits", "config", "services", "rest", "money", "accounts"],
+  dashboard: [
+    ...BASE,
+    ...["store", "rate-limits", "config", "services", "rest", "money", "accounts", "pages"],
+  ],
   cli: [...BASE, "config"],
-  console: [...BASE, "store", "rate-limits", "config", "rest", "money", "accounts"],
+  console: [...BASE, "store", "rate-limits", "config", "rest", "money", "accounts", "pages"],
 };
 
 const room = (name) => (name.endsWith(".ts") ? `^src/${name}$` : `^src/${name}/`);

@@ -13,6 +13,8 @@ import {
   type Console,
   type FieldErrorList,
   field,
+  loadedPage,
+  nextPageQuery,
   type Operator,
   refusal,
 } from "./console-kit.ts";
@@ -99,30 +101,30 @@ export function accountPages(app: FastifyInstance, console: Console): void {
         operator,
       );
     }
-    try {
-      const page = await admin.listAccounts(
-        {
-          namePrefix: filters.name,
-          status: statusFilter,
-          pageSize: 50,
-          pageToken: search.page ?? "",
-        },
-        operator.call,
-      );
-      data.rows = page.accounts.map(summaryRow);
-      if (page.nextPageToken) {
-        data.next = new URLSearchParams({ ...filters, page: page.nextPageToken }).toString();
-      }
-    } catch (error) {
-      const refused = refusal(error);
-      return console.render(
-        reply.code(refused.status),
-        "accounts",
-        { ...data, errors: refused.errors },
-        operator,
-      );
-    }
-    return console.render(reply.code(status), "accounts", { ...data, errors }, operator);
+    return loadedPage(
+      console,
+      reply,
+      operator,
+      "accounts",
+      data,
+      async () => {
+        const page = await admin.listAccounts(
+          {
+            namePrefix: filters.name,
+            status: statusFilter,
+            pageSize: 50,
+            pageToken: search.page ?? "",
+          },
+          operator.call,
+        );
+        return {
+          rows: page.accounts.map(summaryRow),
+          next: nextPageQuery(page.nextPageToken, filters),
+        };
+      },
+      errors,
+      status,
+    );
   }
 
   app.get<{ Querystring: Search }>(

@@ -68,6 +68,39 @@ export function refusal(error: unknown): { status: number; errors: FieldErrorLis
   return { status, errors };
 }
 
+/**
+ * Renders `view` with `data` and what `load` reads for it (rows, next page), showing `errors` with
+ * `status`; a service refusal while reading shows the view with the refusal's status and errors.
+ */
+export async function loadedPage(
+  console: Console,
+  reply: FastifyReply,
+  operator: Operator,
+  view: string,
+  data: Record<string, unknown>,
+  load: () => Promise<Record<string, unknown>>,
+  errors: FieldErrorList = {},
+  status = 200,
+): Promise<FastifyReply> {
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = await load();
+  } catch (error) {
+    const refused = refusal(error);
+    return console.render(
+      reply.code(refused.status),
+      view,
+      { ...data, errors: refused.errors },
+      operator,
+    );
+  }
+  return console.render(reply.code(status), view, { ...data, ...loaded, errors }, operator);
+}
+
+/** The query of a list's next page, its filters kept; empty on the last page. */
+export const nextPageQuery = (pageToken: string, filters: Record<string, string> = {}): string =>
+  pageToken ? new URLSearchParams({ ...filters, page: pageToken }).toString() : "";
+
 /** A form field as trimmed text; anything else (absent, repeated) as empty. */
 export const field = (body: unknown, name: string): string => {
   const value = (body as Record<string, unknown> | undefined)?.[name];

@@ -3,11 +3,8 @@ import { fileURLToPath } from "node:url";
 import csrfProtection from "@fastify/csrf-protection";
 import view from "@fastify/view";
 import { Eta } from "eta";
-import Fastify, {
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyServerOptions,
-} from "fastify";
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { registerErrorPages } from "../pages/error-pages.ts";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
 import { carriersPage } from "./carriers-page.ts";
@@ -72,17 +69,11 @@ export async function consoleServer(
     },
   };
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const { status, errors } = errorPage(error);
-    if (status >= 500) request.log.error({ err: error }, "console request failed");
-    return console.render(reply.code(status), "error", { title: `Error ${status}`, errors });
+  registerErrorPages(app, {
+    name: "console",
+    render: (reply, title, errors) => console.render(reply, "error", { title, errors }),
+    refusal,
   });
-  app.setNotFoundHandler((request, reply) =>
-    console.render(reply.code(404), "error", {
-      title: "Not found",
-      errors: { request: [`no such page: ${request.url.split("?")[0]}`] },
-    }),
-  );
   app.get("/assets/console.css", async (_request, reply) =>
     reply.type("text/css; charset=utf-8").header("cache-control", "max-age=300").send(STYLESHEET),
   );
@@ -95,20 +86,4 @@ export async function consoleServer(
   usagePage(app, console);
   riskPage(app, console);
   return app;
-}
-
-function errorPage(error: FastifyError): { status: number; errors: Record<string, string[]> } {
-  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
-    return {
-      status: 403,
-      errors: { request: ["the form was not sent from this console, or it is stale: reload it"] },
-    };
-  }
-  try {
-    return refusal(error);
-  } catch {
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) return { status, errors: { request: [error.message] } };
-    return { status: 500, errors: { request: ["internal error; please retry later"] } };
-  }
 }

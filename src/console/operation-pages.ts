@@ -6,8 +6,9 @@ import {
   type Console,
   type FieldErrorList,
   field,
+  loadedPage,
+  nextPageQuery,
   type Operator,
-  refusal,
 } from "./console-kit.ts";
 
 // Numbers (assign, release) and the audit log of every operator action from any door.
@@ -17,34 +18,33 @@ const iso = (date: Date) => date.toISOString().replace(/\.\d{3}Z$/, "Z");
 export function operationPages(app: FastifyInstance, console: Console): void {
   const { admin, store } = console.deps;
 
-  async function numbersPage(
+  const numbersPage = (
     reply: FastifyReply,
     operator: Operator,
     pageToken: string,
-    errors: FieldErrorList = {},
-    status = 200,
-  ) {
-    const data: Record<string, unknown> = { title: "Numbers", nav: "numbers", rows: [], next: "" };
-    try {
-      const page = await admin.listNumbers({ pageSize: 100, pageToken }, operator.call);
-      data.rows = page.numbers.map((n) => ({
-        number: n.number,
-        apiKey: n.apiKey,
-        assigned: n.assignTime ? iso(timestampDate(n.assignTime)) : "",
-      }));
-      if (page.nextPageToken)
-        data.next = new URLSearchParams({ page: page.nextPageToken }).toString();
-    } catch (error) {
-      const refused = refusal(error);
-      return console.render(
-        reply.code(refused.status),
-        "numbers",
-        { ...data, errors: refused.errors },
-        operator,
-      );
-    }
-    return console.render(reply.code(status), "numbers", { ...data, errors }, operator);
-  }
+    errors?: FieldErrorList,
+    status?: number,
+  ) =>
+    loadedPage(
+      console,
+      reply,
+      operator,
+      "numbers",
+      { title: "Numbers", nav: "numbers", rows: [], next: "" },
+      async () => {
+        const page = await admin.listNumbers({ pageSize: 100, pageToken }, operator.call);
+        return {
+          rows: page.numbers.map((n) => ({
+            number: n.number,
+            apiKey: n.apiKey,
+            assigned: n.assignTime ? iso(timestampDate(n.assignTime)) : "",
+          })),
+          next: nextPageQuery(page.nextPageToken),
+        };
+      },
+      errors,
+      status,
+    );
 
   app.get<{ Querystring: { page?: string } }>(
     "/numbers",

@@ -5,8 +5,9 @@ import {
   type Console,
   type FieldErrorList,
   field,
+  loadedPage,
+  nextPageQuery,
   type Operator,
-  refusal,
 } from "./console-kit.ts";
 
 // The approval queue: sender names waiting for the operator, oldest first, with what to decide on;
@@ -15,52 +16,46 @@ import {
 export function queuePages(app: FastifyInstance, console: Console): void {
   const { admin } = console.deps;
 
-  async function queuePage(
+  const queuePage = (
     reply: FastifyReply,
     operator: Operator,
     pageToken: string,
-    errors: FieldErrorList = {},
-    status = 200,
-  ) {
-    const data: Record<string, unknown> = {
-      title: "Approval queue",
-      nav: "approvals",
-      rows: [],
-      next: "",
-    };
-    try {
-      const page = await admin.listSenderNames(
-        { pending: true, pageSize: 50, pageToken },
-        operator.call,
-      );
-      data.rows = page.senderNames.map((s) => ({
-        apiKey: s.apiKey,
-        name: s.senderName?.name ?? "",
-        purpose:
-          s.senderName?.purpose !== undefined
-            ? ["", "OTP", "NOTIFICATION", "MARKETING"][s.purpose]
-            : "",
-        owner: s.owner,
-        exampleMsg: s.exampleMsg,
-        asked: s.createTime
-          ? timestampDate(s.createTime)
-              .toISOString()
-              .replace(/\.\d{3}Z$/, "Z")
-          : "",
-      }));
-      if (page.nextPageToken)
-        data.next = new URLSearchParams({ page: page.nextPageToken }).toString();
-    } catch (error) {
-      const refused = refusal(error);
-      return console.render(
-        reply.code(refused.status),
-        "approvals",
-        { ...data, errors: refused.errors },
-        operator,
-      );
-    }
-    return console.render(reply.code(status), "approvals", { ...data, errors }, operator);
-  }
+    errors?: FieldErrorList,
+    status?: number,
+  ) =>
+    loadedPage(
+      console,
+      reply,
+      operator,
+      "approvals",
+      { title: "Approval queue", nav: "approvals", rows: [], next: "" },
+      async () => {
+        const page = await admin.listSenderNames(
+          { pending: true, pageSize: 50, pageToken },
+          operator.call,
+        );
+        return {
+          rows: page.senderNames.map((s) => ({
+            apiKey: s.apiKey,
+            name: s.senderName?.name ?? "",
+            purpose:
+              s.senderName?.purpose !== undefined
+                ? ["", "OTP", "NOTIFICATION", "MARKETING"][s.purpose]
+                : "",
+            owner: s.owner,
+            exampleMsg: s.exampleMsg,
+            asked: s.createTime
+              ? timestampDate(s.createTime)
+                  .toISOString()
+                  .replace(/\.\d{3}Z$/, "Z")
+              : "",
+          })),
+          next: nextPageQuery(page.nextPageToken),
+        };
+      },
+      errors,
+      status,
+    );
 
   app.get<{ Querystring: { page?: string } }>(
     "/approvals",

@@ -1,21 +1,16 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { ConnectError } from "@connectrpc/connect";
 import csrfProtection from "@fastify/csrf-protection";
 import view from "@fastify/view";
 import { Eta } from "eta";
-import type { FastifyError, FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
+import { registerErrorPages } from "../pages/error-pages.ts";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
 import { inboundPages } from "./inbound-pages.ts";
 import { messagePages } from "./message-pages.ts";
 import { optOutPages } from "./opt-out-pages.ts";
-import {
-  type Dashboard,
-  type DashboardDeps,
-  type FieldErrorList,
-  serviceErrors,
-} from "./page-kit.ts";
+import { type Dashboard, type DashboardDeps, serviceErrors } from "./page-kit.ts";
 import { registerSession, signedInAccount } from "./session.ts";
 import { settingsPages } from "./settings-pages.ts";
 import { signInPages } from "./sign-in-pages.ts";
@@ -73,18 +68,11 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     },
   };
 
-  app.setErrorHandler((error: FastifyError | ConnectError, request, reply) => {
-    const { status, errors } = errorPage(error, reply);
-    if (status >= 500) request.log.error({ err: error }, "dashboard request failed");
-    return dashboard.render(reply.code(status), "error", { title: `Error ${status}`, errors });
+  registerErrorPages(app, {
+    name: "dashboard",
+    render: (reply, title, errors) => dashboard.render(reply, "error", { title, errors }),
+    refusal: serviceErrors,
   });
-  app.setNotFoundHandler((request, reply) =>
-    dashboard.render(reply.code(404), "error", {
-      title: "Not found",
-      errors: { request: [`no such page: ${request.url.split("?")[0]}`] },
-    }),
-  );
-
   app.get("/assets/dashboard.css", async (_request, reply) =>
     reply.type("text/css; charset=utf-8").header("cache-control", "max-age=300").send(STYLESHEET),
   );
@@ -95,20 +83,4 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   inboundPages(app, dashboard);
   optOutPages(app, dashboard);
   settingsPages(app, dashboard);
-}
-
-function errorPage(
-  error: FastifyError | ConnectError,
-  reply: FastifyReply,
-): { status: number; errors: FieldErrorList } {
-  if (error instanceof ConnectError) return serviceErrors(error, reply);
-  const status = error.statusCode ?? 500;
-  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
-    return {
-      status: 403,
-      errors: { request: ["the form was not sent from this dashboard, or it is stale: reload it"] },
-    };
-  }
-  if (status >= 400 && status < 500) return { status, errors: { request: [error.message] } };
-  return { status: 500, errors: { request: ["internal error; please retry later"] } };
 }

@@ -108,6 +108,14 @@ describe("a suspended account", () => {
       .catch(failureOf);
     expect(refused).toMatchObject({ code: Code.PermissionDenied, reason: "ACCOUNT_SUSPENDED" });
     await expect(messaging.listMessages({}, auth)).resolves.toBeDefined();
+    const read = await fetch(
+      `${service.baseUrl}/account?${new URLSearchParams({ apiKey: account.apiKey, apiSecret: account.apiSecret })}`,
+    );
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({
+      status: "SUSPENDED",
+      suspendReason: "spam complaints",
+    });
     expect(await storedFor(service, account.apiKey)).toEqual(before);
   });
 

@@ -155,7 +155,7 @@ export const ListApiKeysRequestSchema: GenMessage<ListApiKeysRequest> = /*@__PUR
  */
 export type ListApiKeysResponse = Message<"sms.v1.ListApiKeysResponse"> & {
   /**
-   * Every key not revoked, oldest first (at most 20).
+   * Every key not revoked, oldest first: at most 20 unexpired, and any expired ones.
    *
    * @generated from field: repeated sms.v1.ApiKey api_keys = 1;
    */
@@ -297,9 +297,10 @@ export const ApiKeyScopeSchema: GenEnum<ApiKeyScope> = /*@__PURE__*/
  */
 export const ApiKeyService: GenService<{
   /**
-   * Makes a key; its secret is answered here only, and stored as a digest. At most 20 keys per
-   * account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED); refused while the account is
-   * suspended (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED). Takes no idempotency key.
+   * Makes a key; its secret is answered here only, and stored as a digest. At most 20 unexpired
+   * keys per account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED): expired ones stay listed
+   * until deleted but do not count. Refused while the account is suspended (PERMISSION_DENIED,
+   * reason ACCOUNT_SUSPENDED). Takes no idempotency key.
    *
    * @generated from rpc sms.v1.ApiKeyService.CreateApiKey
    */

@@ -329,7 +329,7 @@ func (*ListApiKeysRequest) Descriptor() ([]byte, []int) {
 // The account's keys.
 type ListApiKeysResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Every key not revoked, oldest first (at most 20).
+	// Every key not revoked, oldest first: at most 20 unexpired, and any expired ones.
 	ApiKeys       []*ApiKey `protobuf:"bytes,1,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

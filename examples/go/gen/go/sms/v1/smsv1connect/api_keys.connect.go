@@ -49,9 +49,10 @@ const (
 
 // ApiKeyServiceClient is a client for the sms.v1.ApiKeyService service.
 type ApiKeyServiceClient interface {
-	// Makes a key; its secret is answered here only, and stored as a digest. At most 20 keys per
-	// account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED); refused while the account is
-	// suspended (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED). Takes no idempotency key.
+	// Makes a key; its secret is answered here only, and stored as a digest. At most 20 unexpired
+	// keys per account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED): expired ones stay listed
+	// until deleted but do not count. Refused while the account is suspended (PERMISSION_DENIED,
+	// reason ACCOUNT_SUSPENDED). Takes no idempotency key.
 	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
 	// Lists the account's keys, oldest first, never a secret.
 	ListApiKeys(context.Context, *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error)
@@ -133,9 +134,10 @@ func (c *apiKeyServiceClient) RotateWebhookSecret(ctx context.Context, req *conn
 
 // ApiKeyServiceHandler is an implementation of the sms.v1.ApiKeyService service.
 type ApiKeyServiceHandler interface {
-	// Makes a key; its secret is answered here only, and stored as a digest. At most 20 keys per
-	// account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED); refused while the account is
-	// suspended (PERMISSION_DENIED, reason ACCOUNT_SUSPENDED). Takes no idempotency key.
+	// Makes a key; its secret is answered here only, and stored as a digest. At most 20 unexpired
+	// keys per account (FAILED_PRECONDITION, reason API_KEY_LIMIT_REACHED): expired ones stay listed
+	// until deleted but do not count. Refused while the account is suspended (PERMISSION_DENIED,
+	// reason ACCOUNT_SUSPENDED). Takes no idempotency key.
 	CreateApiKey(context.Context, *connect.Request[v1.CreateApiKeyRequest]) (*connect.Response[v1.CreateApiKeyResponse], error)
 	// Lists the account's keys, oldest first, never a secret.
 	ListApiKeys(context.Context, *connect.Request[v1.ListApiKeysRequest]) (*connect.Response[v1.ListApiKeysResponse], error)
