@@ -5,7 +5,7 @@ import type { Collection, Db } from "mongodb";
 // operator console"). Kept for good: it is small, and it is the account's history.
 
 export interface AuditAuthor {
-  /** The door: connect, grpc, grpc-web, in-process (the console), ... */
+  /** The door: connect, grpc, grpc-web, or console (the console's in-process calls). */
   door: string;
   /** The client's address, when known. */
   address?: string;

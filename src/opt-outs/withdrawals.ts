@@ -62,7 +62,8 @@ export interface UnsentChange {
  * `messages` still ACCEPTED and matching `change.filter` take `change.status`, each with its
  * webhook, and their price is credited back exactly once, crash-safe in the order above (pending
  * refund, marks, settlement; the settler finishes what a crash leaves). Returns the ids taken.
- * The money side is `settleWithdrawal` (store/refunds.ts): the place to route it through a ledger.
+ * The money side is `settleWithdrawal` (store/refunds.ts), which writes the refund's ledger entry
+ * and usage with the settlement.
  */
 export async function refundUnsent(
   collections: MoneyCollections & { messages: Collection<MessageDoc> },
