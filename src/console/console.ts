@@ -1,10 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import csrfProtection from "@fastify/csrf-protection";
-import view from "@fastify/view";
-import { Eta } from "eta";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { registerErrorPages } from "../pages/error-pages.ts";
+import { registerPageViews } from "../pages/page-views.ts";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
 import { carriersPage } from "./carriers-page.ts";
@@ -27,14 +25,6 @@ const STYLESHEET =
   readFileSync(new URL("../dashboard/views/dashboard.css", import.meta.url), "utf8") +
   readFileSync(new URL("./views/console.css", import.meta.url), "utf8");
 
-const SECURITY_HEADERS = {
-  "content-security-policy":
-    "default-src 'none'; style-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "same-origin",
-  "cache-control": "no-store",
-};
-
 /** The console's server, not listening yet (main.ts listens on OPERATOR_PORT). */
 export async function consoleServer(
   deps: ConsoleDeps,
@@ -44,14 +34,7 @@ export async function consoleServer(
   registerBodyParsers(app);
   await deps.sessions.ensureIndexes();
   await registerOperatorSession(app, deps);
-  await app.register(csrfProtection, { sessionPlugin: "@fastify/secure-session" });
-  await app.register(view, {
-    engine: { eta: new Eta({ views: VIEWS, autoEscape: true, cache: deps.config.production }) },
-    templates: VIEWS,
-  });
-  app.addHook("onRequest", async (_request, reply) => {
-    reply.headers(SECURITY_HEADERS);
-  });
+  await registerPageViews(app, { views: VIEWS, production: deps.config.production });
 
   const console: Console = {
     deps,

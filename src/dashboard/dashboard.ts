@@ -1,10 +1,8 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import csrfProtection from "@fastify/csrf-protection";
-import view from "@fastify/view";
-import { Eta } from "eta";
 import type { FastifyInstance } from "fastify";
 import { registerErrorPages } from "../pages/error-pages.ts";
+import { registerPageViews } from "../pages/page-views.ts";
 import { registerBodyParsers } from "../rest/body-parsers.ts";
 import { accountPages } from "./account-pages.ts";
 import { inboundPages } from "./inbound-pages.ts";
@@ -23,15 +21,6 @@ import { signInPages } from "./sign-in-pages.ts";
 const VIEWS = fileURLToPath(new URL("./views/", import.meta.url));
 const STYLESHEET = readFileSync(new URL("./views/dashboard.css", import.meta.url), "utf8");
 
-const SECURITY_HEADERS = {
-  "content-security-policy":
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "same-origin",
-  // Pages show an account's traffic: no shared or back-button cache keeps them.
-  "cache-control": "no-store",
-};
-
 /** Registered with `{ prefix: "/dashboard" }` in a scope of its own. */
 export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   registerBodyParsers(app);
@@ -41,14 +30,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     production: deps.config.production,
     minutes: deps.config.dashboardSessionMinutes,
   });
-  await app.register(csrfProtection, { sessionPlugin: "@fastify/secure-session" });
-  await app.register(view, {
-    engine: { eta: new Eta({ views: VIEWS, autoEscape: true, cache: deps.config.production }) },
-    templates: VIEWS,
-  });
-  app.addHook("onRequest", async (_request, reply) => {
-    reply.headers(SECURITY_HEADERS);
-  });
+  await registerPageViews(app, { views: VIEWS, production: deps.config.production });
 
   const dashboard: Dashboard = {
     deps,
