@@ -13,6 +13,8 @@ export interface StartDatabaseOptions {
   logger?: (msg: string) => void;
   /** Port for the started server; 0 (default) picks a free one. */
   port?: number;
+  /** The emulator JVM's largest heap (`-Xmx`, e.g. "12g"); unset: the JVM's default, a quarter of memory. */
+  emulatorMaxHeap?: string;
 }
 
 export interface StartedDatabase {
@@ -164,6 +166,7 @@ export async function startEmulator(
     // Fast start, small footprint: this is a test/dev database.
     "-XX:+UseSerialGC",
     "-Xss512k",
+    ...(opts.emulatorMaxHeap ? [`-Xmx${opts.emulatorMaxHeap}`] : []),
     "-jar",
     emulatorJar,
     "--port",
