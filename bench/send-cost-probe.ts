@@ -6,14 +6,27 @@
 //
 //   npx tsx bench/send-cost-probe.ts --dirs /tmp/before,. --rate 500 --seconds 4 --rounds 6
 //
-// BENCH_NODE_OPTIONS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is passed to the services.
+// Each dir is built first (`npm run build`, as `npm run bench` does) and its services run from
+// that `dist/`; `--no-build` keeps the `dist/` each has. BENCH_NODE_OPTIONS (e.g. "--cpu-prof
+// --cpu-prof-dir=/tmp/prof") is passed to the services. PROBE_STRACE=1: syscall counts of the
+// first round's slices. PROBE_COUNTS=1: the driver's commands by name and collection and the
+// socket writes, per request, of every slice (bench/command-counter.ts, preloaded).
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { MongoClient } from "mongodb";
 import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
-import { ADMIN_TOKEN, createAccount } from "./common.ts";
-import { cpuSeconds, median, type ServiceProcess, startProcess } from "./processes.ts";
+import { ADMIN_TOKEN, createAccount, sleep } from "./common.ts";
+import {
+  buildService,
+  cpuSeconds,
+  median,
+  type ServiceProcess,
+  startProcess,
+} from "./processes.ts";
 
 const arg = (name: string, fallback: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -25,6 +38,12 @@ const seconds = Number(arg("seconds", "4"));
 const rounds = Number(arg("rounds", "4"));
 const doors = arg("doors", "rest,connect").split(",") as Door[];
 type Door = "rest" | "connect";
+
+if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);
+if (process.env.PROBE_COUNTS) {
+  const counter = join(dirname(fileURLToPath(import.meta.url)), "command-counter.ts");
+  process.env.BENCH_NODE_OPTIONS = `${process.env.BENCH_NODE_OPTIONS ?? ""} --import ${counter}`;
+}
 
 const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
 const client = await new MongoClient(database.uri).connect();
@@ -45,6 +64,8 @@ for (const [i, dir] of dirs.entries()) {
       MONGODB_URI: database.uri,
       MONGODB_DATABASE: db,
       SMS_ADMIN_TOKEN: ADMIN_TOKEN,
+      // Two services cannot both have the console's default port.
+      OPERATOR_PORT: "0",
       LOG_LEVEL: "warn",
       SMS_RATE_LIMIT_RPS: "0",
       SMS_RUN_WORKERS: "false",
@@ -99,6 +120,14 @@ function strace(pid: number, key: string, round: number): ChildProcess | undefin
   return spawn("strace", ["-f", "-c", "-p", String(pid), "-o", out], { stdio: "ignore" });
 }
 
+/** PROBE_COUNTS=1: the service's command and socket write counters (bench/command-counter.ts). */
+async function serviceCounts(pid: number): Promise<Record<string, number> | undefined> {
+  if (!process.env.PROBE_COUNTS) return undefined;
+  process.kill(pid, "SIGUSR2");
+  await sleep(200);
+  return JSON.parse(readFileSync(`/tmp/command-counts-${pid}.json`, "utf8"));
+}
+
 /** The database server's operation counters, when it keeps them. */
 async function opcounters(): Promise<Record<string, number> | undefined> {
   try {
@@ -120,10 +149,20 @@ for (let round = 0; round < rounds; round++) {
     const key = `${side.dir} ${door}`;
     const tracer = strace(side.api.pid, key, round);
     const ops = await opcounters();
+    const counted = await serviceCounts(side.api.pid);
     const before = cpuSeconds(side.api.pid);
     const r = await load(side, door, seconds, rate);
     const cpu = cpuSeconds(side.api.pid) - before;
+    const countedAfter = await serviceCounts(side.api.pid);
     const opsAfter = await opcounters();
+    if (counted && countedAfter)
+      log(
+        `${key}: per request ${Object.entries(countedAfter)
+          .map(([k, v]) => [k, (v - (counted[k] ?? 0)) / r.requests.total] as const)
+          .filter(([, v]) => v > 0)
+          .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+          .join(", ")}`,
+      );
     if (tracer) {
       tracer.kill("SIGINT");
       await new Promise((resolve) => tracer.once("exit", resolve));

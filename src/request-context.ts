@@ -40,8 +40,11 @@ export function requestFields(logger: { bindings(): Record<string, unknown> }): 
   const context = storage.getStore();
   if (!context) return {};
   // The request's logger carries reqId already (and its children anything bound); a repeated key
-  // would be noise.
-  const own = (logger as unknown) === context.log;
+  // would be noise. Its lines are written by its pino child, made when first written
+  // (rest/request-loggers.ts).
+  const own =
+    (logger as unknown) === context.log ||
+    (logger as unknown) === (context.log as { made?: unknown }).made;
   // The request's own logger binds reqId and nothing else: no need to read its bindings (pino
   // parses them from JSON on every call).
   // An unsampled request's trace id is read from its span context only for a line written.

@@ -62,8 +62,8 @@ export function registerBodyParsers(
   }
   // The route's known parameters, from its body schema, once per route.
   const knownByRoute = new WeakMap<object, KnownFields | undefined>();
-  const knownFields = (request: FastifyRequest) => {
-    const schema = request.routeOptions.schema?.body;
+  const knownFields = (route: FastifyRequest["routeOptions"]) => {
+    const schema = route.schema?.body;
     if (!schema) return undefined;
     if (!knownByRoute.has(schema)) knownByRoute.set(schema, knownFieldsOf(schema));
     return knownByRoute.get(schema);
@@ -72,10 +72,12 @@ export function registerBodyParsers(
   app.addContentTypeParser("application/json", (request: FastifyRequest, payload, done) => {
     const scanner = new JsonShapeScanner(BODY_SHAPE_LIMITS);
     const slot = slots.get(request);
+    // Fastify builds this object anew on every read of it.
+    const route = request.routeOptions;
     // Each chunk goes on to the parse once scanned: a large body to its worker as it arrives.
-    const parse = new JsonBodyParse({ known: knownFields(request) });
+    const parse = new JsonBodyParse({ known: knownFields(route) });
     readBody(payload, {
-      limit: request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? FORM_MAX_BYTES,
+      limit: route.bodyLimit ?? app.initialConfig.bodyLimit ?? FORM_MAX_BYTES,
       declaredLength: declaredLength(request),
       tooLarge: () => new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE(),
       wrongLength: () => new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH(),

@@ -6,6 +6,7 @@ import { TracedLogController } from "../tracing/request-spans.ts";
 import { tracingActive } from "../tracing/tracing.ts";
 import { clientErrorHandler } from "./client-errors.ts";
 import { frameworkErrors } from "./error-handler.ts";
+import { requestLoggers } from "./request-loggers.ts";
 
 /**
  * The HTTP/1.1 port's server (REST, Connect, gRPC-Web and the dashboard), not listening yet: its
@@ -18,6 +19,8 @@ export function httpServer(
 ): FastifyInstance {
   const app = Fastify({
     logger: redactingLogger(logger, config.logLevel),
+    // Each request's logger made when first written through (request-loggers.ts).
+    childLoggerFactory: requestLoggers,
     bodyLimit: 1024 * 1024,
     // Path parameters longer than the router's default (100) reach their schema, whose maxLength
     // answers a 400 naming the parameter instead of the router's 414.

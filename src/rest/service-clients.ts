@@ -4,12 +4,13 @@ import {
   Code,
   ConnectError,
   type ConnectRouter,
+  type ContextValues,
   createClient,
   createContextValues,
-  createHandlerContext,
   type HandlerContext,
   type Transport,
 } from "@connectrpc/connect";
+import { createDeadlineSignal, createLinkedAbortController } from "@connectrpc/connect/protocol";
 import { ApiKeyService } from "../../gen/sms/v1/api_keys_pb.ts";
 import { InboundService } from "../../gen/sms/v1/inbound_pb.ts";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
@@ -29,6 +30,45 @@ export interface ServiceClients {
 }
 
 type UnaryHandler = (request: unknown, context: HandlerContext) => unknown;
+
+/**
+ * The HandlerContext of an in-process call: what connect-es's createHandlerContext makes, but its
+ * signal made only when read. That one costs two AbortControllers, two abort listeners and two
+ * copies of the context per call, and the services read no call's signal on their usual path
+ * (their deadlines are their own: services/database-deadlines.ts).
+ */
+function inProcessContext(
+  method: DescMethod,
+  requestSignal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+  header: HeadersInit | undefined,
+  contextValues: ContextValues | undefined,
+): HandlerContext {
+  const deadlineAt = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  let signal: AbortSignal | undefined;
+  return {
+    service: method.parent,
+    method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url: `/${method.parent.typeName}/${method.name}`,
+    get signal() {
+      if (!signal) {
+        // As createHandlerContext's: aborted by the caller's signal or at the call's deadline.
+        const deadline = createDeadlineSignal(
+          deadlineAt === undefined ? undefined : Math.max(0, deadlineAt - Date.now()),
+        );
+        signal = createLinkedAbortController(deadline.signal, requestSignal).signal;
+      }
+      return signal;
+    },
+    timeoutMs: () => (deadlineAt === undefined ? undefined : deadlineAt - Date.now()),
+    requestHeader: new Headers(header),
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: contextValues ?? createContextValues(),
+  };
+}
 
 /**
  * A transport that hands the client's message straight to the service implementation, with a
@@ -56,17 +96,7 @@ export function inProcessTransport(routes: (router: ConnectRouter) => void): Tra
     async unary(method, signal, timeoutMs, header, input, contextValues) {
       const handler = handlers.get(method);
       if (!handler) throw new ConnectError(`${method.name} is not served`, Code.Unimplemented);
-      const context = createHandlerContext({
-        service: method.parent,
-        method,
-        protocolName: "in-process",
-        requestMethod: "POST",
-        url: `/${method.parent.typeName}/${method.name}`,
-        ...(timeoutMs !== undefined && { timeoutMs }),
-        ...(signal && { requestSignal: signal }),
-        ...(header && { requestHeader: header }),
-        contextValues: contextValues ?? createContextValues(),
-      });
+      const context = inProcessContext(method, signal, timeoutMs, header, contextValues);
       const output = await handler(create(method.input, input as never), context);
       return {
         stream: false,

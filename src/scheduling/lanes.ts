@@ -127,9 +127,12 @@ export class FairLanes {
 /**
  * Marks lanes due for producers on the request path and in the workers, coalesced: marks made while
  * a write is running go out together in the next one (one bulkWrite, one update per account), so a
- * busy instance adds one lanes write per round trip, not one per message. `flush` resolves once
- * every mark made before it is written. A failed write is reported and its marks are kept for the
- * next one; the queues' overdue sweeps repair what a crash loses.
+ * busy instance adds one lanes write per round trip, not one per message. A write starts one turn
+ * of the event loop after the first flush asking for it, so the sends of one group commit, all
+ * answered by the same database reply, mark in it together: one write per group, not one for the
+ * first send and another for the rest. `flush` resolves once every mark made before it is written.
+ * A failed write is reported and its marks are kept for the next one; the queues' overdue sweeps
+ * repair what a crash loses.
  */
 export class LaneMarker {
   /** Marks not written yet; `written` once a flush asked for them. */
@@ -159,6 +162,8 @@ export class LaneMarker {
 
   /** Writes `batch` after the write in progress, with every mark made until it starts. */
   private async write(batch: MarkBatch): Promise<void> {
+    // The other sends answered with this one reach their marks in this turn's microtasks.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     while (this.writing) await this.writing;
     if (this.batch === batch) this.batch = { due: new Map() };
     this.writing = markLanesDue(this.lanes, batch.due)

@@ -388,3 +388,33 @@ describe("text that UTF-8 cannot carry", () => {
     expect(await storedFor(service, account.apiKey)).toEqual(before);
   });
 });
+
+describe("a Connect JSON call's answer, as any HTTP client reads it", () => {
+  const send = (account: Account, text: string, headers: Record<string, string> = {}) =>
+    fetch(`${service.baseUrl}/sms.v1.MessagingService/SendMessage`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...auth(account).headers, ...headers },
+      body: JSON.stringify({ to: "+4915112345678", text }),
+    });
+
+  it("declares its length in bytes, not in characters, for a text beyond ASCII", async () => {
+    const account = await service.createAccount();
+    const text = "Grüße, 👋 bis morgen";
+    const response = await send(account, text, { "accept-encoding": "identity" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toBe("application/json");
+    const body = Buffer.from(await response.arrayBuffer());
+    expect(Number(response.headers.get("content-length"))).toBe(body.byteLength);
+    expect(body.byteLength).toBeGreaterThan(body.toString("utf8").length);
+    expect(JSON.parse(body.toString("utf8")).message.text).toBe(text);
+  });
+
+  it("is compressed when the client accepts it and it is over 1 KiB", async () => {
+    const account = await service.createAccount();
+    const text = "é".repeat(600);
+    const response = await send(account, text, { "accept-encoding": "gzip" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-encoding")).toBe("gzip");
+    expect(((await response.json()) as { message: { text: string } }).message.text).toBe(text);
+  });
+});

@@ -2,12 +2,25 @@
  * Account lanes on a real database (scheduling/lanes.ts): turns least recently served first, across
  * instances; settling never idles a lane that got work after its turn; marks coalesce.
  */
-import { describe, expect, it } from "vitest";
-import { FairLanes, LaneMarker } from "../../src/scheduling/lanes.ts";
+import { type CommandStartedEvent, MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FairLanes, type LaneDoc, LaneMarker } from "../../src/scheduling/lanes.ts";
 import { ServerClock } from "../../src/store/server-clock.ts";
+import { testServer } from "../support/database.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();
+// The lanes writes of this file's database, seen by the driver's command monitoring.
+let monitored: MongoClient;
+const laneWrites: CommandStartedEvent[] = [];
+beforeAll(async () => {
+  monitored = new MongoClient(testServer().uri, { monitorCommands: true });
+  await monitored.connect();
+  monitored.on("commandStarted", (event) => {
+    if (event.commandName === "update" && event.command.update === "lanes") laneWrites.push(event);
+  });
+});
+afterAll(() => monitored?.close());
 let run = 0;
 const keys = (...names: string[]) => {
   run++;
@@ -95,6 +108,37 @@ describe("fair lanes", () => {
     expect(doc?.delivery?.dueAt?.getTime()).toBe(early.getTime());
     expect(doc?.delivery?.version).toBe(1);
     expect(doc?.notify?.version).toBe(1);
+  });
+
+  it("the sends of one group, answered by the same reply, mark their lanes in one write", async () => {
+    const [a, b] = keys("a", "b") as [string, string];
+    // The marker writes through the monitored client, to this file's database.
+    const lanes = monitored.db(fixture.store.db.databaseName).collection<LaneDoc>("lanes");
+    const marker = new LaneMarker(lanes);
+    let reply!: () => void;
+    const stored = new Promise<void>((resolve) => {
+      reply = resolve;
+    });
+    // As the message writer answers a group: every send resumes on the same reply, then marks
+    // its account's lanes and waits for them before its answer.
+    const sends = [a, a, b, a, b].map(async (key, i) => {
+      await stored;
+      // A send's own steps between its answer and its marks, more for some than for others.
+      for (let step = 0; step < i; step++) await Promise.resolve();
+      marker.mark(key, "delivery", new Date());
+      marker.mark(key, "notify", new Date());
+      await marker.flush();
+    });
+    const before = laneWrites.length;
+    reply();
+    await Promise.all(sends);
+    expect(laneWrites.length - before).toBe(1);
+    expect(laneWrites.at(-1)?.command.updates).toHaveLength(2);
+    for (const key of [a, b]) {
+      const doc = await fixture.store.lanes.findOne({ _id: key });
+      expect(doc?.delivery?.version).toBe(1);
+      expect(doc?.notify?.version).toBe(1);
+    }
   });
 });
 
