@@ -178,7 +178,12 @@ export async function sendRate(baseUrl: string, account: Account, seconds: numbe
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ to: "+4915112345678", text: "Hello from the benchmark", ...account }),
   });
-  if (result.non2xx > 0) throw new Error(`figure ${figure}: ${result.non2xx} sends were refused`);
+  if (result.non2xx > 0) {
+    const codes = Object.entries(result.statusCodeStats ?? {})
+      .filter(([code]) => !code.startsWith("2"))
+      .map(([code, stat]) => `${stat.count} x ${code}`);
+    throw new Error(`figure ${figure}: ${result.non2xx} sends were refused (${codes.join(", ")})`);
+  }
   return result.requests.average;
 }
 

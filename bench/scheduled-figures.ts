@@ -36,7 +36,9 @@ import { submitTimes } from "./smpp-figure.ts";
 
 const COPY_BATCH = 10_000;
 const DAY = 86_400_000;
-const SEED_LIMIT_MS = 180_000;
+// The emulator inserts these copies at about 3000 a second (slower as its indexes grow): a million
+// takes 5 to 6 minutes.
+const SEED_LIMIT_MS = 420_000;
 const HEAP_SHARE = 0.75;
 /** Statuses a message leaves once its carrier's receipt is applied. */
 const PENDING: MessageDoc["status"][] = ["ACCEPTED", "SENT"];
@@ -199,6 +201,8 @@ async function figure22(ctx: BenchContext): Promise<void> {
       ahead: await createAccount(services.ahead.baseUrl),
     };
     const seeded = await seedScheduled(ctx, services.ahead, accounts.ahead, dbs.ahead, target);
+    // The seeding's garbage collected now, not in a pause of the emulator during the warm-up.
+    await ctx.collectDatabaseHeap();
 
     const seconds = ctx.quick ? 3 : 10;
     const rounds = ctx.quick ? 2 : 4;
