@@ -1,7 +1,9 @@
+import { Code, type ConnectError } from "@connectrpc/connect";
 import type { Collection } from "mongodb";
 import type { ApiKeyDoc } from "../accounts/api-keys.ts";
 import type { Scope } from "../accounts/scopes.ts";
 import type { RiskOverrides } from "../domain/risk-settings.ts";
+import { fieldErrors } from "../errors/api-errors.ts";
 import type { AccountDoc, SenderNameDoc, SpendControlsDoc } from "../store/documents.ts";
 import type { NumberDoc } from "../store/numbers.ts";
 
@@ -179,4 +181,13 @@ export class AccountDirectory {
     if (account.statusReason) view.statusReason = account.statusReason;
     return view;
   }
+}
+
+/** The refusal of a call naming an account that is not there (gone while the call ran). */
+export function noSuchAccount(): ConnectError {
+  return fieldErrors(
+    Code.NotFound,
+    { api_key: "no such account" },
+    { reason: "ACCOUNT_NOT_FOUND" },
+  );
 }

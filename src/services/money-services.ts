@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   type AccountView as AccountMessage,
   type AccountService,
@@ -12,7 +12,7 @@ import {
   UsageGroup,
   type UsageService,
 } from "../../gen/sms/v1/money_pb.ts";
-import { type FieldMessages, fieldErrors, invalidArgument } from "../errors/api-errors.ts";
+import { type FieldMessages, invalidArgument } from "../errors/api-errors.ts";
 import { findLedgerPage, type LedgerCursor } from "../money/ledger-reads.ts";
 import {
   type SpendControlsChange,
@@ -23,7 +23,7 @@ import { readUsage, type UsageGrouping, validDate } from "../money/usage.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
 import { type LedgerEntryDoc, utcDay } from "../store/ledger.ts";
-import type { AccountDirectory } from "./account-directory.ts";
+import { type AccountDirectory, noSuchAccount } from "./account-directory.ts";
 import { authenticateAccount } from "./authentication.ts";
 import { deadlineOf } from "./database-deadlines.ts";
 import { cursorOf, MESSAGE_PAGES, paged, pageSize, pageToken } from "./page-tokens.ts";
@@ -212,12 +212,7 @@ export async function changeSpendControls(
   const errors = spendControlsErrors(change);
   if (Object.keys(errors).length > 0) throw invalidArgument(errors);
   const doc = await updateSpendControls(store.accounts, apiKey, change);
-  if (!doc)
-    throw fieldErrors(
-      Code.NotFound,
-      { api_key: "no such account" },
-      { reason: "ACCOUNT_NOT_FOUND" },
-    );
+  if (!doc) throw noSuchAccount();
   // This instance's sends see the new controls at once; others within the directory's ttl.
   directory.forget(apiKey);
   return accountMessage(doc, store.clock.now());
@@ -232,12 +227,7 @@ export function createAccountService(deps: MoneyServiceDeps): ServiceImpl<typeof
         { _id: account.apiKey },
         deadlineOf(ctx, deps.timeouts?.requestMs ?? 5_000).options(),
       );
-      if (!doc)
-        throw fieldErrors(
-          Code.NotFound,
-          { api_key: "no such account" },
-          { reason: "ACCOUNT_NOT_FOUND" },
-        );
+      if (!doc) throw noSuchAccount();
       return { account: accountMessage(doc, store.clock.now()) };
     },
 

@@ -1,10 +1,9 @@
-import { Code } from "@connectrpc/connect";
 import type { QuietHours } from "../../gen/sms/v1/money_pb.ts";
 import { quietHoursErrors } from "../domain/quiet-hours.ts";
-import { fieldErrors, invalidArgument } from "../errors/api-errors.ts";
+import { invalidArgument } from "../errors/api-errors.ts";
 import type { Store } from "../store/database.ts";
 import type { AccountDoc } from "../store/documents.ts";
-import type { AccountDirectory } from "./account-directory.ts";
+import { type AccountDirectory, noSuchAccount } from "./account-directory.ts";
 
 /**
  * AccountService.UpdateQuietHours (docs/design.md "Message reads, client references, scheduled
@@ -33,12 +32,7 @@ export async function changeQuietHours(
       : { $unset: { quietHours: "" } },
     { ...options, returnDocument: "after" },
   );
-  if (!doc)
-    throw fieldErrors(
-      Code.NotFound,
-      { api_key: "no such account" },
-      { reason: "ACCOUNT_NOT_FOUND" },
-    );
+  if (!doc) throw noSuchAccount();
   // This instance's next send sees it at once; others within the directory's cache time.
   directory.forget(apiKey);
   return doc;
