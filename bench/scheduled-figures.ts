@@ -145,6 +145,32 @@ async function drained(ctx: BenchContext, dbName: string, account: Account, time
   throw new Error(`figure 22: ${dbName}'s sends were not all SENT in ${timeoutMs / 1000} s`);
 }
 
+/**
+ * Seconds until `api` answers five single sends in a row with 200 within 250 ms each (a send a
+ * second, at most 5 minutes): the figure measures a service holding the scheduled messages, not
+ * the aftermath of their seeding (a million inserts in minutes, which the emulator and the
+ * service's change stream take a while to work through; until then sends can meet the store's
+ * deadline and answer 503).
+ */
+async function settled(api: ServiceProcess, account: Account): Promise<number> {
+  const started = Date.now();
+  let prompt = 0;
+  while (prompt < 5) {
+    if (Date.now() - started > 300_000)
+      throw new Error("figure 22: the seeded service did not answer promptly within 5 minutes");
+    const sent = Date.now();
+    const response = await fetch(`${api.baseUrl}/sms`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ ...account, to: "+4915112345678", text: "Settled?" }),
+    });
+    await response.arrayBuffer();
+    prompt = response.status === 200 && Date.now() - sent < 250 ? prompt + 1 : 0;
+    await sleep(1000);
+  }
+  return Math.round((Date.now() - started) / 1000);
+}
+
 /** Paced single sends (one every 200 ms); each one's ms from its 200 to its SENT. */
 async function timesToSent(
   ctx: BenchContext,
@@ -203,6 +229,8 @@ async function figure22(ctx: BenchContext): Promise<void> {
     const seeded = await seedScheduled(ctx, services.ahead, accounts.ahead, dbs.ahead, target);
     // The seeding's garbage collected now, not in a pause of the emulator during the warm-up.
     await ctx.collectDatabaseHeap();
+    const settleSeconds = await settled(services.ahead, accounts.ahead);
+    ctx.log(`figure 22: the seeded service answered promptly again after ${settleSeconds} s`);
 
     const seconds = ctx.quick ? 3 : 10;
     const rounds = ctx.quick ? 2 : 4;
@@ -236,7 +264,11 @@ async function figure22(ctx: BenchContext): Promise<void> {
     const sent = median(sentTimes.ahead);
     const baseSent = median(sentTimes.none);
     const scale = seeded.count === target ? "" : ` (target ${target}: ${seeded.limit})`;
-    const extra = { scheduled: seeded.count, seed_seconds: seeded.seconds };
+    const extra = {
+      scheduled: seeded.count,
+      seed_seconds: seeded.seconds,
+      settle_seconds: settleSeconds,
+    };
     ctx.figures.push({
       figure: `22a (issue 42). POST /sms requests/s (figure 1's load, workers on) with ${seeded.count} messages scheduled days ahead${scale}`,
       value: rate,
