@@ -44,47 +44,15 @@ import type {
   CarrierStatus,
   ReceiptHandler,
   ReceiptRules,
-  SubmitFailure,
   SubmitOptions,
   SubmitResult,
 } from "../carrier.ts";
 import { MinuteCounts } from "../minute-counts.ts";
 import type { MalformedPdu, SmppCarrierOptions } from "./carrier-options.ts";
 import { IncomingPdus } from "./incoming.ts";
+import { keepMalformedPdu } from "./malformed-pdus.ts";
 import { ReceiptInbox } from "./receipt-inbox.ts";
-
-/** One submit call: its parts' results, settled once all are in (or failed as a whole). */
-interface Call {
-  results: SubmitResult[];
-  remaining: number;
-  settled: boolean;
-  accepted: number;
-  resolve: () => void;
-  reject: (error: Error) => void;
-  unboundTimer?: NodeJS.Timeout;
-  /** Asked before a message's first part is written (SubmitOptions.mayWrite). */
-  mayWrite?: (part: CarrierPart) => boolean;
-  /** Messages a part of which was written: their other parts go too. */
-  started?: Set<number>;
-}
-
-interface Job {
-  part: CarrierPart;
-  call: Call;
-  lost: number;
-  settle: (result: SubmitResult) => void;
-}
-
-/** Thrown by `submit` when no bind is up: nothing was failed; the worker retries later. */
-export class CarrierUnavailable extends Error implements SubmitFailure {
-  /** The call's parts the SMSC had accepted before it failed: position to message_id. */
-  acceptedParts: ReadonlyMap<number, string> = new Map();
-
-  constructor(message: string) {
-    super(message);
-    this.name = "CarrierUnavailable";
-  }
-}
+import { type Call, CarrierUnavailable, type Job } from "./submit-calls.ts";
 
 export class SmppCarrier implements Carrier {
   readonly name = "smpp";
@@ -176,7 +144,7 @@ export class SmppCarrier implements Carrier {
             incoming: (pdu, respond) => this.incoming.receive(pdu, respond),
             malformed: (pdu, malformed, respond) => {
               this.counts.malformedPdus++;
-              void this.malformed({
+              void keepMalformedPdu(this.keepMalformed, this.logger, {
                 carrier: this.endpointText,
                 command: pdu.command,
                 sequence: pdu.sequence_number,
@@ -382,28 +350,6 @@ export class SmppCarrier implements Carrier {
     }
     this.pump();
     this.watchUnbound();
-  }
-
-  /**
-   * Keeps a PDU whose body does not decode for the operator. Answered whatever becomes of it: the
-   * bytes are in the log when the store fails, and the SMSC must stop sending it either way.
-   */
-  private async malformed(pdu: MalformedPdu): Promise<void> {
-    const hex = pdu.bytes.subarray(0, 4096).toString("hex");
-    try {
-      await this.keepMalformed?.(pdu);
-      if (this.keepMalformed) return;
-    } catch (error) {
-      this.logger.error(
-        { err: error, command: pdu.command, hex },
-        "smpp: keeping a malformed PDU failed",
-      );
-      return;
-    }
-    this.logger.warn(
-      { command: pdu.command, why: pdu.reason, hex },
-      "smpp: malformed PDU answered",
-    );
   }
 
   private finish(call: Call): void {

@@ -14,10 +14,8 @@ import { createServer as createTlsServer } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { CarrierReceipt } from "../../../src/delivery/carrier.ts";
-import {
-  CarrierUnavailable,
-  type SmppCarrier,
-} from "../../../src/delivery/smpp-carrier/adapter.ts";
+import type { SmppCarrier } from "../../../src/delivery/smpp-carrier/adapter.ts";
+import { CarrierUnavailable } from "../../../src/delivery/smpp-carrier/submit-calls.ts";
 import { commitBatch } from "../../support/batches.ts";
 import {
   designedOutcome,
