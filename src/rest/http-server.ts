@@ -30,7 +30,15 @@ export function httpServer(
       config.connections,
       Math.max(config.requestTimeoutMs, config.batchStoreTimeoutMs),
     ),
-    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        allErrors: true,
+        removeAdditional: false,
+        // A form sends ignoreQuietHours as "true", JSON as true: one field of two types.
+        allowUnionTypes: true,
+      },
+    },
     // lifecycle/draining.ts answers while closing, in the spec's shape.
     return503OnClosing: false,
     frameworkErrors,
