@@ -11,37 +11,18 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MongoClient } from "mongodb";
-import { type StartedDatabase, startDatabase } from "../src/dev-database/embedded-mongo.ts";
+import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import { openStore } from "../src/store/database.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { ensureIndexes } from "../src/store/indexes.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 import type { BenchContext } from "./common.ts";
-import { collectEmulatorHeap, emulatorHeap, median } from "./processes.ts";
+import { contextOn } from "./database-context.ts";
+import { median } from "./processes.ts";
 import { webhookRun } from "./webhook-run.ts";
 
 const DB_NAME = "bench_embedded";
 const BATCH = 10_000;
-
-/** The figures' context on another database server. */
-async function contextOn(ctx: BenchContext, database: StartedDatabase) {
-  const client = await new MongoClient(database.uri, { maxPoolSize: 64 }).connect();
-  const pid =
-    database.kind === "emulator" ? /pid (\d+)/.exec(database.description)?.[1] : undefined;
-  const on: BenchContext = {
-    ...ctx,
-    client,
-    serviceEnv: (db, extra) => ({ ...ctx.serviceEnv(db, extra), MONGODB_URI: database.uri }),
-    collectDatabaseHeap: () => collectEmulatorHeap(pid),
-    databaseHeap: () => emulatorHeap(pid),
-    async dropDatabases(...names) {
-      await Promise.all(names.map((name) => client.db(name).dropDatabase()));
-      await on.collectDatabaseHeap();
-    },
-  };
-  return on;
-}
 
 /**
  * `count` messages of another account, delivered and notified long ago, as the service leaves

@@ -8,7 +8,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
@@ -89,7 +88,7 @@ final class IndexedQueries<P> {
         if (unbuilt.isEmpty()) {
             return;
         }
-        unbuilt.forEach(SecondaryIndex::startBuilding);
+        unbuilt.forEach(index -> index.startBuilding(positionOrder));
         storage.forEachDocument((position, document) -> unbuilt.forEach(index -> index.put(position, document)));
     }
 
@@ -150,7 +149,7 @@ final class IndexedQueries<P> {
                 Iterator<Set<P>> sets = exists ? secondary.all(ascending) : secondary.inOrder(bounds, ascending);
                 while (sets.hasNext() && matched.size() < numberToReturn) {
                     Set<P> tied = sets.next();
-                    Iterator<P> positions = tied.size() == 1 ? tied.iterator() : inPositionOrder(tied);
+                    Iterator<P> positions = tied.iterator(); // in position order (SecondaryIndex)
                     // Stops at the limit inside a tie too: a batch's messages share one due time, and
                     // a claim of a few of them must not match (nor order) all the others.
                     while (positions.hasNext() && matched.size() < numberToReturn) {
@@ -178,23 +177,6 @@ final class IndexedQueries<P> {
         }
         Object value = operators.get("$exists");
         return value instanceof Boolean b ? b : value instanceof Number n && n.doubleValue() != 0;
-    }
-
-    /** Tied positions in position order, drawn one at a time: a heap, not a sort of all of them. */
-    private Iterator<P> inPositionOrder(Set<P> positions) {
-        PriorityQueue<P> queue = new PriorityQueue<>(positions.size(), positionOrder);
-        queue.addAll(positions);
-        return new Iterator<>() {
-            @Override
-            public boolean hasNext() {
-                return !queue.isEmpty();
-            }
-
-            @Override
-            public P next() {
-                return queue.remove();
-            }
-        };
     }
 
     /**

@@ -13,6 +13,7 @@ import java.util.NavigableMap;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.stream.Stream;
 
 import de.bwaldvogel.mongo.backend.EmptyIndex;
@@ -67,6 +68,12 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
     private final NavigableMap<Object, Set<P>> positionsByKey = new TreeMap<>(ORDER);
     private final Map<P, List<Object>> keysByPosition = new HashMap<>();
     private boolean built;
+    /**
+     * The storage's scan order of positions, which every key's positions are kept in: a sorted
+     * walk then meets a key's documents in the order a scan would (mongod's record order), without
+     * sorting all of a large tie (a batch's due time) for a query that wants the first few.
+     */
+    private Comparator<? super P> positionOrder;
     /** Some document held an array in the field (it may still): its order is not the field's. */
     private boolean multikey;
     /** Documents that have the field but no key for it (null, a sub-document, another type...). */
@@ -92,7 +99,8 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
     }
 
     /** From now on {@link #put} indexes: the collection then puts every document it holds. */
-    void startBuilding() {
+    void startBuilding(Comparator<? super P> positionOrder) {
+        this.positionOrder = positionOrder;
         built = true;
     }
 
@@ -117,7 +125,7 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
         }
         unlink(position, old);
         for (Object key : keys) {
-            positionsByKey.computeIfAbsent(key, k -> new HashSet<>()).add(position);
+            positionsByKey.computeIfAbsent(key, k -> new TreeSet<>(positionOrder)).add(position);
         }
     }
 
@@ -168,7 +176,7 @@ final class SecondaryIndex<P> extends EmptyIndex<P> {
             && (positionsByKey.isEmpty() || !(positionsByKey.firstKey() instanceof Number));
     }
 
-    /** The position sets of every key, in key order (descending if not ascending). */
+    /** The position sets of every key, in key order (descending if not ascending), each in position order. */
     Iterator<Set<P>> all(boolean ascending) {
         return (ascending ? positionsByKey : positionsByKey.descendingMap()).values().iterator();
     }
