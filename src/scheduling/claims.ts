@@ -122,14 +122,20 @@ export async function claimDue<
   return ready as unknown as T[];
 }
 
+/** The earliest time a JavaScript Date holds. */
+const EARLIEST_DATE = new Date(-8.64e15);
+
 /** When the account's earliest queued work is due (leased work included: at its lease's end). */
 export async function nextDueAt<D extends QueuedDoc>(
   messages: Collection<D>,
   queue: WorkQueue,
   accountId: string,
 ): Promise<Date | undefined> {
+  // A range, not `$exists: true`: the account's index ({accountId, due}) keys the messages without
+  // a due time (all its final ones) as null, which `$exists` would scan and fetch one by one
+  // before the first due one; the range's bounds start past them.
   const [first] = await messages
-    .find({ accountId, [queue.due]: { $exists: true } } as Filter<D>, {
+    .find({ accountId, [queue.due]: { $gte: EARLIEST_DATE } } as Filter<D>, {
       projection: { _id: 0, [queue.due]: 1 },
     })
     .sort({ [queue.due]: 1 })
