@@ -35,5 +35,10 @@ export function deliveryClass(
  * webhooks are ranked the same way). Without a class: as due.
  */
 export function deliveryRank(at: Date, cls: DeliveryClass | undefined): Date {
-  return cls === undefined ? at : new Date(at.getTime() - HEAD_START_MS[cls]);
+  return cls === undefined ? at : new Date(deliveryRankMs(at.getTime(), cls));
+}
+
+/** `deliveryRank` in ms, for a caller that shares one Date among many documents. */
+export function deliveryRankMs(at: number, cls: DeliveryClass): number {
+  return at - HEAD_START_MS[cls];
 }

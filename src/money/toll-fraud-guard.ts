@@ -18,6 +18,9 @@ export type RiskVerdict = "ok" | "flagged" | "refused";
 /** Ranges tracked at once before idle ones are swept (a bound on memory, not on correctness). */
 const MAX_RANGES = 50_000;
 
+/** How long the guard's epoch stays (about 6 days): its times stay below 2^29 ms after it. */
+const REBASE_AFTER_MS = 2 ** 29;
+
 /** What the console lists: a message flagged or refused by the guard. */
 export interface RiskEventDoc {
   accountId: string;
@@ -29,17 +32,23 @@ export interface RiskEventDoc {
   messageId?: number;
 }
 
-/** One range's destinations (oldest first: a number seen again moves to the end). */
+/**
+ * One range's destinations (oldest first: a number seen again moves to the end). Times are ms
+ * after the guard's epoch, and a destination is keyed by its last `digits` digits as a number
+ * (see `destinationKey`): both small integers, which V8 keeps in the map itself, so an entry
+ * holds no string or boxed number of its own. A batch adds thousands of entries that live for
+ * the window: as objects they were promoted and traced by every collection meanwhile.
+ */
 interface RangeSeen {
-  /** Destination → when last seen (ms). */
-  seen: Map<string, number>;
+  /** Destination → when last seen. */
+  seen: Map<number | string, number>;
   /** At most the time of the oldest entry: while it is inside the window, none is stale. */
   firstAt: number;
   /** When the newest entry was seen. */
   lastAt: number;
 }
 
-/** What a run of checks shares: the mode, the limit and the instant. */
+/** What a run of checks shares: the mode, the limit and the instant (after the epoch). */
 interface CheckRun {
   accountId: string;
   mode: "monitor" | "block";
@@ -54,11 +63,17 @@ interface CheckRun {
 export class TollFraudGuard {
   /** `<account> <range>` → its destinations. */
   private readonly ranges = new Map<string, RangeSeen>();
+  /** The clock's reading that times are counted from (so they stay small integers). */
+  private epoch: number;
+  /** When idle ranges were last dropped (after the epoch). */
+  private sweptAt = 0;
 
   constructor(
     private readonly settings: RiskSettings = DEFAULT_RISK,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.epoch = now();
+  }
 
   /** The mode in force for an account, with the operator's overrides. */
   modeOf(overrides?: RiskOverrides): RiskOverrides["mode"] {
@@ -88,13 +103,23 @@ export class TollFraudGuard {
   private run(accountId: string, overrides?: RiskOverrides): CheckRun | undefined {
     const mode = this.modeOf(overrides);
     if (mode === "off" || mode === undefined) return undefined;
-    const now = this.now();
+    let now = this.now() - this.epoch;
+    if (now >= REBASE_AFTER_MS) now -= this.rebase(now);
+    const windowMs = this.settings.prefixBurst.windowSeconds * 1000;
+    const since = now - windowMs;
+    // A range nobody sends to again kept its entries until 50000 ranges were tracked (up to
+    // 10^digits entries each: a batch to new ranges left 10000 a batch): once a window, the
+    // ranges idle for a whole window go, all their entries being stale.
+    if (now - this.sweptAt >= windowMs) {
+      this.sweptAt = now;
+      this.sweep(since);
+    }
     return {
       accountId,
       mode,
       max: overrides?.max ?? this.settings.prefixBurst.max,
       now,
-      since: now - this.settings.prefixBurst.windowSeconds * 1000,
+      since,
       prefix: "",
       range: undefined,
     };
@@ -120,10 +145,11 @@ export class TollFraudGuard {
         seen.delete(n);
       }
     }
-    const known = seen.delete(to);
+    const key = destinationKey(to, run.prefix.length, digits);
+    const known = seen.delete(key);
     if (!known && seen.size >= run.max && run.mode === "block") return "refused";
     const verdict = known || seen.size < run.max ? "ok" : "flagged";
-    seen.set(to, run.now);
+    seen.set(key, run.now);
     if (seen.size === 1) range.firstAt = run.now;
     range.lastAt = run.now;
     return verdict;
@@ -137,6 +163,29 @@ export class TollFraudGuard {
       this.ranges.set(key, range);
     }
     return range;
+  }
+
+  /**
+   * Moves the epoch `by` ms later, every time held with it: times stay small integers (V8's
+   * are below 2^30) however long the instance runs. Once in REBASE_AFTER_MS.
+   */
+  private rebase(by: number): number {
+    this.epoch += by;
+    this.sweptAt -= by;
+    for (const range of this.ranges.values()) {
+      range.firstAt -= by;
+      range.lastAt -= by;
+      // Setting a key that is there keeps its place: the order (oldest first) holds.
+      for (const [key, at] of range.seen) range.seen.set(key, at - by);
+    }
+    return by;
+  }
+
+  /** The ranges tracked and their destinations, all accounts together (what the guard holds). */
+  tracked(): { ranges: number; destinations: number } {
+    let destinations = 0;
+    for (const range of this.ranges.values()) destinations += range.seen.size;
+    return { ranges: this.ranges.size, destinations };
   }
 
   /** The range `to` falls in, as the guard counts it. */
@@ -155,6 +204,22 @@ export class TollFraudGuard {
       }
     }
   }
+}
+
+/**
+ * A destination's key within its range: its last `digits` characters as a number when they are
+ * all digits (every number of a range has its length, so they tell its numbers apart), else the
+ * destination itself (a number shorter than `digits`, or not digits).
+ */
+function destinationKey(to: string, prefixLength: number, digits: number): number | string {
+  if (to.length < digits || digits > 15) return to;
+  let key = 0;
+  for (let i = prefixLength; i < to.length; i++) {
+    const digit = to.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return to;
+    key = key * 10 + digit;
+  }
+  return key;
 }
 
 function rangeOf(digits: string, last: number): string {

@@ -9,6 +9,7 @@ import { discardBatch, storeBatch } from "../store/batch-commits.ts";
 import { chargeThenStore } from "../store/charges.ts";
 import type { MessageDoc, PendingCharge } from "../store/documents.ts";
 import { batchUsage } from "../store/ledger.ts";
+import { SharedValues } from "../store/messages.ts";
 import { reserveIds } from "../store/sequences.ts";
 import { currentTraceCarrier } from "../tracing/tracing.ts";
 import { authenticateAccount } from "./authentication.ts";
@@ -184,6 +185,8 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
             ),
           )
         : undefined;
+      // The batch's dates and notification group, made once for all its documents.
+      const shared = new SharedValues();
       const docs: MessageDoc[] = await mapInSlices(
         accepted,
         (message, index) => {
@@ -200,7 +203,7 @@ export function sendBatch(deps: MessagingDeps): MessagingImpl["sendBatch"] {
             sendAt: when.sendAt,
             holdUntil: holds?.[index],
           };
-          const doc = acceptedDocument(message, account, policy, fields, now);
+          const doc = acceptedDocument(message, account, policy, fields, now, shared);
           if (flagged.has(message)) {
             doc.risk = "prefix_burst";
             flaggedDocs.push(doc);

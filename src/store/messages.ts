@@ -1,5 +1,5 @@
-import { type DeliveryClass, deliveryRank } from "../domain/delivery-priority.ts";
-import { notifyGroupOf } from "../domain/notify-groups.ts";
+import { type DeliveryClass, deliveryRankMs } from "../domain/delivery-priority.ts";
+import { type NotifyGroupOf, notifyGroupOf } from "../domain/notify-groups.ts";
 import type { MessageDoc, SegmentDoc, StoredRoute } from "./documents.ts";
 
 export interface NewMessage {
@@ -38,15 +38,20 @@ export interface NewMessage {
  * batch-commits.ts) before anyone works them. A scheduled message (`sendAt` after `now`) is due
  * at `sendAt` itself: its class's head start never makes it leave early. Its ttl counts from then.
  */
-export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
+export function acceptedMessage(message: NewMessage, now: Date, shared?: SharedValues): MessageDoc {
   const deliveryClass =
     message.deliveryClass ?? (message.batchId === undefined ? "single" : "batch");
-  const later = (at: Date | undefined) =>
-    at !== undefined && at.getTime() > now.getTime() ? at : undefined;
-  const sendAt = later(message.sendAt);
-  const held = later(message.holdUntil);
+  const sendAt = later(message.sendAt, now);
+  const held = later(message.holdUntil, now);
   const scheduled = held && (!sendAt || held > sendAt) ? held : sendAt;
   const start = scheduled ?? now;
+  const rank = dateOf(deliveryRankMs(now.getTime(), deliveryClass), shared);
+  const group = {
+    accountId: message.accountId,
+    batchId: message.batchId,
+    deliveryClass,
+    statusCallback: message.statusCallback,
+  };
   const doc: MessageDoc = {
     _id: message.id,
     accountId: message.accountId,
@@ -58,11 +63,11 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     status: "ACCEPTED",
     createdAt: now,
     updatedAt: now,
-    expiresAt: new Date(start.getTime() + message.ttl * 1000),
+    expiresAt: dateOf(start.getTime() + message.ttl * 1000, shared),
     notifications: [{ status: "ACCEPTED", state: "pending", createdAt: now, attempts: [] }],
-    notifyAt: deliveryRank(now, deliveryClass),
-    notifyGroup: notifyGroupOf({ ...message, deliveryClass }),
-    deliveryAt: scheduled ?? deliveryRank(now, deliveryClass),
+    notifyAt: rank,
+    notifyGroup: shared ? shared.notifyGroup(group) : notifyGroupOf(group),
+    deliveryAt: scheduled ?? rank,
     deliveryClass,
   };
   if (sendAt) doc.sendAt = sendAt;
@@ -80,4 +85,49 @@ export function acceptedMessage(message: NewMessage, now: Date): MessageDoc {
     doc.pricePerPartMicros = routing.pricePerPartMicros;
   }
   return doc;
+}
+
+/** `at` when it is after `now`. */
+function later(at: Date | undefined, now: Date): Date | undefined {
+  return at !== undefined && at.getTime() > now.getTime() ? at : undefined;
+}
+
+function dateOf(ms: number, shared: SharedValues | undefined): Date {
+  return shared ? shared.date(ms) : new Date(ms);
+}
+
+/**
+ * What the documents of one batch have in common, made once for the batch and not for each of
+ * its (up to 10000) messages: their dates (the ranks, the expiry) and their notification group's
+ * key. The documents share these objects; nothing changes a stored document's Date in place.
+ */
+export class SharedValues {
+  private readonly dates = new Map<number, Date>();
+  private group: { of: NotifyGroupOf; key: string } | undefined;
+
+  date(ms: number): Date {
+    let date = this.dates.get(ms);
+    if (date === undefined) {
+      // A batch has a few instants (scheduled messages, quiet hours' holds may have more).
+      if (this.dates.size >= 64) this.dates.clear();
+      date = new Date(ms);
+      this.dates.set(ms, date);
+    }
+    return date;
+  }
+
+  notifyGroup(of: NotifyGroupOf): string {
+    const last = this.group;
+    if (
+      last &&
+      last.of.accountId === of.accountId &&
+      last.of.batchId === of.batchId &&
+      last.of.deliveryClass === of.deliveryClass &&
+      last.of.statusCallback === of.statusCallback
+    )
+      return last.key;
+    const key = notifyGroupOf(of);
+    this.group = { of, key };
+    return key;
+  }
 }

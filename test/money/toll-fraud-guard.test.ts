@@ -71,6 +71,49 @@ describe("the guard's count", () => {
     expect(batch.checker("a", { mode: "off" })).toBeUndefined();
   });
 
+  it("tells apart destinations whose last digits read as the same number", () => {
+    const guard = new TollFraudGuard({
+      mode: "block",
+      prefixBurst: { max: 1, digits: 3, windowSeconds: 600 },
+    });
+    // Shorter than the digits counted: keyed as they are, "12" and "012" are two numbers.
+    expect(guard.check("a", "12")).toBe("ok");
+    expect(guard.check("a", "12")).toBe("ok");
+    expect(guard.check("a", "012")).toBe("refused");
+    expect(guard.check("a", "+4915112345012")).toBe("ok");
+    expect(guard.check("a", "+4915112345012")).toBe("ok");
+    expect(guard.check("a", "+4915112345112")).toBe("refused");
+  });
+
+  it("forgets ranges nobody sent to for a whole window, and their numbers", () => {
+    let now = 1_700_000_000_000;
+    const guard = new TollFraudGuard(settings("monitor"), () => now);
+    const check = guard.checker("a");
+    for (let n = 0; n < 5000; n++) check?.(`+49151${10_000_000 + n}`);
+    expect(guard.tracked()).toEqual({ ranges: 5, destinations: 5000 });
+    now += 300_000;
+    guard.check("a", "+4915199999001");
+    expect(guard.tracked().ranges).toBe(6);
+    // A window after the burst: its ranges go, the one used since stays.
+    now += 300_001;
+    guard.check("a", "+4915199999002");
+    expect(guard.tracked()).toEqual({ ranges: 1, destinations: 2 });
+    expect(guard.check("a", "+4915110000001")).toBe("ok");
+  });
+
+  it("counts across the days an instance runs as within one", () => {
+    let now = 0;
+    const guard = new TollFraudGuard(settings("block"), () => now);
+    now = 2 ** 29 - 1000;
+    for (const n of [1, 2, 3]) expect(guard.check("a", `+491511234500${n}`)).toBe("ok");
+    // Past the times' rebase, the numbers seen a second ago still count, and are still known.
+    now += 2000;
+    expect(guard.check("a", "+4915112345004")).toBe("refused");
+    expect(guard.check("a", "+4915112345001")).toBe("ok");
+    now += 600_000;
+    expect(guard.check("a", "+4915112345004")).toBe("ok");
+  });
+
   it("defaults to monitor, 20 numbers, 3 digits, 10 minutes", () => {
     expect(DEFAULT_RISK).toEqual({
       mode: "monitor",
