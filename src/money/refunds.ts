@@ -14,7 +14,7 @@ import type { Collection } from "mongodb";
 import { backgroundWriteOptions } from "../store/deadline.ts";
 import type { ChargedMessage, MessageDoc } from "../store/documents.ts";
 import type { MoneyCollections } from "../store/ledger.ts";
-import { pushPendingRefund, settleWithdrawal } from "../store/refunds.ts";
+import { markUnsentRefund, pushPendingRefund, settleWithdrawal } from "../store/refunds.ts";
 
 type Collections = MoneyCollections & { messages: Collection<MessageDoc> };
 
@@ -87,12 +87,10 @@ async function refundMessages(
   priced: ChargedMessage[],
   now: Date,
 ): Promise<number[]> {
-  const refund = await pushPendingRefund(collections.accounts, accountId, priced, now);
-  await collections.messages.updateMany(
-    { _id: { $in: priced.map((m) => m.id) }, refundDue: true },
-    { $unset: { refundDue: "" }, $set: { refund: refund.ref } },
-    backgroundWriteOptions(),
-  );
+  const refund = await pushPendingRefund(collections.accounts, accountId, priced, now, {
+    unsentParts: true,
+  });
+  await markUnsentRefund(collections.messages, refund);
   return (await settleWithdrawal(collections, accountId, refund)) ?? [];
 }
 

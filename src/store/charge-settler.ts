@@ -8,7 +8,7 @@ import {
   type MoneyCollections,
   type UsageDelta,
 } from "./ledger.ts";
-import { DURABLE_READ, settleWithdrawal, USAGE_FIELDS } from "./refunds.ts";
+import { DURABLE_READ, markUnsentRefund, settleWithdrawal, USAGE_FIELDS } from "./refunds.ts";
 
 // The settler: what a crash or an unknown write outcome left pending is confirmed or refunded
 // once its requests can no longer land (store/charges.ts says how a charge is made).
@@ -66,6 +66,7 @@ export async function settleAbandonedCharges(
         continue;
       }
       if (charge.kind === "refund") {
+        if (charge.unsentParts) await markUnsentRefund(collections.messages, charge);
         if ((await settleWithdrawal(collections, account._id, charge)) !== undefined)
           result.refunded++;
         continue;

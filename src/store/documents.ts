@@ -88,6 +88,11 @@ export interface PendingCharge {
   messages?: ChargedMessage[];
   /** A credit's note, for its ledger entry. */
   note?: string;
+  /**
+   * A refund of unsent parts (money/refunds.ts): its messages are the ones still marked
+   * `refundDue`, which the settler claims for it before settling (markUnsentRefund).
+   */
+  unsentParts?: true;
 }
 
 export interface ChargedMessage {

@@ -27,6 +27,7 @@ export async function pushPendingRefund(
   accountId: string,
   priced: ChargedMessage[],
   now: Date,
+  options: { unsentParts?: true } = {},
 ): Promise<PendingCharge> {
   const refund: PendingCharge = {
     // Unique enough to tell two refunds of one account apart (2^47 values).
@@ -35,6 +36,7 @@ export async function pushPendingRefund(
     amountMicros: priced.reduce((sum, m) => sum + m.amountMicros, 0),
     at: now,
     messages: priced,
+    ...options,
   };
   await accounts.updateOne(
     { _id: accountId },
@@ -42,6 +44,24 @@ export async function pushPendingRefund(
     backgroundWriteOptions(),
   );
   return refund;
+}
+
+/**
+ * The second step of a refund of unsent parts: its messages still marked `refundDue` are claimed
+ * for it (`refund` is its ref, the mark removed); one claimed by another refund first is not. The
+ * sweep does it after pushing the record, and the settler again before settling one: a sweep's
+ * claim that lands late (a stalled database, a process killed with the write sent) then finds
+ * the marks gone instead of claiming messages for a refund already settled without them.
+ */
+export async function markUnsentRefund(
+  messages: Collection<MessageDoc>,
+  refund: PendingCharge,
+): Promise<void> {
+  await messages.updateMany(
+    { _id: { $in: chargedMessages(refund).map((m) => m.id) }, refundDue: true },
+    { $unset: { refundDue: "" }, $set: { refund: refund.ref } },
+    backgroundWriteOptions(),
+  );
 }
 
 /**

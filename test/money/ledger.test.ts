@@ -12,6 +12,7 @@ import type { Store } from "../../src/store/database.ts";
 import { Deadline } from "../../src/store/deadline.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { MessageWriter } from "../../src/store/message-writer.ts";
+import { markUnsentRefund, pushPendingRefund } from "../../src/store/refunds.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
 import { nextTestId } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
@@ -279,6 +280,35 @@ describe("the ledger", () => {
     ]);
     const usage = await store.usage.find({ accountId: account._id }).toArray();
     expect(usage.map((u) => [u.country, u.refundedMicros])).toEqual([["DE", 2 * PRICE]]);
+  });
+
+  it("a refund's claim of its messages that lands after the settler settled it takes nothing: the settler claimed them, and refunded them once", async () => {
+    const { store } = fixture;
+    const { account } = await createAccount(store.accounts, { name: "late", creditMicros: 0 });
+    const doc = message(account._id, 1);
+    await store.messages.insertOne(doc);
+    await recordSubmissions(
+      store.messages,
+      [{ id: doc._id, carrierIds: [], error: "refused", expiresAt: doc.expiresAt }],
+      new Date(),
+    );
+    // A sweep pushed its refund and stalled (or died) with its claim of the message sent but
+    // not yet applied; the refund ages past the settler's cutoff.
+    const stalled = await pushPendingRefund(
+      store.accounts,
+      account._id,
+      [{ id: doc._id, amountMicros: PRICE }],
+      new Date(Date.now() - 60_000),
+      { unsentParts: true },
+    );
+    await settleAbandonedCharges(store, 30_000, new Date());
+    await markUnsentRefund(store.messages, stalled); // the late claim
+    await settleEverything(store);
+    const { account: after, entries } = await books(account._id);
+    expect(after?.creditMicros).toBe(PRICE);
+    expect(entries.map((e) => [e.kind, e.amountMicros, e.messageIds])).toEqual([
+      ["REFUND", PRICE, [doc._id]],
+    ]);
   });
 
   it("a message whose ttl ran out before any carrier took it is refunded; one that was sent is not", async () => {
