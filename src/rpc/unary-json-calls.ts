@@ -1,11 +1,5 @@
 import type { ServerResponse } from "node:http";
-import {
-  create,
-  type DescMethod,
-  type DescService,
-  fromJson,
-  toJsonString,
-} from "@bufbuild/protobuf";
+import { create, type DescMethod, type DescService, fromJson } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -25,6 +19,7 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./guarded-bodies.ts";
+import { answerWriter } from "./json-answers.ts";
 import { NodeRequestHeaders } from "./node-request-headers.ts";
 
 // Connect unary calls with a JSON body (POST, `application/json`, no request compression or
@@ -103,7 +98,7 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
     (request: NodeRequest, response: NodeResponse, call: JsonCall) => Promise<void>
   >();
   for (const [path, { method, impl }] of impls) {
-    const output = method.output;
+    const writeAnswer = answerWriter(method.output);
     handlers.set(path, async (request, response, call) => {
       const context = new CallContext(method, request, response, call.values);
       let status = 200;
@@ -122,8 +117,9 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
         }
         const answer = await invokeUnary(context, impl, input, options.interceptors);
         try {
-          // protobuf-es's write defaults: connect-es's JSON options only change reading.
-          body = toJsonString(output, answer as never);
+          // toJsonString's text with protobuf-es's write defaults (connect-es's JSON options
+          // only change reading), written by a compiled writer (json-answers.ts).
+          body = writeAnswer(answer as never);
         } catch (error) {
           throw ConnectError.from(error, Code.Internal);
         }
