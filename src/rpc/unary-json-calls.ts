@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { create, type DescMethod, type DescService, fromJson } from "@bufbuild/protobuf";
+import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -43,7 +43,7 @@ export interface UnaryJsonOptions {
 /** The parts of a prepared call the fast path reads (call-requests.ts). */
 export interface JsonCall {
   values: ContextValues;
-  /** Reads the body through its checks: the parsed JSON, known fields only. */
+  /** Reads the body through its checks: the request message (INVALID_ARGUMENT if none). */
   read: () => Promise<unknown>;
 }
 
@@ -108,13 +108,7 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
       try {
         // As connect-es: the gate before any byte of the body is read.
         await options.requestGate(context);
-        const json = await call.read();
-        let input: unknown;
-        try {
-          input = fromJson(method.input, json as never);
-        } catch (error) {
-          throw ConnectError.from(error, Code.InvalidArgument);
-        }
+        const input = await call.read();
         const answer = await invokeUnary(context, impl, input, options.interceptors);
         try {
           // toJsonString's text with protobuf-es's write defaults (connect-es's JSON options
