@@ -167,9 +167,7 @@ class CallContext implements HandlerContext {
   private header: Headers | undefined;
   private trailer: Headers | undefined;
   private controller: AbortController | undefined;
-  private readonly onClose = () => {
-    if (!this.response.writableFinished) this.controller?.abort();
-  };
+  private onClose: (() => void) | undefined;
 
   constructor(
     readonly method: DescMethod,
@@ -188,14 +186,23 @@ class CallContext implements HandlerContext {
   get signal(): AbortSignal {
     if (!this.controller) {
       // Aborted when the client goes before the answer is out, as connect-es's.
-      this.controller = new AbortController();
-      if (this.response.closed) this.onClose();
-      else this.response.once("close", this.onClose);
+      const controller = new AbortController();
+      const response = this.response;
+      const onClose = () => {
+        if (!response.writableFinished) controller.abort();
+      };
+      this.controller = controller;
+      this.onClose = onClose;
+      if (response.closed) onClose();
+      else response.once("close", onClose);
     }
     return this.controller.signal;
   }
 
-  readonly timeoutMs = () => undefined;
+  /** No timeout: a call with one takes connect-es's path. Reads no `this`, as callers may not. */
+  timeoutMs(): undefined {
+    return undefined;
+  }
 
   get responseHeader(): Headers {
     this.header ??= new Headers({ "content-type": "application/json" });
@@ -209,7 +216,7 @@ class CallContext implements HandlerContext {
 
   /** The call is answered: the signal no longer follows the response. */
   done(): void {
-    if (this.controller) this.response.off("close", this.onClose);
+    if (this.onClose) this.response.off("close", this.onClose);
   }
 
   /** The answer's headers for node's writeHead, trailers merged as connect-es does. */
