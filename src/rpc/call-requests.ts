@@ -1,3 +1,4 @@
+import { fromJson } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -18,6 +19,7 @@ import {
   type NodeRequest,
   type NodeResponse,
 } from "./guarded-bodies.ts";
+import { plainInputReader } from "./json-inputs.ts";
 import { knownFieldsOfMessage, replaceBody } from "./json-requests.ts";
 import { readMaxBytesOf } from "./read-limits.ts";
 import type { JsonCall } from "./unary-json-calls.ts";
@@ -55,11 +57,12 @@ export function rpcRequests(deps: {
   const inputs = new Map(router.handlers.map((h) => [h.requestPath, h.method.input]));
   const known = new Map<string, KnownFields>();
   for (const [path, input] of inputs) known.set(path, knownFieldsOfMessage(input));
+  const plainReaders = new Map([...inputs].map(([path, input]) => [path, plainInputReader(input)]));
 
   /**
    * A Connect unary JSON call from `address` for the fast path (unary-json-calls.ts): its context
-   * values and the reader of its body, through the same checks as `prepare`'s; undefined for a
-   * path whose body is not read here.
+   * values and the reader of its body's message, through the same checks and decoding as
+   * `prepare`'s and connect-es's; undefined for a path whose body is not read here.
    */
   const jsonCall = (
     request: NodeRequest,
@@ -75,14 +78,27 @@ export function rpcRequests(deps: {
       readMaxBytes: readMaxBytesOf(path, deps.batchReadMaxBytes),
       input: inputs.get(path),
     });
-    if (body?.whole !== "json") return undefined;
+    const input = inputs.get(path);
+    const plain = plainReaders.get(path);
+    if (body?.whole !== "json" || !input || !plain) return undefined;
     return {
       values: fromAddress(address),
       read: async () => {
         const parse = await readInto(body, new JsonBodyParse({ known: fields, plain: true }));
         const result = await parse.end();
         if (!result.ok) throw new ConnectError(result.message, Code.InvalidArgument);
-        return parse.inWorker ? result.value : keepKnown(result.value, fields);
+        // A worker's answer holds the known fields only; a body parsed here, read as it is when
+        // it sets plain fields only (json-inputs.ts), else pruned alike.
+        const message = parse.inWorker ? undefined : plain(result.value);
+        if (message) return message;
+        try {
+          return fromJson(
+            input,
+            (parse.inWorker ? result.value : keepKnown(result.value, fields)) as never,
+          );
+        } catch (error) {
+          throw ConnectError.from(error, Code.InvalidArgument);
+        }
       },
     };
   };

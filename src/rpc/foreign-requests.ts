@@ -24,9 +24,9 @@ function isRpcContentType(type: string | null): boolean {
 export function refuseForeignRequests(scope: FastifyInstance): void {
   // A callback, not a promise: it runs on every call (issue 43).
   scope.addHook("onRequest", (request, reply, done) => {
-    const path = request.url.split("?")[0];
     if (request.method === "GET" && /[?&]encoding=/.test(request.url)) return done();
     if (request.method !== "POST") {
+      const path = request.url.split("?")[0];
       return reply
         .code(405)
         .header("allow", "POST")

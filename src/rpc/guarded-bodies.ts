@@ -245,9 +245,12 @@ function* envelope(parsed: ParseResult<Uint8Array>): Generator<Uint8Array> {
  * connect-es gets each one whole and without its unknown fields instead of its raw bytes: it
  * would allocate an envelope's declared length at its header, then join and decode it here.
  */
+/** An envelope's header before its first byte (never written to: replaced by concat). */
+const NO_HEADER = Buffer.alloc(0);
+
 class Messages {
   private message: Message | undefined;
-  private header = Buffer.alloc(0);
+  private header = NO_HEADER;
   /** Bytes of the current envelope's message still to come. */
   private remaining = 0;
   /** Takes the scanned chunks of a whole body (GuardedBody.readWhole). */
@@ -315,7 +318,7 @@ class Messages {
       if (this.header.length < 5) return;
       const flags = this.header.readUInt8(0);
       this.remaining = this.header.readUInt32BE(1);
-      this.header = Buffer.alloc(0);
+      this.header = NO_HEADER;
       // As connect-es refuses it at the header (it no longer sees the header of a parsed one).
       if (this.remaining > this.readMaxBytes) {
         throw new ConnectError(

@@ -89,7 +89,9 @@ export function fastifyAdapter(
     const fastHandler = fast?.get(handler.requestPath);
     scope.all(handler.requestPath, async (request, reply) => {
       // Headers set on the reply (by hooks) go out with the answer, written raw.
-      for (const [name, value] of Object.entries(reply.getHeaders())) {
+      const headers = reply.getHeaders();
+      for (const name in headers) {
+        const value = headers[name];
         if (value !== undefined) reply.raw.setHeader(name, value);
       }
       const call =

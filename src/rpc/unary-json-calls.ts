@@ -1,20 +1,16 @@
 import type { ServerResponse } from "node:http";
-import { type DescMethod, fromJson, toJsonString } from "@bufbuild/protobuf";
+import { create, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
   type ConnectRouter,
   type ContextValues,
-  createMethodImplSpec,
   type HandlerContext,
   type Interceptor,
+  type UnaryRequest,
+  type UnaryResponse,
 } from "@connectrpc/connect";
-import {
-  compressionNegotiate,
-  getJsonOptions,
-  invokeUnaryImplementation,
-  mergeNonProtocolHeaders,
-} from "@connectrpc/connect/protocol";
+import { compressionNegotiate, mergeNonProtocolHeaders } from "@connectrpc/connect/protocol";
 import {
   codeToHttpStatus,
   errorToJsonBytes,
@@ -23,6 +19,8 @@ import {
 } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./guarded-bodies.ts";
+import { answerWriter } from "./json-answers.ts";
+import { NodeRequestHeaders } from "./node-request-headers.ts";
 
 // Connect unary calls with a JSON body (POST, `application/json`, no request compression or
 // timeout header) on PORT, served without connect-es's universal handler: the same request gate,
@@ -45,7 +43,7 @@ export interface UnaryJsonOptions {
 /** The parts of a prepared call the fast path reads (call-requests.ts). */
 export interface JsonCall {
   values: ContextValues;
-  /** Reads the body through its checks: the parsed JSON, known fields only. */
+  /** Reads the body through its checks: the request message (INVALID_ARGUMENT if none). */
   read: () => Promise<unknown>;
 }
 
@@ -53,8 +51,6 @@ const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
 /** connect-es's default: answers smaller than this are not compressed. */
 const COMPRESS_MIN_BYTES = 1024;
 const encoder = new TextEncoder();
-/** connect-es's JSON options for answers (unknown fields ignored, the rest the defaults). */
-const JSON_OPTIONS = getJsonOptions(undefined);
 
 /** Whether a call with these headers takes the fast path (else connect-es serves it). */
 export function takesUnaryJsonPath(request: NodeRequest): boolean {
@@ -102,39 +98,9 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
     (request: NodeRequest, response: NodeResponse, call: JsonCall) => Promise<void>
   >();
   for (const [path, { method, impl }] of impls) {
-    const spec = createMethodImplSpec(method, impl as never);
+    const writeAnswer = answerWriter(method.output);
     handlers.set(path, async (request, response, call) => {
-      const headers = request.headers;
-      const requestHeader = new Headers();
-      for (const [name, value] of Object.entries(headers)) {
-        if (name.startsWith(":") || value === undefined) continue;
-        if (Array.isArray(value)) for (const v of value) requestHeader.append(name, v);
-        else requestHeader.append(name, value);
-      }
-      const controller = new AbortController();
-      const onClose = () => {
-        if (!response.writableFinished) controller.abort();
-      };
-      response.once("close", onClose);
-      const context: HandlerContext = {
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        protocolName: "connect",
-        url: `http://${headers.host ?? ""}${request.url ?? ""}`,
-        signal: controller.signal,
-        timeoutMs: () => undefined,
-        requestHeader,
-        responseHeader: new Headers({ "content-type": "application/json" }),
-        responseTrailer: new Headers(),
-        values: call.values,
-      };
-      const compression = compressionNegotiate(
-        ACCEPT_COMPRESSION,
-        null,
-        requestHeader.get("accept-encoding"),
-        "Accept-Encoding",
-      );
+      const context = new CallContext(method, request, response, call.values);
       let status = 200;
       // A string answer goes out with its head in one write of one buffer, as Fastify's do;
       // bytes would go as a second chunk of a writev (node's http: head and body apart).
@@ -142,21 +108,12 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
       try {
         // As connect-es: the gate before any byte of the body is read.
         await options.requestGate(context);
-        const json = await call.read();
-        let input: unknown;
+        const input = await call.read();
+        const answer = await invokeUnary(context, impl, input, options.interceptors);
         try {
-          input = fromJson(method.input, json as never);
-        } catch (error) {
-          throw ConnectError.from(error, Code.InvalidArgument);
-        }
-        const output = await invokeUnaryImplementation(
-          spec as never,
-          context,
-          input as never,
-          options.interceptors,
-        );
-        try {
-          body = toJsonString(method.output, output as never, JSON_OPTIONS);
+          // toJsonString's text with protobuf-es's write defaults (connect-es's JSON options
+          // only change reading), written by a compiled writer (json-answers.ts).
+          body = writeAnswer(answer as never);
         } catch (error) {
           throw ConnectError.from(error, Code.Internal);
         }
@@ -170,31 +127,266 @@ export function unaryJsonHandlers(options: UnaryJsonOptions) {
         if (!answer.isWireError) mergeNonProtocolHeaders(context.responseHeader, answer.metadata);
         body = errorToJsonBytes(answer, {});
       } finally {
-        response.off("close", onClose);
+        context.done();
       }
       let length = typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
-      if (compression.response && length >= COMPRESS_MIN_BYTES) {
-        body = await compression.response.compress(
-          typeof body === "string" ? encoder.encode(body) : body,
+      if (length >= COMPRESS_MIN_BYTES) {
+        const compression = compressionNegotiate(
+          ACCEPT_COMPRESSION,
+          null,
+          context.requestHeader.get("accept-encoding"),
+          "Accept-Encoding",
         );
-        length = body.byteLength;
-        context.responseHeader.set("content-encoding", compression.response.name);
+        if (compression.response) {
+          body = await compression.response.compress(
+            typeof body === "string" ? encoder.encode(body) : body,
+          );
+          length = body.byteLength;
+          context.responseHeader.set("content-encoding", compression.response.name);
+        }
       }
-      // Without trailers (the usual answer) the answer's headers need no merged copy.
-      const header = hasEntries(context.responseTrailer)
-        ? trailerMux(context.responseHeader, context.responseTrailer)
-        : context.responseHeader;
-      header.set("content-length", String(length));
-      const out: Record<string, string | string[]> = {};
-      header.forEach((value, name) => {
-        out[name] = name === "set-cookie" ? header.getSetCookie() : value;
-      });
       // Head and body in one write.
-      (response as ServerResponse).writeHead(status, out);
+      (response as ServerResponse).writeHead(status, context.answerHeaders(length));
       response.end(body);
     });
   }
   return handlers;
+}
+
+/**
+ * A call's HandlerContext, what connect-es's createHandlerContext makes, but with what most calls
+ * never read made only when read (issue 43): the request headers read from node's
+ * (node-request-headers.ts), the response headers and trailers, the signal and its listener on
+ * the response, the URL.
+ */
+class CallContext implements HandlerContext {
+  readonly service: DescService;
+  readonly requestMethod = "POST";
+  readonly protocolName = "connect";
+  readonly requestHeader: Headers;
+  private header: Headers | undefined;
+  private trailer: Headers | undefined;
+  private controller: AbortController | undefined;
+  private onClose: (() => void) | undefined;
+
+  constructor(
+    readonly method: DescMethod,
+    private readonly request: NodeRequest,
+    private readonly response: NodeResponse,
+    readonly values: ContextValues,
+  ) {
+    this.service = method.parent;
+    this.requestHeader = new NodeRequestHeaders(request.headers);
+  }
+
+  get url(): string {
+    return `http://${this.request.headers.host ?? ""}${this.request.url ?? ""}`;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      // Aborted when the client goes before the answer is out, as connect-es's.
+      const controller = new AbortController();
+      const response = this.response;
+      const onClose = () => {
+        if (!response.writableFinished) controller.abort();
+      };
+      this.controller = controller;
+      this.onClose = onClose;
+      if (response.closed) onClose();
+      else response.once("close", onClose);
+    }
+    return this.controller.signal;
+  }
+
+  /** No timeout: a call with one takes connect-es's path. Reads no `this`, as callers may not. */
+  timeoutMs(): undefined {
+    return undefined;
+  }
+
+  get responseHeader(): Headers {
+    this.header ??= new Headers({ "content-type": "application/json" });
+    return this.header;
+  }
+
+  get responseTrailer(): Headers {
+    this.trailer ??= new Headers();
+    return this.trailer;
+  }
+
+  /** The call is answered: the signal no longer follows the response. */
+  done(): void {
+    if (this.onClose) this.response.off("close", this.onClose);
+  }
+
+  /** The answer's headers for node's writeHead, trailers merged as connect-es does. */
+  answerHeaders(length: number): Record<string, string | string[]> {
+    const lengthValue = String(length);
+    if (!this.header && !(this.trailer && hasEntries(this.trailer))) {
+      // As the fetch Headers below would give them: in order of name.
+      return { "content-length": lengthValue, "content-type": "application/json" };
+    }
+    // Without trailers (the usual answer) the answer's headers need no merged copy.
+    const header =
+      this.trailer && hasEntries(this.trailer)
+        ? trailerMux(this.responseHeader, this.trailer)
+        : this.responseHeader;
+    header.set("content-length", lengthValue);
+    const out: Record<string, string | string[]> = {};
+    header.forEach((value, name) => {
+      out[name] = name === "set-cookie" ? header.getSetCookie() : value;
+    });
+    return out;
+  }
+}
+
+/**
+ * connect-es's invokeUnaryImplementation, without reading the context's lazy parts: the request
+ * the interceptors see reads the context's signal and headers when they do, and the handler gets
+ * the context itself unless an interceptor replaced the request's parts (then a merged copy, as
+ * connect-es makes for every call).
+ */
+async function invokeUnary(
+  context: CallContext,
+  impl: UnaryHandler,
+  input: unknown,
+  interceptors: Interceptor[],
+): Promise<unknown> {
+  const method = context.method;
+  const request = new CallRequest(context, input);
+  let own: CallResponse | undefined;
+  let next: UnaryFn = async (req) => {
+    const ctx = req === request && !request.changed ? context : mergedContext(context, req);
+    own = new CallResponse(context, create(method.output, (await impl(req.message, ctx)) as never));
+    return own as never;
+  };
+  for (let i = interceptors.length - 1; i >= 0; i--) {
+    next = (interceptors[i] as Interceptor)(next as never) as unknown as UnaryFn;
+  }
+  const response = (await next(request as never)) as unknown as UnaryResponse;
+  if (response !== own || own.changed) {
+    copyHeaders(response.header, context.responseHeader);
+    copyHeaders(response.trailer, context.responseTrailer);
+  }
+  return response.message;
+}
+
+type UnaryFn = (request: UnaryRequest) => Promise<UnaryResponse>;
+
+/** What an interceptor gets: connect-es's unary request, its signal and headers the context's. */
+class CallRequest {
+  readonly stream = false;
+  readonly requestMethod = "POST";
+  /** An interceptor set a part of it: the handler gets a context of the parts as set. */
+  changed = false;
+  private values: {
+    signal?: AbortSignal;
+    header?: Headers;
+    contextValues?: ContextValues;
+    url?: string;
+  } = {};
+
+  constructor(
+    private readonly context: CallContext,
+    public message: unknown,
+  ) {}
+
+  get method(): DescMethod {
+    return this.context.method;
+  }
+  get service(): DescService {
+    return this.context.service;
+  }
+  get url(): string {
+    return this.values.url ?? this.context.url;
+  }
+  set url(url: string) {
+    this.changed = true;
+    this.values.url = url;
+  }
+  get signal(): AbortSignal {
+    return this.values.signal ?? this.context.signal;
+  }
+  set signal(signal: AbortSignal) {
+    this.changed = true;
+    this.values.signal = signal;
+  }
+  get header(): Headers {
+    return this.values.header ?? this.context.requestHeader;
+  }
+  set header(header: Headers) {
+    this.changed = true;
+    this.values.header = header;
+  }
+  get contextValues(): ContextValues {
+    return this.values.contextValues ?? this.context.values;
+  }
+  set contextValues(values: ContextValues) {
+    this.changed = true;
+    this.values.contextValues = values;
+  }
+}
+
+/** What the handler answers, as interceptors get it: its headers and trailers the context's. */
+class CallResponse {
+  readonly stream = false;
+  /** An interceptor set its headers or trailers: they are copied to the context's. */
+  changed = false;
+  private replaced: { header?: Headers; trailer?: Headers } = {};
+
+  constructor(
+    private readonly context: CallContext,
+    public message: unknown,
+  ) {}
+
+  get method(): DescMethod {
+    return this.context.method;
+  }
+  get service(): DescService {
+    return this.context.service;
+  }
+  get header(): Headers {
+    return this.replaced.header ?? this.context.responseHeader;
+  }
+  set header(header: Headers) {
+    this.changed = true;
+    this.replaced.header = header;
+  }
+  get trailer(): Headers {
+    return this.replaced.trailer ?? this.context.responseTrailer;
+  }
+  set trailer(trailer: Headers) {
+    this.changed = true;
+    this.replaced.trailer = trailer;
+  }
+}
+
+/** connect-es's mergeRequest: the context with the request's parts. */
+function mergedContext(context: CallContext, req: UnaryRequest): HandlerContext {
+  return {
+    method: context.method,
+    service: req.service,
+    requestMethod: context.requestMethod,
+    protocolName: context.protocolName,
+    url: context.url,
+    timeoutMs: context.timeoutMs,
+    responseHeader: context.responseHeader,
+    responseTrailer: context.responseTrailer,
+    requestHeader: req.header,
+    signal: req.signal,
+    values: req.contextValues,
+  };
+}
+
+/** connect-es's copyHeaders. */
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  to.forEach((_, key) => {
+    to.delete(key);
+  });
+  from.forEach((value, key) => {
+    to.set(key, value);
+  });
 }
 
 function hasEntries(headers: Headers): boolean {

@@ -93,13 +93,35 @@ function verifiedSecret(account: AccountView, apiSecret: string): boolean {
   return true;
 }
 
-function basicCredentials(header: string | null): { apiKey: string; apiSecret: string } {
+/** The apiKey and apiSecret of `Authorization: Basic base64(apiKey:apiSecret)`; empty if absent. */
+export function basicCredentials(header: string | null): { apiKey: string; apiSecret: string } {
   const match = header?.match(/^Basic\s+([A-Za-z0-9+/=]*)\s*$/i);
   if (!match?.[1]) return { apiKey: "", apiSecret: "" };
-  const decoded = Buffer.from(match[1], "base64").toString("utf8");
+  const decoded = base64Text(match[1]);
   const colon = decoded.indexOf(":");
   if (colon < 0) return { apiKey: decoded, apiSecret: "" };
   return { apiKey: decoded.slice(0, colon), apiSecret: decoded.slice(colon + 1) };
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII's range, controls included
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * Base64 decoded as UTF-8 text, as Buffer decodes it. A padded base64 of ASCII text (every
+ * credential we issue) through atob, about 2.5 times faster than a Buffer for a header's 90
+ * characters (1.4 % of a Connect call's busy samples, which REST's credentials do not pay: issue
+ * 43); anything else, where the two could differ, through a Buffer.
+ */
+function base64Text(encoded: string): string {
+  if (encoded.length % 4 === 0) {
+    try {
+      const binary = atob(encoded);
+      if (ASCII.test(binary)) return binary;
+    } catch {
+      // Not base64 as atob reads it: Buffer's more lenient reading decides.
+    }
+  }
+  return Buffer.from(encoded, "base64").toString("utf8");
 }
 
 /** The header an account caller sends; used by the REST façade and clients. */
