@@ -12,8 +12,8 @@ import type { Store } from "../../src/store/database.ts";
 import { Deadline } from "../../src/store/deadline.ts";
 import type { MessageDoc } from "../../src/store/documents.ts";
 import { MessageWriter } from "../../src/store/message-writer.ts";
-import { markUnsentRefund, pushPendingRefund } from "../../src/store/refunds.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
+import { markUnsentRefund, pushPendingRefund } from "../../src/store/refunds.ts";
 import { nextTestId } from "../support/fixtures.ts";
 import { useTestStore } from "../support/store.ts";
 
