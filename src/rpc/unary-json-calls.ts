@@ -273,21 +273,14 @@ async function invokeUnary(
 
 type UnaryFn = (request: UnaryRequest) => Promise<UnaryResponse>;
 
-/** What an interceptor gets: connect-es's unary request, its signal and headers the context's. */
-class CallRequest {
+/** What a call's request and answer share as interceptors see them: the call's method, unary. */
+abstract class CallPart {
   readonly stream = false;
-  readonly requestMethod = "POST";
-  /** An interceptor set a part of it: the handler gets a context of the parts as set. */
+  /** An interceptor set a part of it: the call takes the parts as set. */
   changed = false;
-  private values: {
-    signal?: AbortSignal;
-    header?: Headers;
-    contextValues?: ContextValues;
-    url?: string;
-  } = {};
 
   constructor(
-    private readonly context: CallContext,
+    protected readonly context: CallContext,
     public message: unknown,
   ) {}
 
@@ -297,6 +290,18 @@ class CallRequest {
   get service(): DescService {
     return this.context.service;
   }
+}
+
+/** What an interceptor gets: connect-es's unary request, its signal and headers the context's. */
+class CallRequest extends CallPart {
+  readonly requestMethod = "POST";
+  private values: {
+    signal?: AbortSignal;
+    header?: Headers;
+    contextValues?: ContextValues;
+    url?: string;
+  } = {};
+
   get url(): string {
     return this.values.url ?? this.context.url;
   }
@@ -328,23 +333,9 @@ class CallRequest {
 }
 
 /** What the handler answers, as interceptors get it: its headers and trailers the context's. */
-class CallResponse {
-  readonly stream = false;
-  /** An interceptor set its headers or trailers: they are copied to the context's. */
-  changed = false;
+class CallResponse extends CallPart {
   private replaced: { header?: Headers; trailer?: Headers } = {};
 
-  constructor(
-    private readonly context: CallContext,
-    public message: unknown,
-  ) {}
-
-  get method(): DescMethod {
-    return this.context.method;
-  }
-  get service(): DescService {
-    return this.context.service;
-  }
   get header(): Headers {
     return this.replaced.header ?? this.context.responseHeader;
   }
