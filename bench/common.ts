@@ -44,6 +44,9 @@ export interface BenchContext {
   serviceEnv(db: string, extra?: Record<string, string>): Record<string, string>;
 }
 
+/** Statuses a message leaves once its carrier's receipt is applied. */
+export const PENDING_RECEIPT: MessageDoc["status"][] = ["ACCEPTED", "SENT"];
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 /** Polls `done` every 50 ms until it holds or `timeoutMs` ran out; returns whether it held. */

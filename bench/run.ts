@@ -35,7 +35,8 @@ import {
   startProcess,
 } from "./processes.ts";
 import { routingCostFigure } from "./routing-cost-figure.ts";
-import { scheduledFigures } from "./scheduled-figures.ts";
+import { scheduledAheadFigure } from "./scheduled-ahead-figure.ts";
+import { scheduledSecondFigure } from "./scheduled-second-figure.ts";
 import { singleSendFigure } from "./single-send-figure.ts";
 import { smppFigure } from "./smpp-figure.ts";
 import { throughputFigure } from "./throughput-figure.ts";
@@ -54,7 +55,7 @@ const quick = process.argv.includes("--quick");
 // "16" or "failover" in failover-figure.ts; "17" or "carriers" in two-carriers-figure.ts; "19" or
 // "keys" (issue 40) in api-keys-figure.ts; "20" or "money" (issue 41, with figure 2c) in
 // money-figure.ts; "21" or "usage" (issue 41) in usage-figure.ts; "22" and "23", both "scheduled"
-// (issue 42), in scheduled-figures.ts.
+// (issue 42), in scheduled-ahead-figure.ts and scheduled-second-figure.ts.
 const onlyArg = process.argv[process.argv.indexOf("--only") + 1];
 const only = process.argv.includes("--only") && onlyArg ? new Set(onlyArg.split(",")) : undefined;
 const runs = (...ids: string[]) => !only || ids.some((id) => only.has(id));
@@ -318,7 +319,8 @@ await moneyFigure(ctx);
 // ---- 21 (issue 41). GetUsage over a month of 1 million messages beside 10000
 await usageFigure(ctx);
 // ---- 22, 23 (issue 42). Sends beside a million scheduled; a batch scheduled for one second
-await scheduledFigures(ctx);
+await scheduledAheadFigure(ctx);
+await scheduledSecondFigure(ctx);
 
 await client.close();
 await database.stop();
