@@ -11,6 +11,9 @@
 // --cpu-prof-dir=/tmp/prof") is passed to the services. PROBE_STRACE=1: syscall counts of the
 // first round's slices. PROBE_COUNTS=1: the driver's commands by name and collection and the
 // socket writes, per request, of every slice (bench/command-counter.ts, preloaded).
+// `--observability off,metrics,tracing,on`: one service per mode of figure 13 (metrics served and
+// scraped every second, traces sampled at PROBE_TRACE_SAMPLE, default 0.1, to a local receiver),
+// in each dir, to tell what each of them costs a send.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -23,6 +26,7 @@ import { ADMIN_TOKEN, createAccount, sleep } from "./common.ts";
 import {
   buildService,
   cpuSeconds,
+  FREE_PORT,
   median,
   type ServiceProcess,
   startProcess,
@@ -38,6 +42,8 @@ const seconds = Number(arg("seconds", "4"));
 const rounds = Number(arg("rounds", "4"));
 const doors = arg("doors", "rest,connect").split(",") as Door[];
 type Door = "rest" | "connect";
+type Observability = "off" | "metrics" | "tracing" | "on";
+const observability = arg("observability", "").split(",").filter(Boolean) as Observability[];
 
 if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);
 if (process.env.PROBE_COUNTS) {
@@ -55,8 +61,30 @@ interface Side {
   api: ServiceProcess;
   bodies: Record<Door, { path: string; body: string; headers: Record<string, string> }>;
 }
+const sink = observability.some((mode) => mode === "tracing" || mode === "on")
+  ? await startProcess("bench/otlp-sink.ts", {}, "/bytes")
+  : undefined;
+/** Figure 13's environment of a mode (bench/observability-figure.ts). */
+const observabilityEnv = (mode: Observability): Record<string, string> => ({
+  ...((mode === "metrics" || mode === "on") && { METRICS_PORT: FREE_PORT }),
+  ...((mode === "tracing" || mode === "on") && {
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${sink?.baseUrl}/v1/traces`,
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: process.env.PROBE_TRACE_SAMPLE ?? "0.1",
+  }),
+});
+const sideSpecs =
+  observability.length > 0
+    ? dirs.flatMap((dir) =>
+        observability.map((mode) => ({
+          dir,
+          name: dirs.length > 1 ? `${dir}:${mode}` : mode,
+          env: observabilityEnv(mode),
+        })),
+      )
+    : dirs.map((dir) => ({ dir, name: dir, env: {} }));
 const sides: Side[] = [];
-for (const [i, dir] of dirs.entries()) {
+for (const [i, { dir, name, env }] of sideSpecs.entries()) {
   const db = `probe_send_${i}`;
   const api = await startProcess(
     "src/main.ts",
@@ -69,14 +97,16 @@ for (const [i, dir] of dirs.entries()) {
       LOG_LEVEL: "warn",
       SMS_RATE_LIMIT_RPS: "0",
       SMS_RUN_WORKERS: "false",
+      ...env,
     },
     "/health",
     dir === "." ? undefined : dir,
   );
+  log(`${name}: service pid ${api.pid}`);
   const account = await createAccount(api.baseUrl);
   const basic = `Basic ${Buffer.from(`${account.apiKey}:${account.apiSecret}`).toString("base64")}`;
   sides.push({
-    dir,
+    dir: name,
     db,
     api,
     bodies: {
@@ -112,6 +142,18 @@ const load = (side: Side, door: Door, secs: number, fixedRate?: number) => {
 };
 
 for (const side of sides) for (const door of doors) await load(side, door, 4);
+
+/** Prometheus's scrape of a service that serves metrics, every second as figure 13's; returns its stop. */
+function scrapeEverySecond(api: ServiceProcess): () => void {
+  const port = Number(api.env.METRICS_PORT ?? 0);
+  if (port === 0) return () => {};
+  const scraper = setInterval(() => {
+    fetch(`http://127.0.0.1:${port}/metrics`)
+      .then((r) => r.text())
+      .catch(() => undefined);
+  }, 1000);
+  return () => clearInterval(scraper);
+}
 
 /** PROBE_STRACE=1: syscall counts of the service over a slice (first round only). */
 function strace(pid: number, key: string, round: number): ChildProcess | undefined {
@@ -151,7 +193,9 @@ for (let round = 0; round < rounds; round++) {
     const ops = await opcounters();
     const counted = await serviceCounts(side.api.pid);
     const before = cpuSeconds(side.api.pid);
+    const stopScraping = scrapeEverySecond(side.api);
     const r = await load(side, door, seconds, rate);
+    stopScraping();
     const cpu = cpuSeconds(side.api.pid) - before;
     const countedAfter = await serviceCounts(side.api.pid);
     const opsAfter = await opcounters();
@@ -195,6 +239,7 @@ for (const [key, r] of results) {
   );
 }
 for (const side of sides) await side.api.stop();
+await sink?.stop();
 await Promise.all(sides.map((s) => client.db(s.db).dropDatabase()));
 await client.close();
 await database.stop();

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { SpanContext } from "@opentelemetry/api";
+import type { Span, SpanContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 
 // Every log line of a request carries its reqId (docs/design.md, "Operations"). Fastify's request.log
@@ -14,6 +14,12 @@ export interface RequestContext {
   log: FastifyBaseLogger;
   /** The W3C trace id of a request with a span, when tracing is on. */
   traceId?: string;
+  /**
+   * The request's span when its trace is decided by the SDK (sampled, or continuing a caller's):
+   * what the request does finds it here rather than in OpenTelemetry's active context, which
+   * would cost each such request two context copies and a run of their async storage.
+   */
+  span?: Span;
   /**
    * The request's span when its trace is not sampled: such a request runs outside any span
    * context (tracing/request-spans.ts), and its messages keep this trace (tracing.ts).

@@ -11,7 +11,7 @@ import {
 } from "@opentelemetry/api";
 import { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import { currentRequest } from "../request-context.ts";
-import { sampleRoot, takenRoot, unsampledRoot } from "./root-sampling.ts";
+import { sampleRoot, TAKEN_ROOT, unsampledRoot } from "./root-sampling.ts";
 import { tracer, traceSampling } from "./tracing.ts";
 
 // A span per request, continuing the caller's trace when it sends `traceparent` (REST, Connect
@@ -42,7 +42,7 @@ export function traceRequests(app: FastifyInstance): void {
     const parent = continued
       ? propagation.extract(ROOT_CONTEXT, headers)
       : sampling
-        ? takenRoot(ROOT_CONTEXT)
+        ? TAKEN_ROOT
         : ROOT_CONTEXT;
     const route = request.routeOptions.url ?? "unmatched";
     const span = tracer().startSpan(
@@ -60,7 +60,14 @@ export function traceRequests(app: FastifyInstance): void {
     if (served) served.traceId = span.spanContext().traceId;
     request.log.info({ req: request }, "incoming request");
     spans.set(request, span);
-    // The span's context, without the mark of a root taken (its children have a parent).
+    if (served && !continued) {
+      // A root the service took: what the request does finds its span in the request's context.
+      served.span = span;
+      done();
+      return;
+    }
+    if (served) served.span = span;
+    // A caller's trace: its span in the active context, with the caller's baggage.
     context.with(trace.setSpan(continued ? parent : ROOT_CONTEXT, span), done);
   });
   app.addHook("onResponse", (request, reply, done) => {
@@ -93,7 +100,7 @@ export const traceCalls: Interceptor = (next) => async (request) => {
   // Within a request whose trace is not sampled, a span of the call would not be either.
   if (currentRequest()?.unsampledSpan) return next(request);
   const procedure = `${request.service.typeName}/${request.method.name}`;
-  const outer = trace.getSpan(context.active());
+  const outer = currentRequest()?.span ?? trace.getSpan(context.active());
   if (outer) {
     outer.setAttribute("rpc.method", procedure);
     return next(request);

@@ -4,6 +4,7 @@ import {
   type Context,
   createContextKey,
   type Link,
+  ROOT_CONTEXT,
   type SpanContext,
   type SpanKind,
   TraceFlags,
@@ -79,6 +80,9 @@ const ROOT_TAKEN = createContextKey("sms-service root sampled");
 export function takenRoot(root: Context): Context {
   return root.setValue(ROOT_TAKEN, true);
 }
+
+/** The root context marked as taken, made once: every context's `setValue` copies its entries. */
+export const TAKEN_ROOT: Context = takenRoot(ROOT_CONTEXT);
 
 /** The standard sampler, but a root decided by `sampleRoot` is recorded as decided. */
 class DecidedRoots implements Sampler {

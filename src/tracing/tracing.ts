@@ -102,13 +102,15 @@ export type { StoredTrace };
 /** The active trace context as the message stores it; undefined when there is none (or tracing is off). */
 export function currentTraceCarrier(): StoredTrace | undefined {
   if (!active) return undefined;
-  const span = currentRequest()?.unsampledSpan ?? trace.getSpanContext(context.active());
+  const served = currentRequest();
+  const span =
+    served?.unsampledSpan ?? served?.span?.spanContext() ?? trace.getSpanContext(context.active());
   // Its bytes are already those a message stores.
   if (span instanceof UnsampledRoot) return new Binary(span.stored);
   if (!span || !isSpanContextValid(span)) return undefined;
   if (span.traceState) {
     const headers: Record<string, string> = {};
-    propagation.inject(context.active(), headers);
+    propagation.inject(trace.setSpanContext(ROOT_CONTEXT, span), headers);
     if (!headers.traceparent) return undefined;
     return {
       traceparent: headers.traceparent,
