@@ -3,9 +3,15 @@ import { createAccount } from "../../src/store/accounts.ts";
 import { discardBatch } from "../../src/store/batch-commits.ts";
 import { ChargeConfirmations } from "../../src/store/charge-confirmations.ts";
 import { settleAbandonedCharges } from "../../src/store/charge-settler.ts";
-import { chargeThenStore, debit, MAX_PENDING_CHARGES } from "../../src/store/charges.ts";
+import {
+  chargeThenStore,
+  debit,
+  MAX_PENDING_CHARGES,
+  settleCharge,
+} from "../../src/store/charges.ts";
 import type { PendingCharge } from "../../src/store/documents.ts";
 import { acceptedMessage } from "../../src/store/messages.ts";
+import { pushPendingRefund } from "../../src/store/refunds.ts";
 import { useTestStore } from "../support/store.ts";
 
 const fixture = useTestStore();
@@ -214,5 +220,41 @@ describe("credit charges", () => {
     const account = await fixture.store.accounts.findOne({ _id: apiKey });
     expect(account?.creditMicros).toBe(1000);
     expect(account?.pendingCharges).toHaveLength(MAX_PENDING_CHARGES);
+  });
+
+  it("never refuses a debit as busy while the account's own refunds and confirmations settle", async () => {
+    // What a cancel (or a workers' refund) and a batch's confirmation write to the account
+    // document only raise its credit and shorten its pending list: they never make a debit's
+    // filter fail, so they never turn a debit into ACCOUNT_BUSY (a 503).
+    const start = 1_000_000_000;
+    const apiKey = await newAccount(start);
+    const confirmations = new ChargeConfirmations(fixture.store);
+    let refunds = 0;
+    let batches = 0;
+    const refunding = async () => {
+      for (let i = 0; i < 60; i++) {
+        const refund = await pushPendingRefund(
+          fixture.store.accounts,
+          apiKey,
+          [{ id: i, amountMicros: 5 }],
+          new Date(),
+        );
+        await settleCharge(fixture.store, apiKey, refund, refund.amountMicros);
+        refunds++;
+      }
+    };
+    const debiting = async (first: number) => {
+      for (let ref = first; ref < first + 60; ref++) {
+        const charge: PendingCharge = { ref, kind: "batch", amountMicros: 300, at: new Date() };
+        expect(await debit(fixture.store.accounts, apiKey, charge)).toHaveProperty("creditMicros");
+        batches++;
+        confirmations.add(apiKey, charge);
+      }
+    };
+    await Promise.all([refunding(), refunding(), refunding(), debiting(1), debiting(1001)]);
+    await confirmations.flush();
+    const account = await fixture.store.accounts.findOne({ _id: apiKey });
+    expect(account?.creditMicros).toBe(start - 300 * batches + 5 * refunds);
+    expect(account?.pendingCharges).toEqual([]);
   });
 });
