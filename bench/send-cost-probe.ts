@@ -11,8 +11,9 @@
 // --cpu-prof-dir=/tmp/prof") is passed to the services. PROBE_STRACE=1: syscall counts of the
 // first round's slices. PROBE_COUNTS=1: the driver's commands by name and collection and the
 // socket writes, per request, of every slice (bench/command-counter.ts, preloaded).
-// `--observability off,metrics,tracing,on`: one service per mode of figure 13 (metrics served and
-// scraped every second, traces sampled at PROBE_TRACE_SAMPLE, default 0.1, to a local receiver),
+// `--observability off,metrics,tracing,unsampled,on`: one service per mode of figure 13 (metrics
+// served and scraped every second, traces sampled at PROBE_TRACE_SAMPLE, default 0.1, or none
+// for `unsampled`, to a local receiver),
 // in each dir, to tell what each of them costs a send.
 
 import { type ChildProcess, spawn } from "node:child_process";
@@ -42,7 +43,7 @@ const seconds = Number(arg("seconds", "4"));
 const rounds = Number(arg("rounds", "4"));
 const doors = arg("doors", "rest,connect").split(",") as Door[];
 type Door = "rest" | "connect";
-type Observability = "off" | "metrics" | "tracing" | "on";
+type Observability = "off" | "metrics" | "tracing" | "unsampled" | "on";
 const observability = arg("observability", "").split(",").filter(Boolean) as Observability[];
 
 if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);
@@ -61,16 +62,16 @@ interface Side {
   api: ServiceProcess;
   bodies: Record<Door, { path: string; body: string; headers: Record<string, string> }>;
 }
-const sink = observability.some((mode) => mode === "tracing" || mode === "on")
+const sink = observability.some((mode) => mode !== "off" && mode !== "metrics")
   ? await startProcess("bench/otlp-sink.ts", {}, "/bytes")
   : undefined;
 /** Figure 13's environment of a mode (bench/observability-figure.ts). */
 const observabilityEnv = (mode: Observability): Record<string, string> => ({
   ...((mode === "metrics" || mode === "on") && { METRICS_PORT: FREE_PORT }),
-  ...((mode === "tracing" || mode === "on") && {
+  ...((mode === "tracing" || mode === "unsampled" || mode === "on") && {
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${sink?.baseUrl}/v1/traces`,
     OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-    OTEL_TRACES_SAMPLER_ARG: process.env.PROBE_TRACE_SAMPLE ?? "0.1",
+    OTEL_TRACES_SAMPLER_ARG: mode === "unsampled" ? "0" : (process.env.PROBE_TRACE_SAMPLE ?? "0.1"),
   }),
 });
 const sideSpecs =
