@@ -12,12 +12,10 @@ export interface RequestContext {
   reqId: string;
   /** The request's own logger, whose lines already carry reqId. */
   log: FastifyBaseLogger;
-  /** The W3C trace id of a request with a span, when tracing is on. */
-  traceId?: string;
   /**
    * The request's span when its trace is decided by the SDK (sampled, or continuing a caller's):
    * what the request does finds it here rather than in OpenTelemetry's active context, which
-   * would cost each such request two context copies and a run of their async storage.
+   * would cost each such request context copies and a run of its async storage.
    */
   span?: Span;
   /**
@@ -43,7 +41,6 @@ export function trackRequests(app: FastifyInstance): void {
     const context: RequestContext = {
       reqId: String(request.id),
       log: request.log,
-      traceId: undefined,
       span: undefined,
       unsampledSpan: undefined,
     };
@@ -63,8 +60,8 @@ export function requestFields(logger: { bindings(): Record<string, unknown> }): 
     (logger as unknown) === (context.log as { made?: unknown }).made;
   // The request's own logger binds reqId and nothing else: no need to read its bindings (pino
   // parses them from JSON on every call).
-  // An unsampled request's trace id is read from its span context only for a line written.
-  const traceId = context.traceId ?? context.unsampledSpan?.traceId;
+  // The trace id is read from the request's span context only for a line written.
+  const traceId = (context.span?.spanContext() ?? context.unsampledSpan)?.traceId;
   if (own) return traceId === undefined ? {} : { traceId };
   const bound = logger.bindings();
   const fields: Record<string, string> = {};

@@ -1,7 +1,7 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
-import { type HistogramChild, LabelledHistogram } from "./histogram.ts";
+import { LabelledHistogram } from "./histogram.ts";
 
 // Requests: every answer of PORT by route and status, and every Connect/gRPC call (both ports)
 // by procedure and code. Labels hold route templates and procedure names, never a path with an
@@ -33,25 +33,13 @@ export function requestMetrics(registry: Registry) {
   return {
     /** Times every answer of `app` (register on the root instance). */
     observe(app: FastifyInstance): void {
-      // Each answer's child found by its route template, method and status without building a
-      // key string (a new string is hashed at every lookup: 0.5 µs of a send, figure 13).
-      const children = new Map<string, Map<string, Map<number, HistogramChild>>>();
-      const childOf = (route: string, method: string, status: number): HistogramChild => {
-        const byMethod = children.get(route) ?? new Map<string, Map<number, HistogramChild>>();
-        const byStatus = byMethod.get(method) ?? new Map<number, HistogramChild>();
-        const known = byStatus.get(status);
-        if (known) return known;
-        const child = http.labels(route, method, String(status));
-        byStatus.set(status, child);
-        byMethod.set(method, byStatus);
-        children.set(route, byMethod);
-        return child;
-      };
       app.addHook("onResponse", (request, reply, done) => {
         // No route: a 404, or a request refused before routing (parse errors, closing).
         const route = request.routeOptions.url ?? "unmatched";
         // Bounded label values (templates, not paths): the histogram keeps one child of each.
-        childOf(route, request.method, reply.statusCode).observe(reply.elapsedTime / 1000);
+        http
+          .labels(route, request.method, String(reply.statusCode))
+          .observe(reply.elapsedTime / 1000);
         done();
       });
     },

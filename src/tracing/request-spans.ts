@@ -57,16 +57,14 @@ export function traceRequests(app: FastifyInstance): void {
     // request's context (request-context.ts), cheaper than a child logger per request. Fastify
     // writes "incoming request" before any hook runs, so with tracing that line is written here
     // instead (TracedLogController).
-    if (served) served.traceId = span.spanContext().traceId;
+    if (served) served.span = span;
     request.log.info({ req: request }, "incoming request");
     spans.set(request, span);
+    // A root the service took: what the request does finds its span in the request's context.
     if (served && !continued) {
-      // A root the service took: what the request does finds its span in the request's context.
-      served.span = span;
       done();
       return;
     }
-    if (served) served.span = span;
     // A caller's trace: its span in the active context, with the caller's baggage.
     context.with(trace.setSpan(continued ? parent : ROOT_CONTEXT, span), done);
   });
