@@ -9,8 +9,9 @@
 //
 // How: one service per mode, each warmed up, then many short slices of load that take the modes
 // in turn (each mode first in every third round), the services started anew for each of 4 blocks
-// of rounds; each mode's value is its requests over its slices' time. This machine's speed changes by tens of percent within seconds (the same build's
-// CPU per request spread 330-560 µs between 10 s rounds a minute apart), so a few long rounds on
+// of rounds; each mode's value is its requests over its slices' time. This machine's speed
+// changes by tens of percent within seconds (the same build's CPU per request spread 330-560 µs
+// between 10 s rounds a minute apart), so a few long rounds on
 // fresh processes left the ratio anywhere from 0.82 to 1.14 for one commit; short slices in turn
 // meet those changes in every mode alike. Between slices a mode's messages are removed, so no
 // database grows through the run. The on service's spans still queued when its slice ends are

@@ -11,10 +11,9 @@
 // --cpu-prof-dir=/tmp/prof") is passed to the services. PROBE_STRACE=1: syscall counts of the
 // first round's slices. PROBE_COUNTS=1: the driver's commands by name and collection and the
 // socket writes, per request, of every slice (bench/command-counter.ts, preloaded).
-// `--observability off,metrics,tracing,unsampled,on`: one service per mode of figure 13 (metrics
-// served and scraped every second, traces sampled at PROBE_TRACE_SAMPLE, default 0.1, or none
-// for `unsampled`, to a local receiver),
-// in each dir, to tell what each of them costs a send.
+// `--observability off,metrics,tracing,unsampled,on`: one service per mode of figure 13 in each
+// dir (metrics served and scraped every second; traces sampled at PROBE_TRACE_SAMPLE, default
+// 0.1, or at 0 for `unsampled`, to a local receiver), to tell what each of them costs a send.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
