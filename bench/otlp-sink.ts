@@ -12,8 +12,12 @@ const server = http.createServer((request, response) => {
   request.on("data", (chunk: Buffer) => {
     bytes += chunk.length;
   });
+  // Answered in the export's own encoding: an empty ExportTraceServiceResponse either way.
+  const protobuf = request.headers["content-type"] === "application/x-protobuf";
   request.on("end", () =>
-    response.writeHead(200, { "content-type": "application/json" }).end("{}"),
+    response
+      .writeHead(200, { "content-type": protobuf ? "application/x-protobuf" : "application/json" })
+      .end(protobuf ? "" : "{}"),
   );
 });
 server.listen(Number(process.env.PORT), "127.0.0.1");

@@ -1,10 +1,12 @@
 /**
- * A small OTLP/HTTP trace receiver (JSON encoding, as @opentelemetry/exporter-trace-otlp-http
- * sends it): collects the spans exported to POST /v1/traces, for the tracing tests.
+ * A small OTLP/HTTP trace receiver, in both encodings the service exports (protobuf, the default,
+ * and JSON): collects the spans exported to POST /v1/traces, for the tracing tests, and how each
+ * export was encoded.
  */
 import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
 
 export interface ReceivedSpan {
   traceId: string;
@@ -21,6 +23,8 @@ export interface OtlpReceiver {
   /** http://127.0.0.1:<port>/v1/traces */
   tracesUrl: string;
   spans: ReceivedSpan[];
+  /** The content type of every export received, in order. */
+  encodings: string[];
   close(): Promise<void>;
 }
 
@@ -38,29 +42,21 @@ function attributeMap(list: { key: string; value: AnyValue }[] | undefined) {
 
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
+  const encodings: string[] = [];
   const server = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
     request.on("end", () => {
       if (request.method === "POST" && request.url === "/v1/traces") {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-        for (const resourceSpans of body.resourceSpans ?? []) {
-          const service = String(attributeMap(resourceSpans.resource?.attributes)["service.name"]);
-          for (const scope of resourceSpans.scopeSpans ?? []) {
-            for (const span of scope.spans ?? []) {
-              spans.push({
-                traceId: span.traceId,
-                spanId: span.spanId,
-                parentSpanId: span.parentSpanId ?? "",
-                name: span.name,
-                kind: span.kind,
-                attributes: attributeMap(span.attributes),
-                status: span.status ?? {},
-                service,
-              });
-            }
-          }
+        const type = request.headers["content-type"] ?? "";
+        encodings.push(type);
+        const body = Buffer.concat(chunks);
+        if (type === "application/x-protobuf") {
+          spans.push(...protobufSpans(body));
+          response.writeHead(200, { "content-type": type }).end();
+          return;
         }
+        spans.push(...jsonSpans(JSON.parse(body.toString("utf8"))));
         response.writeHead(200, { "content-type": "application/json" }).end("{}");
       } else response.writeHead(404).end();
     });
@@ -71,10 +67,166 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   return {
     tracesUrl: `http://127.0.0.1:${port}/v1/traces`,
     spans,
+    encodings,
     close: () =>
       new Promise((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
       }),
   };
+}
+
+type JsonAttributes = { key: string; value: AnyValue }[];
+
+/** The fields of an OTLP JSON request the tests read. */
+interface JsonRequest {
+  resourceSpans?: {
+    resource?: { attributes?: JsonAttributes };
+    scopeSpans?: {
+      spans?: (Omit<ReceivedSpan, "attributes" | "service" | "parentSpanId"> & {
+        parentSpanId?: string;
+        attributes?: JsonAttributes;
+      })[];
+    }[];
+  }[];
+}
+
+function jsonSpans(body: JsonRequest): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  for (const resourceSpans of body.resourceSpans ?? []) {
+    const service = String(attributeMap(resourceSpans.resource?.attributes)["service.name"]);
+    for (const scope of resourceSpans.scopeSpans ?? []) {
+      for (const span of scope.spans ?? []) {
+        spans.push({
+          traceId: span.traceId,
+          spanId: span.spanId,
+          parentSpanId: span.parentSpanId ?? "",
+          name: span.name,
+          kind: span.kind,
+          attributes: attributeMap(span.attributes),
+          status: span.status ?? {},
+          service,
+        });
+      }
+    }
+  }
+  return spans;
+}
+
+// OTLP's protobuf messages, read field by field (opentelemetry-proto, trace/v1 and common/v1):
+// only the fields the tests look at; the others are skipped.
+
+/** Calls `field` for each field of the message in `bytes`; unread fields are skipped. */
+function readFields(bytes: Uint8Array, field: (no: number, reader: BinaryReader) => boolean): void {
+  const reader = new BinaryReader(bytes);
+  while (reader.pos < reader.len) {
+    const [no, wireType] = reader.tag();
+    if (!field(no, reader)) reader.skip(wireType, no);
+  }
+}
+
+function protobufSpans(body: Uint8Array): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  // ExportTraceServiceRequest.resource_spans = 1
+  readFields(body, (no, reader) => {
+    if (no !== 1) return false;
+    let service = "";
+    const scopes: Uint8Array[] = [];
+    // ResourceSpans.resource = 1 (Resource.attributes = 1), scope_spans = 2
+    readFields(reader.bytes(), (field, inner) => {
+      if (field === 1) {
+        readFields(inner.bytes(), (attribute, kv) => {
+          if (attribute !== 1) return false;
+          const [key, value] = keyValue(kv.bytes());
+          if (key === "service.name") service = String(value);
+          return true;
+        });
+        return true;
+      }
+      if (field === 2) {
+        scopes.push(inner.bytes());
+        return true;
+      }
+      return false;
+    });
+    for (const scope of scopes) {
+      // ScopeSpans.spans = 2
+      readFields(scope, (field, inner) => {
+        if (field !== 2) return false;
+        spans.push({ ...protobufSpan(inner.bytes()), service });
+        return true;
+      });
+    }
+    return true;
+  });
+  return spans;
+}
+
+function protobufSpan(bytes: Uint8Array): Omit<ReceivedSpan, "service"> {
+  const span: Omit<ReceivedSpan, "service"> = {
+    traceId: "",
+    spanId: "",
+    parentSpanId: "",
+    name: "",
+    kind: 0,
+    attributes: {},
+    status: {},
+  };
+  const hex = (id: Uint8Array) => Buffer.from(id).toString("hex");
+  readFields(bytes, (no, reader) => {
+    switch (no) {
+      case 1:
+        span.traceId = hex(reader.bytes());
+        return true;
+      case 2:
+        span.spanId = hex(reader.bytes());
+        return true;
+      case 4:
+        span.parentSpanId = hex(reader.bytes());
+        return true;
+      case 5:
+        span.name = reader.string();
+        return true;
+      case 6:
+        span.kind = reader.int32();
+        return true;
+      case 9: {
+        const [key, value] = keyValue(reader.bytes());
+        span.attributes[key] = value;
+        return true;
+      }
+      case 15:
+        // Status.message = 2, code = 3
+        readFields(reader.bytes(), (field, status) => {
+          if (field === 2) span.status.message = status.string();
+          else if (field === 3) span.status.code = status.int32();
+          else return false;
+          return true;
+        });
+        return true;
+      default:
+        return false;
+    }
+  });
+  return span;
+}
+
+/** KeyValue (key = 1, value = 2) with an AnyValue of string (1), bool (2) or int (3). */
+function keyValue(bytes: Uint8Array): [string, unknown] {
+  let key = "";
+  let value: unknown;
+  readFields(bytes, (no, reader) => {
+    if (no === 1) key = reader.string();
+    else if (no === 2)
+      readFields(reader.bytes(), (kind, any) => {
+        if (kind === 1) value = any.string();
+        else if (kind === 2) value = any.bool();
+        else if (kind === 3) value = Number(any.int64());
+        else return false;
+        return true;
+      });
+    else return false;
+    return true;
+  });
+  return [key, value];
 }

@@ -4,8 +4,11 @@
  * out of the young generation, which cost the service 5-7 % of its CPU per request at a tenth
  * sampled: docs/decisions.md, "Operations: health, logs, metrics and tracing").
  */
+
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import {
+  otlpProtocol,
   SPAN_EXPORT_DELAY_MS,
   spanBatching,
   startTracing,
@@ -43,4 +46,38 @@ it("the batching delay is 200 ms unless OTEL_BSP_SCHEDULE_DELAY sets it", () => 
   expect(spanBatching({})).toEqual({ scheduledDelayMillis: 200 });
   // Set: the SDK's span processor reads the variable itself.
   expect(spanBatching({ OTEL_BSP_SCHEDULE_DELAY: "1000" })).toEqual({});
+});
+
+it("spans leave as OTLP protobuf, the specification's default, when no protocol is set", async () => {
+  const span = tracer().startSpan("carrier submit", {
+    kind: SpanKind.CLIENT,
+    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
+  });
+  span.setStatus({ code: SpanStatusCode.ERROR, message: "refused" });
+  span.end();
+  await eventually(async () => otlp.spans.some((s) => s.name === "carrier submit"), 2_500);
+  const received = otlp.spans.find((s) => s.name === "carrier submit");
+  expect(received).toMatchObject({
+    traceId: span.spanContext().traceId,
+    spanId: span.spanContext().spanId,
+    kind: SpanKind.CLIENT + 1, // OTLP's SpanKind counts from UNSPECIFIED = 0
+    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
+    status: { code: SpanStatusCode.ERROR, message: "refused" },
+    service: "sms-service",
+  });
+  expect(new Set(otlp.encodings)).toEqual(new Set(["application/x-protobuf"]));
+});
+
+it("the encoding follows OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then OTEL_EXPORTER_OTLP_PROTOCOL; gRPC is refused by name", () => {
+  expect(otlpProtocol({})).toBe("http/protobuf");
+  expect(otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" })).toBe("http/json");
+  expect(
+    otlpProtocol({
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+      OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: "http/protobuf",
+    }),
+  ).toBe("http/protobuf");
+  expect(() => otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(
+    /OTEL_EXPORTER_OTLP_PROTOCOL: only "http\/protobuf" \(the default\) or "http\/json"/,
+  );
 });
