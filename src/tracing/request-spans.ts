@@ -11,8 +11,8 @@ import {
 } from "@opentelemetry/api";
 import { type FastifyInstance, type FastifyRequest, LogController } from "fastify";
 import { currentRequest } from "../request-context.ts";
-import { sampleRoot, TAKEN_ROOT, unsampledRoot } from "./root-sampling.ts";
-import { tracer, traceSampling } from "./tracing.ts";
+import { sampleRoot, unsampledRoot } from "./root-sampling.ts";
+import { rootRequestSpan, tracer, traceSampling } from "./tracing.ts";
 
 // A span per request, continuing the caller's trace when it sends `traceparent` (REST, Connect
 // and gRPC-Web on PORT; Connect and gRPC on GRPC_PORT through the interceptor). Everything the
@@ -38,21 +38,14 @@ export function traceRequests(app: FastifyInstance): void {
       done();
       return;
     }
-    // A root here is one `sampleRoot` took (none once tracing has stopped: the SDK decides).
-    const parent = continued
-      ? propagation.extract(ROOT_CONTEXT, headers)
-      : sampling
-        ? TAKEN_ROOT
-        : ROOT_CONTEXT;
     const route = request.routeOptions.url ?? "unmatched";
-    const span = tracer().startSpan(
-      `${request.method} ${route}`,
-      {
-        kind: SpanKind.SERVER,
-        attributes: { "http.request.method": request.method, "http.route": route },
-      },
-      parent,
-    );
+    const name = `${request.method} ${route}`;
+    const attributes = { "http.request.method": request.method, "http.route": route };
+    // A caller's trace is continued by the SDK; a root here is one `sampleRoot` took.
+    const parent = continued ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
+    const span = continued
+      ? tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, parent)
+      : rootRequestSpan(name, attributes);
     // Every line of the request carries its trace id: the logger's mixin adds it from the
     // request's context (request-context.ts), cheaper than a child logger per request. Fastify
     // writes "incoming request" before any hook runs, so with tracing that line is written here

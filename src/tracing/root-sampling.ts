@@ -1,22 +1,10 @@
 import { randomBytes } from "node:crypto";
-import {
-  type Attributes,
-  type Context,
-  createContextKey,
-  type Link,
-  ROOT_CONTEXT,
-  type SpanContext,
-  type SpanKind,
-  TraceFlags,
-  trace,
-} from "@opentelemetry/api";
+import { type SpanContext, TraceFlags } from "@opentelemetry/api";
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
   ParentBasedSampler,
   type Sampler,
-  SamplingDecision,
-  type SamplingResult,
   TraceIdRatioBasedSampler,
 } from "@opentelemetry/sdk-trace-node";
 import { STORED_TRACE_BYTES, storedIdsValid, storedSpanId, storedTraceId } from "./stored-trace.ts";
@@ -33,7 +21,11 @@ import { STORED_TRACE_BYTES, storedIdsValid, storedSpanId, storedTraceId } from 
 export interface TraceSampling {
   /** The share of roots recorded: 1 records every one, 0 none. */
   rootRatio: number;
-  /** The SDK's sampler: the standard one the variables name, which takes a root decided here as sampled. */
+  /**
+   * The SDK's sampler, the standard one the variables name: for the spans the SDK makes (a
+   * caller's trace continued, a message's later work, a call on GRPC_PORT). A root taken here
+   * never asks it: its span is the service's own (request-span.ts).
+   */
   sampler: Sampler;
 }
 
@@ -59,8 +51,10 @@ export function samplingFromEnv(env: NodeJS.ProcessEnv): TraceSampling {
       : rootRatio === 0
         ? new AlwaysOffSampler()
         : new TraceIdRatioBasedSampler(rootRatio);
-  const standard = parentBased ? new ParentBasedSampler({ root: rootSampler }) : rootSampler;
-  return { rootRatio, sampler: new DecidedRoots(standard) };
+  return {
+    rootRatio,
+    sampler: parentBased ? new ParentBasedSampler({ root: rootSampler }) : rootSampler,
+  };
 }
 
 function ratioFrom(value: string | undefined): number {
@@ -73,58 +67,27 @@ function ratioFrom(value: string | undefined): number {
   return ratio;
 }
 
-/** Set on the context a root span starts from when `sampleRoot` took it. */
-const ROOT_TAKEN = createContextKey("sms-service root sampled");
-
-/** The context to start a root span from whose trace `sampleRoot` took. */
-export function takenRoot(root: Context): Context {
-  return root.setValue(ROOT_TAKEN, true);
-}
-
-/** The root context marked as taken, made once: every context's `setValue` copies its entries. */
-export const TAKEN_ROOT: Context = takenRoot(ROOT_CONTEXT);
-
-/** The standard sampler, but a root decided by `sampleRoot` is recorded as decided. */
-class DecidedRoots implements Sampler {
-  constructor(private readonly standard: Sampler) {}
-
-  shouldSample(
-    context: Context,
-    traceId: string,
-    spanName: string,
-    spanKind: SpanKind,
-    attributes: Attributes,
-    links: Link[],
-  ): SamplingResult {
-    if (context.getValue(ROOT_TAKEN) === true && !trace.getSpanContext(context)) {
-      return { decision: SamplingDecision.RECORD_AND_SAMPLED };
-    }
-    return this.standard.shouldSample(context, traceId, spanName, spanKind, attributes, links);
-  }
-
-  toString(): string {
-    return `DecidedRoots{${this.standard.toString()}}`;
-  }
-}
-
 /** Whether a root trace is recorded: a uniform draw against the ratio, as the trace id's is. */
 export function sampleRoot(sampling: TraceSampling): boolean {
   return sampling.rootRatio === 1 || Math.random() < sampling.rootRatio;
 }
 
 /**
- * A new trace that is not recorded: random W3C trace and span ids, flags 00. Its bytes are laid
- * out as a message stores a trace (stored-trace.ts), so a message keeps them without a copy; the
- * ids become hex only when read (a log line, a webhook's `traceparent`).
+ * A new trace's context with random W3C trace and span ids: an unsampled root (flags 00) or the
+ * span of a request the service took as a sampled root (flags 01, request-span.ts). Its bytes are
+ * laid out as a message stores a trace (stored-trace.ts), so a message keeps them without a copy;
+ * the ids become hex only when read (a log line, a webhook's `traceparent`, an export).
  */
-export class UnsampledRoot implements SpanContext {
-  readonly traceFlags = TraceFlags.NONE;
+export class RootIds implements SpanContext {
   readonly isRemote = false;
+  readonly traceFlags: TraceFlags;
   private traceHex: string | undefined;
   private spanHex: string | undefined;
 
-  /** `stored`: the trace as a message stores it, flags 0. */
-  constructor(readonly stored: Buffer) {}
+  /** `stored`: the trace as a message stores it, its flags first. */
+  constructor(readonly stored: Buffer) {
+    this.traceFlags = stored[0] as TraceFlags;
+  }
 
   get traceId(): string {
     this.traceHex ??= storedTraceId(this.stored);
@@ -143,8 +106,8 @@ const ROOTS_PER_BLOCK = 160;
 let block = Buffer.alloc(0);
 let next = 0;
 
-/** A new trace that is not recorded (random ids, W3C trace context). */
-export function unsampledRoot(): UnsampledRoot {
+/** A new trace's ids (random, W3C trace context) with these flags. */
+export function newRoot(flags: TraceFlags): RootIds {
   for (;;) {
     if (next === block.length) {
       block = randomBytes(STORED_TRACE_BYTES * ROOTS_PER_BLOCK);
@@ -152,7 +115,10 @@ export function unsampledRoot(): UnsampledRoot {
     }
     const stored = block.subarray(next, next + STORED_TRACE_BYTES);
     next += STORED_TRACE_BYTES;
-    stored[0] = TraceFlags.NONE;
-    if (storedIdsValid(stored)) return new UnsampledRoot(stored);
+    stored[0] = flags;
+    if (storedIdsValid(stored)) return new RootIds(stored);
   }
 }
+
+/** A new trace that is not recorded. */
+export const unsampledRoot = (): RootIds => newRoot(TraceFlags.NONE);

@@ -1,9 +1,12 @@
 import {
+  type Attributes,
   context,
   isSpanContextValid,
   propagation,
   ROOT_CONTEXT,
   type Span,
+  SpanKind,
+  TraceFlags,
   type Tracer,
   trace,
 } from "@opentelemetry/api";
@@ -14,7 +17,8 @@ import { BatchSpanProcessor, NodeTracerProvider } from "@opentelemetry/sdk-trace
 import { Binary } from "mongodb";
 import { currentRequest } from "../request-context.ts";
 import type { StoredTrace } from "../store/documents.ts";
-import { samplingFromEnv, type TraceSampling, UnsampledRoot } from "./root-sampling.ts";
+import { RequestSpan, type RequestSpanSink } from "./request-span.ts";
+import { newRoot, RootIds, samplingFromEnv, type TraceSampling } from "./root-sampling.ts";
 import { STORED_TRACE_BYTES, storedSpanId, storedTrace, storedTraceId } from "./stored-trace.ts";
 
 // Traces (docs/design.md, "Operations"): OpenTelemetry, configured only by the standard OTEL_* variables
@@ -24,6 +28,7 @@ import { STORED_TRACE_BYTES, storedSpanId, storedTrace, storedTraceId } from "./
 let active = false;
 let serviceTracer: Tracer | undefined;
 let sampling: TraceSampling | undefined;
+let requestSpans: RequestSpanSink | undefined;
 
 /** Whether the OTEL_* variables ask for traces (an OTLP endpoint, or an exporter other than none). */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
@@ -85,21 +90,28 @@ export function startTracing(
   const chosen = samplingFromEnv(env);
   const otlp =
     otlpProtocol(env) === "http/json" ? new OtlpJsonExporter() : new OtlpProtobufExporter();
+  const resource = resourceFromAttributes({
+    "service.name": env.OTEL_SERVICE_NAME || "sms-service",
+  });
+  const processor = new BatchSpanProcessor(otlp, spanBatching(env));
   const provider = new NodeTracerProvider({
     sampler: chosen.sampler,
-    resource: resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME || "sms-service" }),
-    spanProcessors: [new BatchSpanProcessor(otlp, spanBatching(env))],
+    resource,
+    spanProcessors: [processor],
   });
   // Also installs the W3C trace-context propagator and the async-local-storage context manager.
   provider.register();
   // Asked for once: the provider's getTracer builds a key string and looks it up on every call.
   serviceTracer = provider.getTracer("sms-service");
   sampling = chosen;
+  // The provider's tracer's own scope, so request spans export beside its spans.
+  requestSpans = { processor, resource, scope: { name: "sms-service" } };
   active = true;
   return async () => {
     active = false;
     serviceTracer = undefined;
     sampling = undefined;
+    requestSpans = undefined;
     await provider.shutdown();
   };
 }
@@ -112,6 +124,17 @@ export function tracingActive(): boolean {
 /** The started provider's sampling (undefined while tracing is off). */
 export const traceSampling = (): TraceSampling | undefined => sampling;
 
+/**
+ * The span of a request whose trace `sampleRoot` took (request-span.ts); the tracer's span of a
+ * new trace once tracing has stopped (the global no-op).
+ */
+export function rootRequestSpan(name: string, attributes: Attributes): Span {
+  if (!requestSpans) {
+    return tracer().startSpan(name, { kind: SpanKind.SERVER, attributes }, ROOT_CONTEXT);
+  }
+  return new RequestSpan(name, newRoot(TraceFlags.SAMPLED), attributes, requestSpans);
+}
+
 /** The service's tracer: the started provider's, else the global one (a no-op when none is set). */
 export const tracer = (): Tracer => serviceTracer ?? trace.getTracer("sms-service");
 
@@ -123,8 +146,8 @@ export function currentTraceCarrier(): StoredTrace | undefined {
   const served = currentRequest();
   const span =
     served?.unsampledSpan ?? served?.span?.spanContext() ?? trace.getSpanContext(context.active());
-  // Its bytes are already those a message stores.
-  if (span instanceof UnsampledRoot) return new Binary(span.stored);
+  // A new root's bytes are already those a message stores.
+  if (span instanceof RootIds) return new Binary(span.stored);
   if (!span || !isSpanContextValid(span)) return undefined;
   if (span.traceState) {
     const headers: Record<string, string> = {};

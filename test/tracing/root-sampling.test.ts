@@ -7,9 +7,9 @@ import { isSpanContextValid, ROOT_CONTEXT, SpanKind, TraceFlags, trace } from "@
 import { SamplingDecision } from "@opentelemetry/sdk-trace-node";
 import { describe, expect, it } from "vitest";
 import {
+  newRoot,
   sampleRoot,
   samplingFromEnv,
-  takenRoot,
   unsampledRoot,
 } from "../../src/tracing/root-sampling.ts";
 
@@ -67,9 +67,11 @@ describe("the SDK's sampler", () => {
     OTEL_TRACES_SAMPLER_ARG: "0",
   };
 
-  it("records a root the service took, whatever the ratio", () => {
-    expect(decide(production, takenRoot(ROOT_CONTEXT))).toBe(SamplingDecision.RECORD_AND_SAMPLED);
+  it("takes its roots (a call on GRPC_PORT without a traceparent) at the ratio", () => {
     expect(decide(production)).toBe(SamplingDecision.NOT_RECORD);
+    expect(decide({ OTEL_TRACES_SAMPLER: "parentbased_always_on" })).toBe(
+      SamplingDecision.RECORD_AND_SAMPLED,
+    );
   });
 
   it("follows a caller's decision when parent-based, as the standard sampler does", () => {
@@ -86,11 +88,6 @@ describe("the SDK's sampler", () => {
         remoteParent(TraceFlags.SAMPLED),
       ),
     ).toBe(SamplingDecision.NOT_RECORD);
-  });
-
-  it("takes no root marked taken under a parent (the mark is only for roots)", () => {
-    const marked = takenRoot(remoteParent(TraceFlags.NONE));
-    expect(decide(production, marked)).toBe(SamplingDecision.NOT_RECORD);
   });
 });
 
@@ -121,5 +118,13 @@ describe("roots decided before any span", () => {
       ids.add(root.traceId);
     }
     expect(ids.size).toBe(1000);
+  });
+
+  it("that are taken get valid W3C ids marked sampled, from the same pool", () => {
+    const root = newRoot(TraceFlags.SAMPLED);
+    expect(isSpanContextValid(root)).toBe(true);
+    expect(root.traceFlags).toBe(TraceFlags.SAMPLED);
+    expect(root.stored[0]).toBe(TraceFlags.SAMPLED);
+    expect(unsampledRoot().traceId).not.toBe(root.traceId);
   });
 });

@@ -8,12 +8,17 @@ import { randomBytes } from "node:crypto";
 import { PassThrough } from "node:stream";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { SpanKind } from "@opentelemetry/api";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
 import { startTracing } from "../../src/tracing/tracing.ts";
 import { accountCall } from "../rest/helpers.ts";
 import { eventually } from "../support/fixtures.ts";
-import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
+import {
+  type OtlpReceiver,
+  type ReceivedSpan,
+  startOtlpReceiver,
+} from "../support/otlp-receiver.ts";
 import { type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -107,6 +112,46 @@ it("one POST /sms is one trace: the request, the carrier submission and every we
   expect(reqId).toBeDefined();
   const ofRequest = lines.filter((line) => JSON.parse(line).reqId === reqId);
   for (const line of ofRequest) expect(line.match(/"traceId"/g), line).toHaveLength(1);
+});
+
+it("a POST /sms without a caller's trace starts one: its server span is the parent of its submission and webhooks", async () => {
+  const account = await service.createAccount({ statusUrl: `${receiver.baseUrl}/status` });
+  const response = await fetch(`${service.baseUrl}/sms`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ...account, to: "+4915112345678", text: "a root of its own" }),
+  });
+  expect(response.status).toBe(200);
+  const id = Number(((await response.json()) as { id: number }).id);
+  await eventually(async () =>
+    receiver.requests.some((r) => r.query.id === String(id) && r.query.status === "DELIVERED"),
+  );
+  const submitOf = () =>
+    otlp.spans.find((s) => s.name === "carrier submit" && s.attributes["sms.message_id"] === id);
+  await eventually(async () => submitOf() !== undefined);
+  const submit = submitOf() as ReceivedSpan;
+  const requestOf = () =>
+    otlp.spans.find((s) => s.traceId === submit.traceId && s.name === "POST /sms");
+  await eventually(async () => requestOf() !== undefined);
+  const request = requestOf() as ReceivedSpan;
+  expect(request).toMatchObject({
+    parentSpanId: "",
+    kind: SpanKind.SERVER + 1, // OTLP counts from UNSPECIFIED = 0
+    attributes: {
+      "http.request.method": "POST",
+      "http.route": "/sms",
+      "http.response.status_code": 200,
+    },
+    service: "sms-test",
+  });
+  expect(submit.parentSpanId).toBe(request.spanId);
+  const webhook = receiver.requests.find(
+    (r) => r.query.id === String(id) && r.query.status === "DELIVERED",
+  );
+  // A sampled trace: the receiver may record it too.
+  expect(String(webhook?.headers.traceparent)).toMatch(
+    new RegExp(`^00-${request.traceId}-[0-9a-f]{16}-01$`),
+  );
 });
 
 it("a Connect call on PORT is one span, its request's, naming the procedure", async () => {
