@@ -40,6 +40,8 @@ export interface BenchContext {
   collectDatabaseHeap(): Promise<void>;
   /** The emulator's heap in use and its maximum; undefined on another database. */
   databaseHeap(): Promise<{ usedBytes: number; maxBytes: number } | undefined>;
+  /** The emulator process's CPU seconds so far; undefined on another database. */
+  databaseCpuSeconds(): number | undefined;
   /** The service's environment on database `db`, with `extra` variables. */
   serviceEnv(db: string, extra?: Record<string, string>): Record<string, string>;
 }

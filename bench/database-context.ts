@@ -4,7 +4,7 @@
 import { MongoClient } from "mongodb";
 import type { StartedDatabase } from "../src/dev-database/embedded-mongo.ts";
 import type { BenchContext } from "./common.ts";
-import { collectEmulatorHeap, emulatorHeap } from "./processes.ts";
+import { collectEmulatorHeap, cpuSeconds, emulatorHeap } from "./processes.ts";
 
 /** The figures' context on another database server. */
 export async function contextOn(ctx: BenchContext, database: StartedDatabase) {
@@ -17,6 +17,7 @@ export async function contextOn(ctx: BenchContext, database: StartedDatabase) {
     serviceEnv: (db, extra) => ({ ...ctx.serviceEnv(db, extra), MONGODB_URI: database.uri }),
     collectDatabaseHeap: () => collectEmulatorHeap(pid),
     databaseHeap: () => emulatorHeap(pid),
+    databaseCpuSeconds: () => (pid ? cpuSeconds(Number(pid)) : undefined),
     async dropDatabases(...names) {
       await Promise.all(names.map((name) => client.db(name).dropDatabase()));
       await on.collectDatabaseHeap();

@@ -16,7 +16,9 @@
 // meet those changes in every mode alike. Between slices a mode's messages are removed, so no
 // database grows through the run. The on service's spans still queued when its slice ends are
 // exported during the next slice: at most the last 200 ms of them (the service's export delay,
-// tracing.ts), against a slice of seconds. Beside them, the service's own CPU time per request in each mode.
+// tracing.ts), against a slice of seconds. Beside them, the CPU time per request in each mode of
+// the service, of the database and of the trace receiver: this machine's two cores serve all
+// three, so what the database or the receiver spend on a mode's extra work slows it too.
 
 import autocannon from "autocannon";
 import { type BenchContext, createAccount } from "./common.ts";
@@ -37,6 +39,9 @@ interface Slice {
   seconds: number;
   p99: number;
   cpuSeconds: number;
+  /** The database's and the trace receiver's CPU during the slice (0 when unknown). */
+  databaseCpuSeconds: number;
+  sinkCpuSeconds: number;
 }
 
 /** A mode's service, started once for the whole figure. */
@@ -103,7 +108,7 @@ export async function observabilityFigure(ctx: BenchContext) {
       const order = MODES.map((_, i) => MODES[(round + i) % MODES.length] as Mode);
       for (const mode of order) {
         const { api, db, load } = services.get(mode) as ModeService;
-        slices[mode].push(await slice(api, load, sliceSeconds));
+        slices[mode].push(await slice(api, load, sliceSeconds, ctx, sink.pid));
         await clearMessages(db);
       }
       const line = order
@@ -125,9 +130,11 @@ export async function observabilityFigure(ctx: BenchContext) {
   const p99 = (mode: Mode) => median(slices[mode].map((s) => s.p99));
   const off = rate("off");
   const on = rate("on");
+  const otherCpuUs = (mode: Mode, key: "databaseCpuSeconds" | "sinkCpuSeconds") =>
+    (1e6 * sum(slices[mode], key)) / sum(slices[mode], "requests");
   for (const mode of MODES) {
     ctx.log(
-      `figure 13 ${mode}: ${rate(mode).toFixed(0)} req/s, ${(rate(mode) / off).toFixed(3)} of off, service CPU ${cpuUs(mode).toFixed(0)} us/request`,
+      `figure 13 ${mode}: ${rate(mode).toFixed(0)} req/s, ${(rate(mode) / off).toFixed(3)} of off, service CPU ${cpuUs(mode).toFixed(0)} us/request, database ${otherCpuUs(mode, "databaseCpuSeconds").toFixed(0)}, trace receiver ${otherCpuUs(mode, "sinkCpuSeconds").toFixed(1)}`,
     );
   }
   // Each round's own ratio: how far single rounds of the figure spread.
@@ -146,6 +153,9 @@ export async function observabilityFigure(ctx: BenchContext) {
       off_p99_ms: p99("off"),
       on_service_cpu_us_per_request: cpuUs("on"),
       off_service_cpu_us_per_request: cpuUs("off"),
+      on_database_cpu_us_per_request: otherCpuUs("on", "databaseCpuSeconds"),
+      off_database_cpu_us_per_request: otherCpuUs("off", "databaseCpuSeconds"),
+      on_trace_receiver_cpu_us_per_request: otherCpuUs("on", "sinkCpuSeconds"),
       slice_ratio_min: Math.min(...onRatios),
       slice_ratio_median: median(onRatios),
       slice_ratio_max: Math.max(...onRatios),
@@ -183,6 +193,8 @@ async function slice(
   api: ServiceProcess,
   load: (seconds: number) => Promise<autocannon.Result>,
   seconds: number,
+  ctx: BenchContext,
+  sinkPid: number,
 ): Promise<Slice> {
   const metricsPort = Number(api.env.METRICS_PORT);
   const scraper =
@@ -195,12 +207,16 @@ async function slice(
       : undefined;
   try {
     const cpuBefore = cpuSeconds(api.pid);
+    const databaseBefore = ctx.databaseCpuSeconds() ?? 0;
+    const sinkBefore = cpuSeconds(sinkPid);
     const measured = await load(seconds);
     return {
       requests: measured.requests.total,
       seconds: measured.duration,
       p99: measured.latency.p99,
       cpuSeconds: cpuSeconds(api.pid) - cpuBefore,
+      databaseCpuSeconds: (ctx.databaseCpuSeconds() ?? 0) - databaseBefore,
+      sinkCpuSeconds: cpuSeconds(sinkPid) - sinkBefore,
     };
   } finally {
     clearInterval(scraper);

@@ -29,6 +29,7 @@ import { ownWebhooksFigure } from "./own-webhooks-figure.ts";
 import {
   buildService,
   collectEmulatorHeap,
+  cpuSeconds,
   emulatorHeap,
   median,
   residentBytes,
@@ -107,6 +108,7 @@ const ctx: BenchContext = {
   dropDatabases,
   collectDatabaseHeap,
   databaseHeap: () => emulatorHeap(emulatorPid),
+  databaseCpuSeconds: () => (emulatorPid ? cpuSeconds(Number(emulatorPid)) : undefined),
   serviceEnv,
 };
 
