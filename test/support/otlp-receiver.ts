@@ -7,6 +7,10 @@ import { once } from "node:events";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { afterAll, beforeAll, expect } from "vitest";
+import { startTracing, tracer } from "../../src/tracing/tracing.ts";
+import { eventually } from "./fixtures.ts";
 
 export interface ReceivedSpan {
   traceId: string;
@@ -111,6 +115,54 @@ function jsonSpans(body: JsonRequest): ReceivedSpan[] {
     }
   }
   return spans;
+}
+
+/**
+ * For a test file: before its tests, a receiver and the process's tracing started to it, with the
+ * OTEL_* variables `env` adds, set in the process's environment as an operator sets them (the
+ * exporter reads them there); after them, tracing stopped, the receiver closed and the variables
+ * removed.
+ */
+export function useTracingReceiver(env: Record<string, string> = {}): { otlp: OtlpReceiver } {
+  const state = {} as { otlp: OtlpReceiver; stop?: () => Promise<void> };
+  beforeAll(async () => {
+    state.otlp = await startOtlpReceiver();
+    const variables = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: state.otlp.tracesUrl, ...env };
+    Object.assign(process.env, variables);
+    const stopTracing = startTracing(process.env);
+    state.stop = async () => {
+      await stopTracing?.();
+      await state.otlp.close();
+      for (const name of Object.keys(variables)) delete process.env[name];
+    };
+  });
+  afterAll(async () => {
+    await state.stop?.();
+  });
+  return state;
+}
+
+/**
+ * Ends a failed carrier-submission span through the service's tracer and checks that `otlp`
+ * received every field of it, in `encoding` (its content type).
+ */
+export async function expectSpanExported(otlp: OtlpReceiver, encoding: string): Promise<void> {
+  const span = tracer().startSpan("carrier submit", {
+    kind: SpanKind.CLIENT,
+    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
+  });
+  span.setStatus({ code: SpanStatusCode.ERROR, message: "refused" });
+  span.end();
+  const { traceId, spanId } = span.spanContext();
+  await eventually(async () => otlp.spans.some((s) => s.spanId === spanId), 2_500);
+  expect(otlp.spans.find((s) => s.spanId === spanId)).toMatchObject({
+    traceId,
+    kind: SpanKind.CLIENT + 1, // OTLP's SpanKind counts from UNSPECIFIED = 0
+    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
+    status: { code: SpanStatusCode.ERROR, message: "refused" },
+    service: "sms-service",
+  });
+  expect(new Set(otlp.encodings)).toEqual(new Set([encoding]));
 }
 
 // OTLP's protobuf messages, read field by field (opentelemetry-proto, trace/v1 and common/v1):

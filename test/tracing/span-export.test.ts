@@ -5,40 +5,25 @@
  * sampled: docs/decisions.md, "Operations: health, logs, metrics and tracing").
  */
 
-import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   otlpProtocol,
   SPAN_EXPORT_DELAY_MS,
   spanBatching,
-  startTracing,
   tracer,
 } from "../../src/tracing/tracing.ts";
 import { eventually } from "../support/fixtures.ts";
-import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
+import { expectSpanExported, useTracingReceiver } from "../support/otlp-receiver.ts";
 
-let otlp: OtlpReceiver;
-let stopTracing: (() => Promise<void>) | undefined;
-
-beforeAll(async () => {
-  otlp = await startOtlpReceiver();
-  // As an operator sets it (the exporter reads it itself); no OTEL_BSP_* variable.
-  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = otlp.tracesUrl;
-  delete process.env.OTEL_BSP_SCHEDULE_DELAY;
-  stopTracing = startTracing(process.env);
-});
-
-afterAll(async () => {
-  await stopTracing?.();
-  await otlp?.close();
-  delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-});
+// No OTEL_BSP_* variable: the service's own delay.
+delete process.env.OTEL_BSP_SCHEDULE_DELAY;
+const tracing = useTracingReceiver();
 
 it("a finished span is exported without waiting for the SDK's 5 s default", async () => {
   tracer().startSpan("POST /sms").end();
   // Far below the SDK's 5 s and far above 200 ms: what is checked is the delay, not the machine.
-  await eventually(async () => otlp.spans.some((span) => span.name === "POST /sms"), 2_500);
-  expect(otlp.spans.filter((span) => span.name === "POST /sms")).toHaveLength(1);
+  await eventually(async () => tracing.otlp.spans.some((span) => span.name === "POST /sms"), 2_500);
+  expect(tracing.otlp.spans.filter((span) => span.name === "POST /sms")).toHaveLength(1);
 });
 
 it("the batching delay is 200 ms unless OTEL_BSP_SCHEDULE_DELAY sets it", () => {
@@ -49,23 +34,7 @@ it("the batching delay is 200 ms unless OTEL_BSP_SCHEDULE_DELAY sets it", () => 
 });
 
 it("spans leave as OTLP protobuf, the specification's default, when no protocol is set", async () => {
-  const span = tracer().startSpan("carrier submit", {
-    kind: SpanKind.CLIENT,
-    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
-  });
-  span.setStatus({ code: SpanStatusCode.ERROR, message: "refused" });
-  span.end();
-  await eventually(async () => otlp.spans.some((s) => s.name === "carrier submit"), 2_500);
-  const received = otlp.spans.find((s) => s.name === "carrier submit");
-  expect(received).toMatchObject({
-    traceId: span.spanContext().traceId,
-    spanId: span.spanContext().spanId,
-    kind: SpanKind.CLIENT + 1, // OTLP's SpanKind counts from UNSPECIFIED = 0
-    attributes: { "sms.carrier": "simulator", "sms.message_id": 42 },
-    status: { code: SpanStatusCode.ERROR, message: "refused" },
-    service: "sms-service",
-  });
-  expect(new Set(otlp.encodings)).toEqual(new Set(["application/x-protobuf"]));
+  await expectSpanExported(tracing.otlp, "application/x-protobuf");
 });
 
 it("the encoding follows OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then OTEL_EXPORTER_OTLP_PROTOCOL; gRPC is refused by name", () => {
