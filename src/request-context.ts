@@ -13,9 +13,9 @@ export interface RequestContext {
   /** The request's own logger, whose lines already carry reqId. */
   log: FastifyBaseLogger;
   /**
-   * The request's span when its trace is decided by the SDK (sampled, or continuing a caller's):
-   * what the request does finds it here rather than in OpenTelemetry's active context, which
-   * would cost each such request context copies and a run of its async storage.
+   * The request's span when its trace is recorded (a root the service took, or a caller's trace
+   * continued): what the request does finds it here rather than in OpenTelemetry's active
+   * context, which would cost each such request context copies and a run of its async storage.
    */
   span?: Span;
   /**

@@ -5,8 +5,8 @@ import type { Registry } from "prom-client";
 // by the bound turned into a string each time, about 0.5 µs per call, several calls per request
 // (docs/benchmarks.md, figure 13). Here a label child is one map lookup a label value, with no
 // key string built (a new string is hashed at every lookup: 0.5 µs of a send), and an
-// observation is an array increment. It is registered in prom-client's registry, which writes it out in the same
-// text as its own histograms, beside every other metric of the service.
+// observation is an array increment. It is registered in prom-client's registry, which writes it
+// out in the same text as its own histograms, beside every other metric of the service.
 
 export interface HistogramChild {
   observe(value: number): void;

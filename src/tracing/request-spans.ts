@@ -59,7 +59,7 @@ export function traceRequests(app: FastifyInstance): void {
       return;
     }
     // A caller's trace: its span in the active context, with the caller's baggage.
-    context.with(trace.setSpan(continued ? parent : ROOT_CONTEXT, span), done);
+    context.with(trace.setSpan(parent, span), done);
   });
   app.addHook("onResponse", (request, reply, done) => {
     const span = spans.get(request);

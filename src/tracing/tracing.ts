@@ -72,10 +72,10 @@ export function otlpProtocol(env: NodeJS.ProcessEnv): "http/protobuf" | "http/js
 
 /**
  * Starts the process's tracer provider when the environment asks for it: W3C trace context,
- * spans batched to OTLP over HTTP in the encoding `otlpProtocol` reads (the exporter reads its endpoint, headers and timeout from the
- * OTEL_EXPORTER_OTLP_* variables, the batching from OTEL_BSP_*, with a shorter default delay:
- * `spanBatching`). Returns its shutdown, which
- * flushes the spans not yet sent; undefined when tracing stays off.
+ * spans batched to OTLP over HTTP in the encoding `otlpProtocol` reads (the exporter reads its
+ * endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables, the batching from
+ * OTEL_BSP_*, with a shorter default delay: `spanBatching`). Returns its shutdown, which flushes
+ * the spans not yet sent; undefined when tracing stays off.
  */
 export function startTracing(
   env: NodeJS.ProcessEnv = process.env,
