@@ -123,21 +123,25 @@ function jsonSpans(body: JsonRequest): ReceivedSpan[] {
  * exporter reads them there); after them, tracing stopped, the receiver closed and the variables
  * removed.
  */
-export function useTracingReceiver(env: Record<string, string> = {}): { otlp: OtlpReceiver } {
-  const state = {} as { otlp: OtlpReceiver; stop?: () => Promise<void> };
+export function useTracingReceiver(env: Record<string, string> = {}): {
+  otlp: OtlpReceiver;
+  /** What startTracing returned: undefined if the variables left tracing off. */
+  stopTracing?: () => Promise<void>;
+} {
+  const state = {} as ReturnType<typeof useTracingReceiver>;
+  const variables = { ...env };
   beforeAll(async () => {
     state.otlp = await startOtlpReceiver();
-    const variables = { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: state.otlp.tracesUrl, ...env };
+    variables.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = state.otlp.tracesUrl;
     Object.assign(process.env, variables);
-    const stopTracing = startTracing(process.env);
-    state.stop = async () => {
-      await stopTracing?.();
-      await state.otlp.close();
-      for (const name of Object.keys(variables)) delete process.env[name];
-    };
+    state.stopTracing = startTracing(process.env);
   });
+  // Registered first by a test file, so run last: after the file's own services have closed and
+  // their spans were handed to the exporter.
   afterAll(async () => {
-    await state.stop?.();
+    await state.stopTracing?.();
+    await state.otlp?.close();
+    for (const name of Object.keys(variables)) delete process.env[name];
   });
   return state;
 }

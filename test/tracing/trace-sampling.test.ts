@@ -10,25 +10,21 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
-import { startTracing } from "../../src/tracing/tracing.ts";
 import { accountCall } from "../rest/helpers.ts";
 import { eventually } from "../support/fixtures.ts";
-import { type OtlpReceiver, startOtlpReceiver } from "../support/otlp-receiver.ts";
+import { useTracingReceiver } from "../support/otlp-receiver.ts";
 import { type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
-let otlp: OtlpReceiver;
-let stopTracing: (() => Promise<void>) | undefined;
+const tracing = useTracingReceiver({
+  OTEL_BSP_SCHEDULE_DELAY: "100",
+  OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+  OTEL_TRACES_SAMPLER_ARG: "0",
+});
 let service: RunningService;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  otlp = await startOtlpReceiver();
-  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = otlp.tracesUrl;
-  process.env.OTEL_BSP_SCHEDULE_DELAY = "100";
-  process.env.OTEL_TRACES_SAMPLER = "parentbased_traceidratio";
-  process.env.OTEL_TRACES_SAMPLER_ARG = "0";
-  stopTracing = startTracing(process.env);
   receiver = await startWebhookReceiver();
   service = await startService({
     SMS_RUN_WORKERS: "true",
@@ -40,9 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.close();
-  await stopTracing?.();
   await receiver?.close();
-  await otlp?.close();
 });
 
 async function send(
@@ -72,7 +66,7 @@ async function sendOverConnect(account: { apiKey: string; apiSecret: string }): 
 }
 
 it("a ratio of 0 exports none of its own traces, and follows a caller's sampled one whole", async () => {
-  expect(stopTracing).toBeDefined();
+  expect(tracing.stopTracing).toBeDefined();
   const account = await service.createAccount({ statusUrl: `${receiver.baseUrl}/status` });
   const unsampled = await Promise.all([
     ...Array.from({ length: 10 }, () => send(account)),
@@ -89,11 +83,11 @@ it("a ratio of 0 exports none of its own traces, and follows a caller's sampled 
   // The spans are exported in the order they ended: once the sampled trace's last webhook span
   // is in, every span of the unsampled messages' work would be in too.
   await eventually(async () =>
-    otlp.spans.some((s) => s.traceId === traceId && s.name === "webhook DELIVERED"),
+    tracing.otlp.spans.some((s) => s.traceId === traceId && s.name === "webhook DELIVERED"),
   );
-  expect(otlp.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
-  expect(otlp.spans.find((s) => s.name === "POST /sms")?.parentSpanId).toBe(callerSpan);
-  expect(otlp.spans.map((s) => s.name)).toEqual(
+  expect(tracing.otlp.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
+  expect(tracing.otlp.spans.find((s) => s.name === "POST /sms")?.parentSpanId).toBe(callerSpan);
+  expect(tracing.otlp.spans.map((s) => s.name)).toEqual(
     expect.arrayContaining(["carrier submit", "webhook ACCEPTED", "webhook SENT"]),
   );
 

@@ -11,30 +11,22 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { SpanKind } from "@opentelemetry/api";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessagingService } from "../../gen/sms/v1/messaging_pb.ts";
-import { startTracing } from "../../src/tracing/tracing.ts";
 import { accountCall } from "../rest/helpers.ts";
 import { eventually } from "../support/fixtures.ts";
-import {
-  type OtlpReceiver,
-  type ReceivedSpan,
-  startOtlpReceiver,
-} from "../support/otlp-receiver.ts";
+import { type ReceivedSpan, useTracingReceiver } from "../support/otlp-receiver.ts";
 import { type RunningService, startService } from "../support/service.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../support/webhook-receiver.ts";
 
-let otlp: OtlpReceiver;
-let stopTracing: (() => Promise<void>) | undefined;
+// The standard variables, as an operator sets them; the exporter reads them itself.
+const tracing = useTracingReceiver({
+  OTEL_BSP_SCHEDULE_DELAY: "100",
+  OTEL_SERVICE_NAME: "sms-test",
+});
 let service: RunningService;
 let receiver: WebhookReceiver;
 const lines: string[] = [];
 
 beforeAll(async () => {
-  otlp = await startOtlpReceiver();
-  // The standard variables, as an operator sets them; the exporter reads them itself.
-  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = otlp.tracesUrl;
-  process.env.OTEL_BSP_SCHEDULE_DELAY = "100";
-  process.env.OTEL_SERVICE_NAME = "sms-test";
-  stopTracing = startTracing(process.env);
   receiver = await startWebhookReceiver();
   const logs = new PassThrough();
   logs.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
@@ -53,13 +45,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await service?.close();
-  await stopTracing?.();
   await receiver?.close();
-  await otlp?.close();
 });
 
 it("one POST /sms is one trace: the request, the carrier submission and every webhook", async () => {
-  expect(stopTracing).toBeDefined();
+  expect(tracing.stopTracing).toBeDefined();
   const account = await service.createAccount({ statusUrl: `${receiver.baseUrl}/status` });
   const traceId = randomBytes(16).toString("hex");
   const callerSpan = randomBytes(8).toString("hex");
@@ -87,7 +77,7 @@ it("one POST /sms is one trace: the request, the carrier submission and every we
     );
   }
 
-  const inTrace = () => otlp.spans.filter((span) => span.traceId === traceId);
+  const inTrace = () => tracing.otlp.spans.filter((span) => span.traceId === traceId);
   await eventually(async () => inTrace().filter((s) => s.name.startsWith("webhook ")).length === 3);
   const spans = inTrace();
   const request = spans.find((s) => s.name === "POST /sms");
@@ -127,11 +117,13 @@ it("a POST /sms without a caller's trace starts one: its server span is the pare
     receiver.requests.some((r) => r.query.id === String(id) && r.query.status === "DELIVERED"),
   );
   const submitOf = () =>
-    otlp.spans.find((s) => s.name === "carrier submit" && s.attributes["sms.message_id"] === id);
+    tracing.otlp.spans.find(
+      (s) => s.name === "carrier submit" && s.attributes["sms.message_id"] === id,
+    );
   await eventually(async () => submitOf() !== undefined);
   const submit = submitOf() as ReceivedSpan;
   const requestOf = () =>
-    otlp.spans.find((s) => s.traceId === submit.traceId && s.name === "POST /sms");
+    tracing.otlp.spans.find((s) => s.traceId === submit.traceId && s.name === "POST /sms");
   await eventually(async () => requestOf() !== undefined);
   const request = requestOf() as ReceivedSpan;
   expect(request).toMatchObject({
@@ -173,14 +165,16 @@ it("a Connect call on PORT is one span, its request's, naming the procedure", as
   );
   const procedure = "sms.v1.MessagingService/SendMessage";
   await eventually(async () =>
-    otlp.spans.some((s) => s.traceId === traceId && s.name === `POST /${procedure}`),
+    tracing.otlp.spans.some((s) => s.traceId === traceId && s.name === `POST /${procedure}`),
   );
-  const serverSpans = otlp.spans.filter(
+  const serverSpans = tracing.otlp.spans.filter(
     (s) => s.traceId === traceId && s.parentSpanId === callerSpan,
   );
   expect(serverSpans.map((s) => s.name)).toEqual([`POST /${procedure}`]);
   expect(serverSpans[0]?.attributes["rpc.method"]).toBe(procedure);
-  expect(otlp.spans.filter((s) => s.traceId === traceId && s.name === procedure)).toEqual([]);
+  expect(tracing.otlp.spans.filter((s) => s.traceId === traceId && s.name === procedure)).toEqual(
+    [],
+  );
 });
 
 it("a Connect call over HTTP/2 (GRPC_PORT) continues the caller's trace, and so does its message", async () => {
@@ -202,14 +196,14 @@ it("a Connect call over HTTP/2 (GRPC_PORT) continues the caller's trace, and so 
   );
   const id = String(answer.message?.id);
   await eventually(async () =>
-    otlp.spans.some((s) => s.traceId === traceId && s.name === "webhook DELIVERED"),
+    tracing.otlp.spans.some((s) => s.traceId === traceId && s.name === "webhook DELIVERED"),
   );
-  const call = otlp.spans.find(
+  const call = tracing.otlp.spans.find(
     (s) => s.traceId === traceId && s.name === "sms.v1.MessagingService/SendMessage",
   );
   expect(call?.parentSpanId).toBe(callerSpan);
   expect(
-    otlp.spans.some(
+    tracing.otlp.spans.some(
       (s) =>
         s.traceId === traceId &&
         s.name === "carrier submit" &&
