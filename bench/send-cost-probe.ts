@@ -14,6 +14,9 @@
 // `--observability off,metrics,tracing,unsampled,on`: one service per mode of figure 13 in each
 // dir (metrics served and scraped every second; traces sampled at PROBE_TRACE_SAMPLE, default
 // 0.1, or at 0 for `unsampled`, to a local receiver), to tell what each of them costs a send.
+// `--together`: each round's slices run at the same time rather than in turn, so every side meets
+// the same moment of the machine (two services of the same build then read within about ±3 %
+// of each other as a median of six rounds); `--rate 0`: no fixed rate, as many as each takes.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -44,6 +47,7 @@ const doors = arg("doors", "rest,connect").split(",") as Door[];
 type Door = "rest" | "connect";
 type Observability = "off" | "metrics" | "tracing" | "unsampled" | "on";
 const observability = arg("observability", "").split(",").filter(Boolean) as Observability[];
+const together = process.argv.includes("--together");
 
 if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);
 if (process.env.PROBE_COUNTS) {
@@ -183,49 +187,59 @@ const results = new Map<
   string,
   { cpu: number; requests: number; p99: number[]; errors: number; perSlice: number[] }
 >();
+/** One slice of `side`'s `door`: its CPU per request, and the counts asked for. */
+async function measureSlice(side: Side, door: Door, round: number): Promise<string> {
+  const key = `${side.dir} ${door}`;
+  const tracer = strace(side.api.pid, key, round);
+  // The server's counters are the whole server's: meaningless for slices run together.
+  const ops = together ? undefined : await opcounters();
+  const counted = await serviceCounts(side.api.pid);
+  const before = cpuSeconds(side.api.pid);
+  const stopScraping = scrapeEverySecond(side.api);
+  const r = await load(side, door, seconds, rate);
+  stopScraping();
+  const cpu = cpuSeconds(side.api.pid) - before;
+  const countedAfter = await serviceCounts(side.api.pid);
+  const opsAfter = ops && (await opcounters());
+  if (counted && countedAfter)
+    log(
+      `${key}: per request ${Object.entries(countedAfter)
+        .map(([k, v]) => [k, (v - (counted[k] ?? 0)) / r.requests.total] as const)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} ${v.toFixed(3)}`)
+        .join(", ")}`,
+    );
+  if (tracer) {
+    tracer.kill("SIGINT");
+    await new Promise((resolve) => tracer.once("exit", resolve));
+  }
+  if (ops && opsAfter)
+    log(
+      `${key}: database commands per request ${Object.entries(opsAfter)
+        .map(([k, v]) => `${k} ${((v - (ops[k] ?? 0)) / r.requests.total).toFixed(2)}`)
+        .join(", ")}`,
+    );
+  const acc = results.get(key) ?? { cpu: 0, requests: 0, p99: [], errors: 0, perSlice: [] };
+  acc.perSlice.push((1e6 * cpu) / r.requests.total);
+  acc.cpu += cpu;
+  acc.requests += r.requests.total;
+  acc.p99.push(r.latency.p99);
+  acc.errors += r.non2xx + r.errors;
+  results.set(key, acc);
+  await client.db(side.db).collection("messages").deleteMany({});
+  return `${key} ${((1e6 * cpu) / r.requests.total).toFixed(0)}us`;
+}
+
 for (let round = 0; round < rounds; round++) {
   const slots = sides.flatMap((side) => doors.map((door) => ({ side, door })));
   const order = slots.map((_, i) => slots[(round + i) % slots.length] as (typeof slots)[0]);
   const line: string[] = [];
-  for (const { side, door } of order) {
-    const key = `${side.dir} ${door}`;
-    const tracer = strace(side.api.pid, key, round);
-    const ops = await opcounters();
-    const counted = await serviceCounts(side.api.pid);
-    const before = cpuSeconds(side.api.pid);
-    const stopScraping = scrapeEverySecond(side.api);
-    const r = await load(side, door, seconds, rate);
-    stopScraping();
-    const cpu = cpuSeconds(side.api.pid) - before;
-    const countedAfter = await serviceCounts(side.api.pid);
-    const opsAfter = await opcounters();
-    if (counted && countedAfter)
-      log(
-        `${key}: per request ${Object.entries(countedAfter)
-          .map(([k, v]) => [k, (v - (counted[k] ?? 0)) / r.requests.total] as const)
-          .filter(([, v]) => v > 0)
-          .map(([k, v]) => `${k} ${v.toFixed(3)}`)
-          .join(", ")}`,
-      );
-    if (tracer) {
-      tracer.kill("SIGINT");
-      await new Promise((resolve) => tracer.once("exit", resolve));
-    }
-    if (ops && opsAfter)
-      log(
-        `${key}: database commands per request ${Object.entries(opsAfter)
-          .map(([k, v]) => `${k} ${((v - (ops[k] ?? 0)) / r.requests.total).toFixed(2)}`)
-          .join(", ")}`,
-      );
-    const acc = results.get(key) ?? { cpu: 0, requests: 0, p99: [], errors: 0, perSlice: [] };
-    acc.perSlice.push((1e6 * cpu) / r.requests.total);
-    acc.cpu += cpu;
-    acc.requests += r.requests.total;
-    acc.p99.push(r.latency.p99);
-    acc.errors += r.non2xx + r.errors;
-    results.set(key, acc);
-    line.push(`${key} ${((1e6 * cpu) / r.requests.total).toFixed(0)}us`);
-    await client.db(side.db).collection("messages").deleteMany({});
+  if (together) {
+    line.push(
+      ...(await Promise.all(order.map(({ side, door }) => measureSlice(side, door, round)))),
+    );
+  } else {
+    for (const { side, door } of order) line.push(await measureSlice(side, door, round));
   }
   log(`round ${round + 1}: ${line.join(", ")}`);
 }
