@@ -8,7 +8,7 @@
 // sampler ("all").
 //
 // How: one service per mode, each warmed up, then many short slices of load that take the modes
-// in turn (each mode first in every third round), the services started anew for each of 4 blocks
+// in turn (each mode first in every third round), the services started anew for each of 8 blocks
 // of rounds; each mode's value is its requests over its slices' time. This machine's speed
 // changes by tens of percent within seconds (the same build's CPU per request spread 330-560 µs
 // between 10 s rounds a minute apart), so a few long rounds on
@@ -58,7 +58,7 @@ export async function observabilityFigure(ctx: BenchContext) {
   const sliceSeconds = ctx.quick ? 2 : 5;
   const rounds = ctx.quick ? 3 : 16;
   // Each block of rounds on services of its own (a divisor of rounds).
-  const blocks = ctx.quick ? 1 : 4;
+  const blocks = ctx.quick ? 1 : 8;
   ctx.log(
     `figure 13: POST /sms with metrics and tracing on vs off, ${rounds} slices of ${sliceSeconds} s each, on ${blocks} sets of services`,
   );
@@ -97,17 +97,20 @@ export async function observabilityFigure(ctx: BenchContext) {
   };
   try {
     for (let round = 0; round < rounds; round++) {
-      // Fresh services for each block of rounds: two processes of the same build and settings
-      // have read 2-3 % apart through a whole run, a bias of their own that more slices of the
-      // same processes do not average out.
+      // Fresh services for each block of rounds: a process carries a bias of its own through a
+      // run (a metrics and an on service loaded side by side, the pair started anew, have read
+      // 1.05 to 1.20 of each other's CPU a request), which more slices of the same processes do
+      // not average out.
       if (round % (rounds / blocks) === 0) {
         await stopServices();
         await startServices();
-        await ctx.collectDatabaseHeap();
       }
       const order = MODES.map((_, i) => MODES[(round + i) % MODES.length] as Mode);
       for (const mode of order) {
         const { api, db, load } = services.get(mode) as ModeService;
+        // Every slice from a collected emulator heap: collected once a round, the round's third
+        // slice met the garbage of the two before it and read the lowest in 12 of 16 rounds.
+        await ctx.collectDatabaseHeap();
         slices[mode].push(await slice(api, load, sliceSeconds, ctx, sink.pid));
         await clearMessages(db);
       }
@@ -115,7 +118,6 @@ export async function observabilityFigure(ctx: BenchContext) {
         .map((mode) => `${mode} ${perSecond(slices[mode].at(-1) as Slice).toFixed(0)}`)
         .join(", ");
       ctx.log(`figure 13 slice ${round + 1}: ${line} req/s`);
-      await ctx.collectDatabaseHeap();
     }
   } finally {
     await stopServices();
