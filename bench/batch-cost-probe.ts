@@ -29,18 +29,15 @@ import {
   ADMIN_TOKEN,
   batchBody,
   createAccount,
+  optionValue,
   postBatch,
   sleep,
   storedCopies,
 } from "./common.ts";
 import { collectEmulatorHeap, cpuSeconds, median } from "./processes.ts";
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
-};
-const batches = Number(arg("batches", "4"));
-const profileDir = arg("profile", "");
+const batches = Number(optionValue("batches", "4"));
+const profileDir = optionValue("profile", "");
 const SIZE = 10_000;
 
 const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });

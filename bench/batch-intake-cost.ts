@@ -11,12 +11,9 @@
 import { execFile } from "node:child_process";
 import { resolve } from "node:path";
 import { promisify } from "node:util";
+import { optionValue } from "./common.ts";
 import { buildService, median } from "./processes.ts";
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
-};
 type Side = "plain" | "guarded";
 const SIZE = 10_000;
 
@@ -24,9 +21,9 @@ if (process.argv[2] === "--inner") await inner(process.argv[3] as string, proces
 else await outer();
 
 async function outer() {
-  const dirs = arg("dirs", ".").split(",");
-  const rounds = Number(arg("rounds", "3"));
-  const batches = arg("batches", "40");
+  const dirs = optionValue("dirs", ".").split(",");
+  const rounds = Number(optionValue("rounds", "3"));
+  const batches = optionValue("batches", "40");
   if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);
   const results = new Map<string, number[]>();
   for (let round = 0; round < rounds; round++) {

@@ -49,6 +49,12 @@ export interface BenchContext {
 /** Statuses a message leaves once its carrier's receipt is applied. */
 export const PENDING_RECEIPT: MessageDoc["status"][] = ["ACCEPTED", "SENT"];
 
+/** A probe's `--name value` option from the command line; `fallback` when absent. */
+export function optionValue(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, Math.max(0, ms)));
 
 /** Polls `done` every 50 ms until it holds or `timeoutMs` ran out; returns whether it held. */

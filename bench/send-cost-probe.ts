@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { MongoClient } from "mongodb";
 import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
-import { ADMIN_TOKEN, createAccount, sleep } from "./common.ts";
+import { ADMIN_TOKEN, createAccount, optionValue, sleep } from "./common.ts";
 import {
   buildService,
   cpuSeconds,
@@ -35,18 +35,16 @@ import {
   startProcess,
 } from "./processes.ts";
 
-const arg = (name: string, fallback: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
-};
-const dirs = arg("dirs", ".").split(",");
-const rate = Number(arg("rate", "500"));
-const seconds = Number(arg("seconds", "4"));
-const rounds = Number(arg("rounds", "4"));
-const doors = arg("doors", "rest,connect").split(",") as Door[];
+const dirs = optionValue("dirs", ".").split(",");
+const rate = Number(optionValue("rate", "500"));
+const seconds = Number(optionValue("seconds", "4"));
+const rounds = Number(optionValue("rounds", "4"));
+const doors = optionValue("doors", "rest,connect").split(",") as Door[];
 type Door = "rest" | "connect";
 type Observability = "off" | "metrics" | "tracing" | "unsampled" | "on";
-const observability = arg("observability", "").split(",").filter(Boolean) as Observability[];
+const observability = optionValue("observability", "")
+  .split(",")
+  .filter(Boolean) as Observability[];
 const together = process.argv.includes("--together");
 
 if (!process.argv.includes("--no-build")) for (const dir of dirs) await buildService(dir);

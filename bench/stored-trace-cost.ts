@@ -11,14 +11,11 @@ import { startDatabase } from "../src/dev-database/embedded-mongo.ts";
 import type { MessageDoc } from "../src/store/documents.ts";
 import { acceptedMessage } from "../src/store/messages.ts";
 import { unsampledRoot } from "../src/tracing/root-sampling.ts";
+import { optionValue } from "./common.ts";
 import { collectEmulatorHeap, cpuSeconds, median } from "./processes.ts";
 
-const arg = (name: string, fallback: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-};
-const rounds = arg("rounds", 12);
-const messages = arg("messages", 36_000);
+const rounds = Number(optionValue("rounds", "12"));
+const messages = Number(optionValue("messages", "36000"));
 const GROUP = 12;
 const IN_FLIGHT = 16;
 
