@@ -175,8 +175,12 @@ describe("notifier", () => {
 
   it("two instances deliver each notification exactly once between them", async () => {
     const account = await insertAccount(`${receiver.baseUrl}/pair`);
-    const a = notifier("pair-a", { concurrency: 8, chunkSize: 20 });
-    const b = notifier("pair-b", { concurrency: 8, chunkSize: 20 });
+    // Each instance holds at most 20 of the account's notifications, and the receiver takes 20 ms
+    // over each: one instance alone cannot drain the 450 before the other's next sweep.
+    receiver.set({ delayMs: 20 });
+    const pair = { concurrency: 8, chunkSize: 20, accountClaimLimit: 20 };
+    const a = notifier("pair-a", pair);
+    const b = notifier("pair-b", pair);
     await a.start();
     await b.start();
     const ids = await insertMessages(account._id, 150);
@@ -208,6 +212,7 @@ describe("notifier", () => {
     }
     await a.stop();
     await b.stop();
+    receiver.set({ delayMs: 0 });
   });
 
   it("restarted in the middle of a stream of changes, loses none and resumes from its stored token", async () => {
