@@ -25,7 +25,8 @@ import { type BenchContext, createAccount } from "./common.ts";
 import { cpuSeconds, FREE_PORT, median, type ServiceProcess, startProcess } from "./processes.ts";
 
 const CONNECTIONS = 32;
-// For finding what costs: BENCH_FIGURE13_ON=metrics (or tracing) turns only that one on.
+// For finding what costs: BENCH_FIGURE13_ON=metrics (or tracing) turns only that one on; =none
+// leaves every mode off, so the ratios read the figure's own resolution.
 const ON = new Set((process.env.BENCH_FIGURE13_ON || "metrics,tracing").split(","));
 // The ratio of the traces sampled in the measured mode; BENCH_FIGURE13_SAMPLE=1 measures every
 // request traced (the SDK's default sampler) and leaves out the "all" mode, then the same.
