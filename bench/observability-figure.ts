@@ -22,7 +22,14 @@
 
 import autocannon from "autocannon";
 import { type BenchContext, createAccount } from "./common.ts";
-import { cpuSeconds, FREE_PORT, median, type ServiceProcess, startProcess } from "./processes.ts";
+import {
+  cpuSeconds,
+  FREE_PORT,
+  median,
+  type ServiceProcess,
+  standardError,
+  startProcess,
+} from "./processes.ts";
 
 const CONNECTIONS = 32;
 // For finding what costs: BENCH_FIGURE13_ON=metrics (or tracing) turns only that one on; =none
@@ -162,6 +169,9 @@ export async function observabilityFigure(ctx: BenchContext) {
       slice_ratio_min: Math.min(...onRatios),
       slice_ratio_median: median(onRatios),
       slice_ratio_max: Math.max(...onRatios),
+      // How far the ratio can be told from this run alone: three services all off
+      // (BENCH_FIGURE13_ON=none) read 1.025 of each other, about one such error.
+      slice_ratio_standard_error: standardError(onRatios),
       ...(!EVERY_REQUEST && {
         every_request_traced_rps: rate("all"),
         every_request_traced_ratio: rate("all") / off,

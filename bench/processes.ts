@@ -206,3 +206,12 @@ export function median(values: number[]): number {
     50,
   );
 }
+
+/** The standard error of the mean of `values` (their sample deviation over √n); NaN below two. */
+export function standardError(values: number[]): number {
+  const n = values.length;
+  if (n < 2) return Number.NaN;
+  const mean = values.reduce((sum, value) => sum + value, 0) / n;
+  const variance = values.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (n - 1);
+  return Math.sqrt(variance / n);
+}
