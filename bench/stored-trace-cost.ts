@@ -21,6 +21,8 @@ const IN_FLIGHT = 16;
 
 const database = await startDatabase({ logger: (m) => process.stderr.write(`${m}\n`) });
 const emulatorPid = /pid (\d+)/.exec(database.description)?.[1];
+/** The emulator's CPU seconds so far; 0 on another database, whose process this cannot read. */
+const databaseCpuSeconds = () => (emulatorPid ? cpuSeconds(Number(emulatorPid)) : 0);
 const client = await new MongoClient(database.uri).connect();
 const collection = client.db("bench_stored_trace").collection<MessageDoc>("messages");
 
@@ -62,11 +64,11 @@ for (let round = 0; round <= rounds; round++) {
   const order: Side[] = round % 2 === 0 ? ["without", "with"] : ["with", "without"];
   for (const side of order) {
     await collectEmulatorHeap(emulatorPid);
-    const databaseBefore = emulatorPid ? cpuSeconds(Number(emulatorPid)) : 0;
+    const databaseBefore = databaseCpuSeconds();
     const driverBefore = process.cpuUsage();
     await insertAll(side);
     const driver = process.cpuUsage(driverBefore);
-    const databaseUs = emulatorPid ? (cpuSeconds(Number(emulatorPid)) - databaseBefore) * 1e6 : 0;
+    const databaseUs = (databaseCpuSeconds() - databaseBefore) * 1e6;
     await collection.deleteMany({});
     if (round === 0) continue;
     perMessage[side].database.push(databaseUs / messages);
